@@ -1,0 +1,110 @@
+"""Parsing and verifying modules with source locations.
+
+xDSL's parser does not attach a location to the operations it reads, so every
+diagnostic would be location-less. `LocatedParser` records `file:line:col` of
+each operation as a `FileLineColLoc` (MLIR's convention: the first token of the
+operation), which the verifier, passes and the simulator then use in their
+messages.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+from .diagnostics import CompileError, SourceLocation, location_of
+
+
+class _LineIndex:
+    """Offset -> (line, column) in O(log n), where xDSL's Span counts lines from 0."""
+
+    def __init__(self, text: str, line_offset: int):
+        self.starts = [0]
+        pos = text.find("\n")
+        while pos != -1:
+            self.starts.append(pos + 1)
+            pos = text.find("\n", pos + 1)
+        self.line_offset = line_offset
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self.starts, offset) - 1
+        return line + 1 + self.line_offset, offset - self.starts[line] + 1
+
+
+class LocatedParser(Parser):
+    def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
+        super().__init__(ctx, text, name)
+        self._lines = _LineIndex(text, line_offset)
+        self._file = StringAttr(name)
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            line, col = self._lines.line_col(start)
+            op.location = FileLineColLoc(self._file, IntAttr(line), IntAttr(col))
+        return op
+
+    def source_location(self, offset: int) -> SourceLocation:
+        line, col = self._lines.line_col(offset)
+        return SourceLocation(self._file.data, line, col)
+
+
+def parse_module(ctx: Context, text: str, filename: str = "<stdin>", line_offset: int = 0) -> ModuleOp:
+    """Parse MLIR text into a module, raising `CompileError` with a location on failure."""
+    parser = LocatedParser(ctx, text, filename, line_offset)
+    try:
+        return parser.parse_module()
+    except ParseError as e:
+        raise CompileError(e.msg, parser.source_location(e.span.start)) from None
+    except DiagnosticException as e:
+        # Attribute verifiers run while parsing (e.g. a malformed tensor type).
+        raise CompileError(_first_line(e), parser.source_location(parser.pos)) from None
+
+
+def verify_module(module: Operation) -> None:
+    """Verify every operation, reporting the first failure at that op's location."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except DiagnosticException as e:
+            raise CompileError(_verifier_message(op, e), location_of(op)) from None
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _verifier_message(op: Operation, e: Exception) -> str:
+    message = _first_line(e)
+    message = message.removeprefix("Operation does not verify: ")
+    prefix = f"'{op.name}' op "
+    return message if message.startswith(prefix) else prefix + message
+
+
+def read_source(path: str) -> str:
+    """The text of `path` (`-` is standard input), as a located error if unreadable."""
+    if path == "-":
+        import sys
+
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise CompileError(f"cannot open '{path}': {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise CompileError(f"'{path}' is not UTF-8 text: {e.reason}") from None
+
+
+def load_module(ctx: Context, path: str) -> ModuleOp:
+    """Read, parse and verify a module file."""
+    module = parse_module(ctx, read_source(path), "<stdin>" if path == "-" else path)
+    verify_module(module)
+    return module

@@ -1,0 +1,204 @@
+"""Running passes: the registry of pass names, pipeline parsing, pipeline passes
+that run other passes, and the instrumentation that verifies, prints, dumps and
+counts after every pass.
+
+A pipeline pass (`ge-graph-opt`, `ge-compile`) runs its stages through
+`run_pass`, so `--print-ir-after-all`, `--dump-dir` and `--pass-statistics` see
+every stage, not one opaque step: "dump the IR at each level" is the point of
+the tool.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import importlib
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+
+from .diagnostics import CompileError
+from .parsing import verify_module
+
+# ---- the registry ----------------------------------------------------------------------
+
+# name -> "module:Class", imported on first use so `ge-opt --help` stays fast.
+_PROJECT_PASSES: dict[str, str] = {
+    # Graph level (transforms/graph) and the pipelines (registered as they land).
+}
+
+_UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
+
+
+def register_pass(name: str, target: str) -> None:
+    """Register `package.module:ClassName` under `name` (used by plugins and tests)."""
+    _PROJECT_PASSES[name] = target
+
+
+def _load(target: str) -> type[ModulePass]:
+    module_name, class_name = target.split(":")
+    module = importlib.import_module(module_name, package=__package__.rsplit(".", 1)[0])
+    return getattr(module, class_name)
+
+
+def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    from xdsl.transforms import get_all_passes
+
+    upstream = get_all_passes()
+    passes: dict[str, Callable[[], type[ModulePass]]] = {
+        name: upstream[name] for name in _UPSTREAM_PASSES
+    }
+    for name, target in _PROJECT_PASSES.items():
+        passes[name] = lambda target=target: _load(target)
+    return passes
+
+
+def pass_summary(factory: Callable[[], type[ModulePass]]) -> tuple[str, list[str]]:
+    """First docstring line and `name=default` options, for `--list-passes`."""
+    cls = factory()
+    doc = (cls.__doc__ or "").strip().splitlines()
+    options = [
+        f"{f.name.replace('_', '-')}={_format_default(f)}" for f in dataclasses.fields(cls)
+    ]
+    return (doc[0] if doc else ""), options
+
+
+def _format_default(f: dataclasses.Field) -> str:
+    if f.default is dataclasses.MISSING:
+        return "<required>"
+    value = f.default
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+# ---- pipelines ----------------------------------------------------------------------------
+
+_MODULE_WRAPPER = re.compile(r"^\s*builtin\.module\s*\((.*)\)\s*$", re.S)
+
+
+def parse_pass_pipeline(text: str) -> list[ModulePass]:
+    """`a,b{opt=1}` or MLIR's `builtin.module(a,b{opt=1})` into pass instances."""
+    match = _MODULE_WRAPPER.match(text)
+    if match:
+        text = match.group(1)
+    text = text.strip()
+    if not text:
+        return []
+    try:
+        specs = list(parse_pipeline(text))
+    except ArgSpecParseError as e:
+        raise CompileError(f"invalid pass pipeline '{text}': {_first_line(e)}") from None
+    passes = available_passes()
+    result = []
+    for spec in specs:
+        if spec.name not in passes:
+            raise CompileError(f"unknown pass '{spec.name}' (see --list-passes)")
+        pass_class = passes[spec.name]()
+        known = {f.name.replace("_", "-") for f in dataclasses.fields(pass_class)}
+        for option in spec.parameters:
+            if option.replace("_", "-") not in known:
+                listed = ", ".join(sorted(known)) or "none"
+                raise CompileError(
+                    f"pass '{spec.name}' has no option '{option}' (options: {listed})"
+                )
+        try:
+            result.append(pass_class.from_pass_spec(spec))
+        except (ValueError, TypeError, ArgSpecParseError) as e:
+            raise CompileError(f"bad options for pass '{spec.name}': {_first_line(e)}") from None
+    return result
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [line for line in str(e).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else type(e).__name__
+
+
+class PipelinePass(ModulePass):
+    """A pass made of other passes; `stages` builds them from this pass's options."""
+
+    def stages(self) -> list[ModulePass]:
+        raise NotImplementedError
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for stage in self.stages():
+            run_pass(stage, ctx, op)
+
+
+# ---- instrumentation --------------------------------------------------------------------
+
+
+@dataclass
+class Instrumentation:
+    """What happens around each leaf pass; the tools configure one per run."""
+
+    verify_each: bool = True
+    after_pass: list[Callable[[ModulePass, ModuleOp], None]] = field(default_factory=list)
+    statistics: dict[str, dict[str, int]] = field(default_factory=dict)
+    timings: list[tuple[str, float]] = field(default_factory=list)
+
+    def record(self, pass_name: str, counter: str, amount: int = 1) -> None:
+        counters = self.statistics.setdefault(pass_name, {})
+        counters[counter] = counters.get(counter, 0) + amount
+
+    def statistics_report(self) -> str:
+        lines = []
+        for pass_name, counters in self.statistics.items():
+            shown = ", ".join(f"{value} {name}" for name, value in counters.items())
+            lines.append(f"{pass_name}: {shown}")
+        return "\n".join(lines)
+
+
+_CURRENT: contextvars.ContextVar[Instrumentation | None] = contextvars.ContextVar(
+    "gecomp_instrumentation", default=None
+)
+
+
+@contextmanager
+def instrumented(instrumentation: Instrumentation) -> Iterator[Instrumentation]:
+    token = _CURRENT.set(instrumentation)
+    try:
+        yield instrumentation
+    finally:
+        _CURRENT.reset(token)
+
+
+def record_statistic(pass_name: str, counter: str, amount: int = 1) -> None:
+    """Count something a pass did (`--pass-statistics`); a no-op outside a tool run."""
+    current = _CURRENT.get()
+    if current is not None and amount:
+        current.record(pass_name, counter, amount)
+
+
+def run_pass(p: ModulePass, ctx: Context, module: ModuleOp) -> None:
+    """Apply one pass with the current instrumentation around it."""
+    current = _CURRENT.get()
+    if isinstance(p, PipelinePass):
+        p.apply(ctx, module)
+        return
+    start = time.perf_counter()
+    try:
+        p.apply(ctx, module)
+    except DiagnosticException as e:
+        raise CompileError(f"pass '{p.name}' failed: {_first_line(e)}") from None
+    if current is None:
+        return
+    current.timings.append((p.name, time.perf_counter() - start))
+    if current.verify_each:
+        try:
+            verify_module(module)
+        except CompileError as e:
+            raise CompileError(f"{e.message} (after pass '{p.name}')", e.location) from None
+    for hook in current.after_pass:
+        hook(p, module)
+
+
+def run_pipeline(passes: list[ModulePass], ctx: Context, module: ModuleOp) -> None:
+    for p in passes:
+        run_pass(p, ctx, module)

@@ -1,0 +1,1 @@
+"""The three dialects: `ge` (graph), `fused` (fused ops), `npu` (hardware instructions)."""

@@ -1,0 +1,393 @@
+"""Elementwise ops: binary arithmetic with numpy broadcasting, unary math and
+activations, cast, where. ONNX semantics throughout (Div on integers truncates
+towards zero, Gelu's default is the exact erf form)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
+from xdsl.traits import Commutative, Pure
+
+from ...core import dtypes, numeric
+from .base import (
+    EvaluationError,
+    GEOp,
+    Kind,
+    attr,
+    broadcast_shapes,
+    fail,
+    like,
+    require_float,
+    require_numeric,
+    same_element_type,
+    shape_of,
+)
+
+# ---- binary ---------------------------------------------------------------------------
+
+
+class BinaryOp(GEOp):
+    """`lhs op rhs` with numpy broadcasting; both operands of one element type."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        lhs, rhs = types
+        element_type = same_element_type(types)
+        require_numeric(lhs)
+        return like(lhs, broadcast_shapes(shape_of(lhs), shape_of(rhs)), element_type)
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return cls.FN(*inputs)
+
+
+def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if np.issubdtype(x.dtype, np.integer):
+        if np.any(y == 0):
+            raise EvaluationError("integer division by zero")
+        quotient = np.floor_divide(x, y)
+        # ONNX (like C) truncates towards zero; numpy floors.
+        return quotient + ((np.remainder(x, y) != 0) & ((x < 0) != (y < 0)))
+    return np.divide(x, y)
+
+
+def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if np.issubdtype(y.dtype, np.integer) and np.any(y < 0):
+        raise EvaluationError("integer power with a negative exponent")
+    return np.power(x, y)
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    name = "ge.add"
+    FN = staticmethod(np.add)
+    traits = traits_def(Pure(), Commutative())
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    name = "ge.sub"
+    FN = staticmethod(np.subtract)
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    name = "ge.mul"
+    FN = staticmethod(np.multiply)
+    traits = traits_def(Pure(), Commutative())
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    name = "ge.div"
+    FN = staticmethod(_divide)
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    name = "ge.pow"
+    FN = staticmethod(_power)
+
+
+@irdl_op_definition
+class MaximumOp(BinaryOp):
+    name = "ge.maximum"
+    FN = staticmethod(np.maximum)
+    traits = traits_def(Pure(), Commutative())
+
+
+@irdl_op_definition
+class MinimumOp(BinaryOp):
+    name = "ge.minimum"
+    FN = staticmethod(np.minimum)
+    traits = traits_def(Pure(), Commutative())
+
+
+# ---- unary ----------------------------------------------------------------------------
+
+
+class UnaryOp(GEOp):
+    """`op x` on any numeric tensor, shape and element type unchanged."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        (x,) = types
+        require_numeric(x)
+        return like(x)
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return cls.FN(inputs[0])
+
+
+class FloatUnaryOp(UnaryOp):
+    """`op x` on a float tensor (transcendental functions, float activations)."""
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        require_float(types[0])
+        return super().infer(types, a, declared)
+
+
+def _rsqrt(x):
+    return 1.0 / np.sqrt(x)
+
+
+def _reciprocal(x):
+    return 1.0 / x
+
+
+def _relu(x):
+    return np.maximum(x, 0)
+
+
+def _silu(x):
+    return x * numeric.sigmoid(x)
+
+
+def _identity(x):
+    return x
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """`-x`."""
+
+    name = "ge.neg"
+    FN = staticmethod(np.negative)
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    """`|x|`."""
+
+    name = "ge.abs"
+    FN = staticmethod(np.abs)
+
+
+@irdl_op_definition
+class ExpOp(FloatUnaryOp):
+    """`e^x`."""
+
+    name = "ge.exp"
+    FN = staticmethod(np.exp)
+
+
+@irdl_op_definition
+class LogOp(FloatUnaryOp):
+    """Natural logarithm."""
+
+    name = "ge.log"
+    FN = staticmethod(np.log)
+
+
+@irdl_op_definition
+class SqrtOp(FloatUnaryOp):
+    """Square root."""
+
+    name = "ge.sqrt"
+    FN = staticmethod(np.sqrt)
+
+
+@irdl_op_definition
+class RsqrtOp(FloatUnaryOp):
+    """`1 / sqrt(x)`."""
+
+    name = "ge.rsqrt"
+    FN = staticmethod(_rsqrt)
+
+
+@irdl_op_definition
+class ReciprocalOp(FloatUnaryOp):
+    """`1 / x`."""
+
+    name = "ge.reciprocal"
+    FN = staticmethod(_reciprocal)
+
+
+@irdl_op_definition
+class TanhOp(FloatUnaryOp):
+    """Hyperbolic tangent."""
+
+    name = "ge.tanh"
+    FN = staticmethod(np.tanh)
+
+
+@irdl_op_definition
+class SigmoidOp(FloatUnaryOp):
+    """`1 / (1 + e^-x)`."""
+
+    name = "ge.sigmoid"
+    FN = staticmethod(numeric.sigmoid)
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """`max(x, 0)`."""
+
+    name = "ge.relu"
+    FN = staticmethod(_relu)
+
+
+@irdl_op_definition
+class SiluOp(FloatUnaryOp):
+    """`x * sigmoid(x)` (swish)."""
+
+    name = "ge.silu"
+    FN = staticmethod(_silu)
+
+
+@irdl_op_definition
+class ErfOp(FloatUnaryOp):
+    """The error function."""
+
+    name = "ge.erf"
+    FN = staticmethod(numeric.erf)
+
+
+@irdl_op_definition
+class IdentityOp(UnaryOp):
+    """Returns its input (ONNX Identity)."""
+
+    name = "ge.identity"
+    FN = staticmethod(_identity)
+
+
+@irdl_op_definition
+class GeluOp(FloatUnaryOp):
+    """Gaussian error linear unit; `approximate = "tanh"` is the tanh form."""
+
+    name = "ge.gelu"
+    approximate = attr(Kind.STR, "none", choices=("none", "tanh"))
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        return numeric.gelu(inputs[0], a.approximate)
+
+
+@irdl_op_definition
+class LeakyReluOp(FloatUnaryOp):
+    """`x if x >= 0 else alpha * x`."""
+
+    name = "ge.leaky_relu"
+    alpha = attr(Kind.FLOAT, 0.01)
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        x = inputs[0]
+        return np.where(x >= 0, x, a.alpha * x)
+
+
+@irdl_op_definition
+class DropoutOp(UnaryOp):
+    """Dropout at inference: the identity. `ratio` is kept for fusion patterns."""
+
+    name = "ge.dropout"
+    ratio = attr(Kind.FLOAT, 0.5)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        if not 0.0 <= a.ratio < 1.0:
+            raise fail(f"ratio must be in [0, 1), got {a.ratio}")
+        return super().infer(types, a, declared)
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        return inputs[0]
+
+
+@irdl_op_definition
+class CastOp(UnaryOp):
+    """Converts the element type to the result's. Float to integer truncates towards
+    zero, anything to i1 tests for non-zero (ONNX Cast)."""
+
+    name = "ge.cast"
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        (x,) = types
+        if declared is None:
+            raise fail("ge.cast needs its result type")
+        return like(x, element_type=declared[0].element_type)
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        x = inputs[0]
+        target = dtypes.to_numpy_dtype(result_types[0].element_type)
+        if target == np.bool_:
+            return x != 0
+        if np.issubdtype(target, np.integer) and np.issubdtype(x.dtype, np.floating):
+            return np.trunc(x)
+        return x
+
+
+# ---- where ----------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class WhereOp(GEOp):
+    """`condition ? x : y`, the three broadcast together."""
+
+    name = "ge.where"
+    condition = operand_def(TensorType)
+    x = operand_def(TensorType)
+    y = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        cond, x, y = types
+        if not dtypes.is_bool(cond.element_type):
+            raise fail(f"condition must have element type i1, got {cond.element_type}")
+        element_type = same_element_type([x, y], "value")
+        return like(x, broadcast_shapes(*(shape_of(t) for t in types)), element_type)
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        cond, x, y = inputs
+        return np.where(cond, x, y)
+
+
+ELEMENTWISE_OPS: Sequence[type[GEOp]] = (
+    AddOp,
+    SubOp,
+    MulOp,
+    DivOp,
+    PowOp,
+    MaximumOp,
+    MinimumOp,
+    NegOp,
+    AbsOp,
+    ExpOp,
+    LogOp,
+    SqrtOp,
+    RsqrtOp,
+    ReciprocalOp,
+    TanhOp,
+    SigmoidOp,
+    ReluOp,
+    LeakyReluOp,
+    GeluOp,
+    SiluOp,
+    ErfOp,
+    IdentityOp,
+    DropoutOp,
+    CastOp,
+    WhereOp,
+)

@@ -1,0 +1,41 @@
+"""Running a module at whatever level it is: the reference interpreter for `ge`
+and `fused`, the NPU simulator for `npu` (once a module holds npu kernels)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from .reference import run_reference
+from .signature import TensorSpec, input_specs, main_function, output_specs
+
+
+@dataclass
+class Execution:
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    results: list[np.ndarray]
+    level: str
+    report: object | None = field(default=None)
+
+
+def module_level(module: ModuleOp) -> str:
+    """The lowest dialect the module uses: 'npu', 'fused' or 'ge'."""
+    level = "ge"
+    for op in module.walk():
+        prefix = op.name.split(".", 1)[0]
+        if prefix == "npu":
+            return "npu"
+        if prefix == "fused":
+            level = "fused"
+    return level
+
+
+def execute(module: ModuleOp, inputs: Sequence[np.ndarray], hw: str | None = None) -> Execution:
+    main = main_function(module)
+    level = module_level(module)
+    results = run_reference(module, inputs)
+    return Execution(input_specs(main), output_specs(main), results, level)

@@ -1,0 +1,132 @@
+"""The interface of a module: `@main`'s inputs and outputs, their names, and the
+arrays that feed them (npz files or seeded random data).
+
+Names follow DESIGN.md: the `ge.name` argument/result attribute where the IR
+records one, else `arg0..` and `result0..`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TensorType
+
+from ..core import dtypes
+from ..core.diagnostics import CompileError
+
+NAME_ATTR = "ge.name"
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    type: TensorType
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.type.get_shape())
+
+    @property
+    def dtype(self) -> np.dtype:
+        return dtypes.to_numpy_dtype(self.type.element_type)
+
+
+def main_function(module: ModuleOp) -> func.FuncOp:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
+            return op
+    raise CompileError("the module has no func.func @main", module)
+
+
+def _names(attrs: Sequence[DictionaryAttr] | None, count: int, prefix: str) -> list[str]:
+    names = []
+    for i in range(count):
+        name = None
+        if attrs is not None and i < len(attrs):
+            value = attrs[i].data.get(NAME_ATTR)
+            if isinstance(value, StringAttr):
+                name = value.data
+        names.append(name or f"{prefix}{i}")
+    return names
+
+
+def _specs(names: list[str], types, what: str, where) -> list[TensorSpec]:
+    specs = []
+    for name, t in zip(names, types):
+        if not isinstance(t, TensorType) or not dtypes.is_supported(t.element_type):
+            raise CompileError(f"@main {what} '{name}' has unsupported type {t}", where)
+        specs.append(TensorSpec(name, t))
+    return specs
+
+
+def input_specs(main: func.FuncOp) -> list[TensorSpec]:
+    types = main.function_type.inputs.data
+    arg_attrs = main.arg_attrs.data if main.arg_attrs is not None else None
+    return _specs(_names(arg_attrs, len(types), "arg"), types, "input", main)
+
+
+def output_specs(main: func.FuncOp) -> list[TensorSpec]:
+    types = main.function_type.outputs.data
+    res_attrs = main.res_attrs.data if main.res_attrs is not None else None
+    return _specs(_names(res_attrs, len(types), "result"), types, "output", main)
+
+
+def random_inputs(specs: Sequence[TensorSpec], seed: int) -> list[np.ndarray]:
+    """Standard normal floats, integers in [0, 4), fair booleans: one generator, in order."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for spec in specs:
+        if np.issubdtype(spec.dtype, np.floating):
+            values = rng.standard_normal(spec.shape, dtype=np.float32)
+        elif spec.dtype == np.bool_:
+            values = rng.random(spec.shape) < 0.5
+        else:
+            values = rng.integers(0, 4, size=spec.shape)
+        arrays.append(np.asarray(values).astype(spec.dtype))
+    return arrays
+
+
+def load_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
+    """Inputs from an npz file, by name, checked against the signature."""
+    try:
+        archive = np.load(path)
+    except (OSError, ValueError) as e:
+        raise CompileError(f"cannot read inputs from '{path}': {e}") from None
+    with archive:
+        arrays = []
+        for i, spec in enumerate(specs):
+            key = spec.name if spec.name in archive.files else f"arg{i}"
+            if key not in archive.files:
+                raise CompileError(
+                    f"'{path}' has no array '{spec.name}' (it has: {', '.join(archive.files) or 'nothing'})"
+                )
+            array = archive[key]
+            if tuple(array.shape) != spec.shape:
+                raise CompileError(
+                    f"input '{spec.name}' in '{path}' has shape {list(array.shape)}, @main expects {list(spec.shape)}"
+                )
+            arrays.append(array.astype(spec.dtype))
+    return arrays
+
+
+def save_outputs(path: str, specs: Sequence[TensorSpec], arrays: Sequence[np.ndarray]) -> None:
+    np.savez(path, **{spec.name: array for spec, array in zip(specs, arrays)})
+
+
+def summarize(spec: TensorSpec, array: np.ndarray) -> str:
+    """`name: tensor<...> min=.. max=.. mean=..` for one output."""
+    head = f"{spec.name}: {spec.type}"
+    if array.size == 0:
+        return head + " (empty)"
+    values = array.astype(np.float64)
+    nonfinite = int(np.count_nonzero(~np.isfinite(values)))
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return head + " all non-finite"
+    text = f"{head} min={finite.min():.6g} max={finite.max():.6g} mean={finite.mean():.6g}"
+    if nonfinite:
+        text += f" non-finite={nonfinite}"
+    return text

@@ -1,0 +1,1 @@
+"""Command-line entry points (thin: argument parsing, then library calls)."""

@@ -1,0 +1,107 @@
+"""`ge-sim`: run a module and report what it computed (and, for npu modules, how
+long it took on the simulated NPU)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..core.context import make_context
+from ..core.diagnostics import CompileError
+from ..core.parsing import load_module
+from ..core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
+from ..simulator.compare import worst_mismatch
+from ..simulator.run import execute
+from ..simulator.signature import (
+    input_specs,
+    load_inputs,
+    main_function,
+    random_inputs,
+    save_outputs,
+    summarize,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ge-sim",
+        description="Run a ge / fused / npu module: ge and fused through the numpy "
+        "reference interpreter, npu through the cycle-approximate simulator.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  ge-sim examples/mlp.mlir --seed 1 --outputs out.npz\n"
+        "  ge-sim examples/bert_layer.mlir --pipeline ge-graph-opt --check\n",
+    )
+    p.add_argument("file", help="the module (.mlir); '-' reads standard input")
+    p.add_argument("--pipeline", metavar="PIPE", default="", help="compile with this pass pipeline first")
+    p.add_argument("--hw", metavar="NAME", default=None, help="hardware preset name or file (npu level)")
+    p.add_argument("--inputs", metavar="IN.npz", help="input arrays by name (default: random from --seed)")
+    p.add_argument("--outputs", metavar="OUT.npz", help="write the results here")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--report", action="store_true", help="print the execution report")
+    p.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    p.add_argument("--trace", metavar="FILE", help="write a Chrome trace (npu level)")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="also run the input module through the reference interpreter; exit 1 if "
+        "the outputs differ beyond tolerance, printing the worst error",
+    )
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    ctx = make_context()
+    module = load_module(ctx, args.file)
+    reference_module = module.clone() if args.check else None
+    passes = parse_pass_pipeline(args.pipeline)
+    with instrumented(Instrumentation()):
+        run_pipeline(passes, ctx, module)
+
+    specs = input_specs(main_function(module))
+    inputs = load_inputs(args.inputs, specs) if args.inputs else random_inputs(specs, args.seed)
+    execution = execute(module, inputs, hw=args.hw)
+    if execution.report is None and (args.json or args.trace):
+        raise CompileError(
+            f"--json and --trace need an npu-level module; this one is at the "
+            f"{execution.level} level (compile it with --pipeline ge-compile)"
+        )
+
+    for spec, array in zip(execution.outputs, execution.results):
+        print(summarize(spec, array))
+    if args.outputs:
+        save_outputs(args.outputs, execution.outputs, execution.results)
+    if args.report:
+        print(f"level: {execution.level} (reference interpreter)" if execution.report is None else execution.report)
+
+    if reference_module is not None:
+        expected = execute(reference_module, inputs).results
+        return _check(execution.outputs, expected, execution.results)
+    return 0
+
+
+def _check(specs, expected, actual) -> int:
+    mismatches = [worst_mismatch(s.name, e, a) for s, e, a in zip(specs, expected, actual)]
+    failing = [m for m in mismatches if m is not None and m.ratio > 1.0]
+    worst = max((m for m in mismatches if m is not None), key=lambda m: m.ratio, default=None)
+    if failing:
+        for m in failing:
+            print(f"check: FAILED {m}", file=sys.stderr)
+        return 1
+    print(f"check: ok (worst {worst})" if worst else "check: ok (identical)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except CompileError as e:
+        print(e.format(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
