@@ -12,6 +12,18 @@ def _ge():
     return GE
 
 
+def _fused():
+    from ..dialects.fused import FUSED
+
+    return FUSED
+
+
+def _npu():
+    from ..dialects.npu import NPU
+
+    return NPU
+
+
 def _func():
     from xdsl.dialects.func import Func
 
@@ -42,6 +54,8 @@ DIALECT_FACTORIES = {
     "scf": _scf,
     "memref": _memref,
     "ge": _ge,
+    "fused": _fused,
+    "npu": _npu,
 }
 
 

@@ -9,7 +9,9 @@ user errors.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from xdsl.dialects.builtin import FileLineColLoc, NameLoc, UnknownLoc
 from xdsl.ir import Attribute, Operation
@@ -64,6 +66,16 @@ class CompileError(Exception):
 
     def __str__(self) -> str:
         return self.format()
+
+
+def argument_error(tool: str) -> Callable[[str], NoReturn]:
+    """A replacement for `ArgumentParser.error`: a bad flag becomes a one-line
+    `CompileError` (exit code 1) instead of argparse's usage dump and exit code 2."""
+
+    def error(message: str) -> NoReturn:
+        raise CompileError(f"{message} (see {tool} --help)")
+
+    return error
 
 
 def op_error(op: Operation, message: str) -> CompileError:

@@ -15,6 +15,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from .diagnostics import CompileError, SourceLocation, location_of
@@ -41,6 +42,7 @@ class LocatedParser(Parser):
         super().__init__(ctx, text, name)
         self._lines = _LineIndex(text, line_offset)
         self._file = StringAttr(name)
+        self._text = text
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
@@ -50,6 +52,16 @@ class LocatedParser(Parser):
             op.location = FileLineColLoc(self._file, IntAttr(line), IntAttr(col))
         return op
 
+    def _get_op_by_name(self, name: str) -> type[Operation]:
+        try:
+            return super()._get_op_by_name(name)
+        except ParseError as e:
+            # Point at the op name, as mlir-opt does, not at the token after it.
+            at = self._text.rfind(name, 0, self.pos)
+            if at < 0:
+                raise
+            self.raise_error(e.msg, at, at + len(name))
+
     def source_location(self, offset: int) -> SourceLocation:
         line, col = self._lines.line_col(offset)
         return SourceLocation(self._file.data, line, col)
@@ -57,7 +69,14 @@ class LocatedParser(Parser):
 
 def parse_module(ctx: Context, text: str, filename: str = "<stdin>", line_offset: int = 0) -> ModuleOp:
     """Parse MLIR text into a module, raising `CompileError` with a location on failure."""
-    parser = LocatedParser(ctx, text, filename, line_offset)
+    try:
+        parser = LocatedParser(ctx, text, filename, line_offset)
+    except ParseError as e:  # the first token does not lex
+        line, col = _LineIndex(text, line_offset).line_col(e.span.start)
+        raise CompileError(e.msg, SourceLocation(filename, line, col)) from None
+    if parser._current_token.kind == MLIRTokenKind.EOF:
+        # Only comments (a split chunk holding notes): an empty module, as mlir-opt.
+        return ModuleOp([])
     try:
         return parser.parse_module()
     except ParseError as e:
@@ -83,6 +102,10 @@ def _first_line(e: Exception) -> str:
 
 def _verifier_message(op: Operation, e: Exception) -> str:
     message = _first_line(e)
+    lines = str(e).strip().splitlines()
+    if message.endswith(":") and len(lines) > 1:
+        # IRDL puts the reason on the next line: "operand 'x' ... does not verify:\n<why>".
+        message = f"{message} {lines[1].strip()}"
     message = message.removeprefix("Operation does not verify: ")
     prefix = f"'{op.name}' op "
     return message if message.startswith(prefix) else prefix + message

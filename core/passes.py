@@ -33,6 +33,14 @@ from .parsing import verify_module
 # name -> "module:Class", imported on first use so `ge-opt --help` stays fast.
 _PROJECT_PASSES: dict[str, str] = {
     # Graph level (transforms/graph) and the pipelines (registered as they land).
+    "ge-pattern-fuse": ".lowering.graph_to_fused.pattern_fusion:PatternFusePass",
+    "ge-auto-fuse": ".lowering.graph_to_fused.auto_fusion:AutoFusePass",
+    "ge-fuse": ".lowering.graph_to_fused.pipeline:FusePipelinePass",
+    "ge-simplify": ".transforms.graph.simplify:SimplifyPass",
+    "ge-constant-fold": ".transforms.graph.constant_fold:ConstantFoldPass",
+    "ge-fold-batchnorm": ".transforms.graph.fold_batchnorm:FoldBatchNormPass",
+    "ge-layout": ".transforms.graph.layout:LayoutPass",
+    "ge-graph-opt": ".transforms.graph.pipeline:GraphOptPipeline",
 }
 
 _UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
@@ -88,7 +96,7 @@ def parse_pass_pipeline(text: str) -> list[ModulePass]:
     match = _MODULE_WRAPPER.match(text)
     if match:
         text = match.group(1)
-    text = text.strip()
+    text = _without_separator_spaces(text)
     if not text:
         return []
     try:
@@ -113,6 +121,17 @@ def parse_pass_pipeline(text: str) -> list[ModulePass]:
         except (ValueError, TypeError, ArgSpecParseError) as e:
             raise CompileError(f"bad options for pass '{spec.name}': {_first_line(e)}") from None
     return result
+
+
+def _without_separator_spaces(text: str) -> str:
+    """Drops the spaces MLIR allows between passes (`cse, dce`); inside `{...}` they
+    separate options and stay."""
+    kept, depth = [], 0
+    for ch in text:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth > 0 or not ch.isspace():
+            kept.append(ch)
+    return "".join(kept)
 
 
 def _first_line(e: BaseException) -> str:
@@ -170,9 +189,10 @@ def instrumented(instrumentation: Instrumentation) -> Iterator[Instrumentation]:
 
 
 def record_statistic(pass_name: str, counter: str, amount: int = 1) -> None:
-    """Count something a pass did (`--pass-statistics`); a no-op outside a tool run."""
+    """Count something a pass did (`--pass-statistics`); a no-op outside a tool run.
+    Zero counts are kept, as MLIR shows them: "0 ops folded" says the pass ran."""
     current = _CURRENT.get()
-    if current is not None and amount:
+    if current is not None:
         current.record(pass_name, counter, amount)
 
 

@@ -81,6 +81,8 @@ class HardwarePreset:
     loop_iteration_cycles: int
     kernel_launch_us: float
     source: str  # the file it was read from
+    burst_bytes: int  # a data transfer moves whole bursts of this many bytes per contiguous run
+    row_overhead_cycles: int  # extra cycles per additional contiguous run of a 2-D transfer
 
     def capacity(self, space: str) -> int:
         return self.buffers[space]
@@ -211,4 +213,6 @@ class _PresetReader:
             loop_iteration_cycles=int(self.number("scalar.loop_iteration_cycles", integer=True, strict=False)),
             kernel_launch_us=float(self.number("launch.kernel_launch_us", strict=False)),
             source=self.path,
+            burst_bytes=int(self.number("transfer.burst_bytes", integer=True)),
+            row_overhead_cycles=int(self.number("transfer.row_overhead_cycles", integer=True, strict=False)),
         )

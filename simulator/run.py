@@ -34,8 +34,15 @@ def module_level(module: ModuleOp) -> str:
     return level
 
 
-def execute(module: ModuleOp, inputs: Sequence[np.ndarray], hw: str | None = None) -> Execution:
+def execute(module: ModuleOp, inputs: Sequence[np.ndarray], hw: str | None = None, trace: bool = False) -> Execution:
+    """Run @main: the reference interpreter for ge / fused, the NPU simulator for npu
+    (then `report` is its `SimulationReport`; `trace` also records the Chrome trace)."""
     main = main_function(module)
     level = module_level(module)
+    if level == "npu":
+        from .npu import simulate
+
+        simulation = simulate(module, inputs, hw=hw, trace=trace)
+        return Execution(input_specs(main), output_specs(main), simulation.outputs, level, simulation.report)
     results = run_reference(module, inputs)
     return Execution(input_specs(main), output_specs(main), results, level)

@@ -2,7 +2,9 @@
 arrays that feed them (npz files or seeded random data).
 
 Names follow DESIGN.md: the `ge.name` argument/result attribute where the IR
-records one, else `arg0..` and `result0..`.
+records one, else `arg0..` and `result0..`. At the npu level @main is a host
+plan over GM memrefs with no results: arguments marked `npu.output` are the
+outputs, named the same way.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import DictionaryAttr, MemRefType, ModuleOp, StringAttr, TensorType
 
 from ..core import dtypes
 from ..core.diagnostics import CompileError
 
 NAME_ATTR = "ge.name"
+OUTPUT_ATTR = "npu.output"
 
 
 @dataclass(frozen=True)
@@ -56,19 +59,60 @@ def _names(attrs: Sequence[DictionaryAttr] | None, count: int, prefix: str) -> l
 def _specs(names: list[str], types, what: str, where) -> list[TensorSpec]:
     specs = []
     for name, t in zip(names, types):
-        if not isinstance(t, TensorType) or not dtypes.is_supported(t.element_type):
+        if (
+            not isinstance(t, TensorType)
+            or not dtypes.is_supported(t.element_type)
+            or any(d < 0 for d in t.get_shape())
+        ):
             raise CompileError(f"@main {what} '{name}' has unsupported type {t}", where)
         specs.append(TensorSpec(name, t))
     return specs
 
 
+def is_npu_host(main: func.FuncOp) -> bool:
+    """Whether @main is an npu-level host plan: GM memref arguments, no results."""
+    return any(isinstance(t, MemRefType) for t in main.function_type.inputs.data)
+
+
+def npu_argument_roles(main: func.FuncOp) -> list[tuple[str, str]]:
+    """(role, name) of each argument of an npu host plan: an argument with the unit
+    attribute `npu.output` is an output (destination-passing), the others inputs.
+    Names as at the graph level: `ge.name`, else arg0.. counting inputs and
+    result0.. counting outputs."""
+    arg_attrs = main.arg_attrs.data if main.arg_attrs is not None else [None] * len(main.function_type.inputs)
+    roles, counts = [], {"input": 0, "output": 0}
+    for attrs in arg_attrs:
+        data = attrs.data if attrs is not None else {}
+        role = "output" if OUTPUT_ATTR in data else "input"
+        name = data.get(NAME_ATTR)
+        prefix = "result" if role == "output" else "arg"
+        roles.append((role, name.data if isinstance(name, StringAttr) else f"{prefix}{counts[role]}"))
+        counts[role] += 1
+    return roles
+
+
+def _npu_specs(main: func.FuncOp, role: str) -> list[TensorSpec]:
+    specs = []
+    for t, (arg_role, name) in zip(main.function_type.inputs.data, npu_argument_roles(main)):
+        if arg_role != role:
+            continue
+        if not isinstance(t, MemRefType) or not dtypes.is_supported(t.element_type):
+            raise CompileError(f"@main {role} '{name}' has unsupported type {t}", main)
+        specs.append(TensorSpec(name, TensorType(t.element_type, t.get_shape())))
+    return specs
+
+
 def input_specs(main: func.FuncOp) -> list[TensorSpec]:
+    if is_npu_host(main):
+        return _npu_specs(main, "input")
     types = main.function_type.inputs.data
     arg_attrs = main.arg_attrs.data if main.arg_attrs is not None else None
     return _specs(_names(arg_attrs, len(types), "arg"), types, "input", main)
 
 
 def output_specs(main: func.FuncOp) -> list[TensorSpec]:
+    if is_npu_host(main):
+        return _npu_specs(main, "output")
     types = main.function_type.outputs.data
     res_attrs = main.res_attrs.data if main.res_attrs is not None else None
     return _specs(_names(res_attrs, len(types), "result"), types, "output", main)
@@ -93,8 +137,12 @@ def load_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
     """Inputs from an npz file, by name, checked against the signature."""
     try:
         archive = np.load(path)
-    except (OSError, ValueError) as e:
-        raise CompileError(f"cannot read inputs from '{path}': {e}") from None
+    except OSError as e:
+        raise CompileError(f"cannot read inputs from '{path}': {e.strerror or e}") from None
+    except ValueError:
+        raise CompileError(f"cannot read inputs from '{path}': not an npz archive") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise CompileError(f"cannot read inputs from '{path}': not an npz archive (a single .npy array)")
     with archive:
         arrays = []
         for i, spec in enumerate(specs):
@@ -103,17 +151,24 @@ def load_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
                 raise CompileError(
                     f"'{path}' has no array '{spec.name}' (it has: {', '.join(archive.files) or 'nothing'})"
                 )
-            array = archive[key]
+            try:
+                array = archive[key]
+                converted = array.astype(spec.dtype)
+            except (ValueError, TypeError) as e:
+                raise CompileError(f"input '{spec.name}' in '{path}' is not {spec.type}: {e}") from None
             if tuple(array.shape) != spec.shape:
                 raise CompileError(
                     f"input '{spec.name}' in '{path}' has shape {list(array.shape)}, @main expects {list(spec.shape)}"
                 )
-            arrays.append(array.astype(spec.dtype))
+            arrays.append(converted)
     return arrays
 
 
 def save_outputs(path: str, specs: Sequence[TensorSpec], arrays: Sequence[np.ndarray]) -> None:
-    np.savez(path, **{spec.name: array for spec, array in zip(specs, arrays)})
+    try:
+        np.savez(path, **{spec.name: array for spec, array in zip(specs, arrays)})
+    except OSError as e:
+        raise CompileError(f"cannot write outputs to '{path}': {e.strerror or e}") from None
 
 
 def summarize(spec: TensorSpec, array: np.ndarray) -> str:

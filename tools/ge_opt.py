@@ -13,12 +13,12 @@ import argparse
 import os
 import sys
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from ..core.context import register_dialects
-from ..core.diagnostics import CompileError
+from ..core.diagnostics import CompileError, argument_error
 from ..core.expected_diagnostics import check_diagnostics, collect_expectations
 from ..core.parsing import parse_module, read_source, verify_module
 from ..core.passes import (
@@ -40,6 +40,9 @@ class GEOptMain(xDSLOptMain):
     # ---- registration ----------------------------------------------------------------
 
     def register_all_dialects(self) -> None:
+        # Loaded eagerly, as in `make_context`: without it `builtin.module` (the
+        # first line of every printed module) would not parse back.
+        self.ctx.load_dialect(Builtin)
         register_dialects(self.ctx)
 
     def register_all_passes(self) -> None:
@@ -48,6 +51,7 @@ class GEOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        arg_parser.error = argument_error("ge-opt")
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
         arg_parser.epilog = _EPILOG
         for action in arg_parser._actions:
@@ -172,11 +176,15 @@ class GEOptMain(xDSLOptMain):
 
 
 def _split(text: str) -> list[tuple[str, int]]:
-    """Chunks between `// -----` lines, with the line offset of each."""
-    chunks, offset = [], 0
-    for chunk in text.split(SPLIT_MARKER):
-        chunks.append((chunk, offset))
-        offset += chunk.count("\n")
+    """Chunks between `// -----` lines, with the line offset of each. Only a line
+    that is the marker splits (as in mlir-opt), not a comment that mentions it."""
+    lines = text.split("\n")
+    chunks, start = [], 0
+    for index, line in enumerate(lines):
+        if line.startswith(SPLIT_MARKER) and not line[len(SPLIT_MARKER) :].strip():
+            chunks.append(("\n".join(lines[start:index]), start))
+            start = index + 1
+    chunks.append(("\n".join(lines[start:]), start))
     return chunks
 
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from ..core.context import make_context
-from ..core.diagnostics import CompileError
+from ..core.diagnostics import CompileError, argument_error
 from ..core.parsing import load_module
 from ..core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from ..simulator.compare import worst_mismatch
@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  ge-sim examples/mlp.mlir --seed 1 --outputs out.npz\n"
         "  ge-sim examples/bert_layer.mlir --pipeline ge-graph-opt --check\n",
     )
+    p.error = argument_error("ge-sim")
     p.add_argument("file", help="the module (.mlir); '-' reads standard input")
     p.add_argument("--pipeline", metavar="PIPE", default="", help="compile with this pass pipeline first")
     p.add_argument("--hw", metavar="NAME", default=None, help="hardware preset name or file (npu level)")
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
     specs = input_specs(main_function(module))
     inputs = load_inputs(args.inputs, specs) if args.inputs else random_inputs(specs, args.seed)
-    execution = execute(module, inputs, hw=args.hw)
+    execution = execute(module, inputs, hw=args.hw, trace=bool(args.trace))
     if execution.report is None and (args.json or args.trace):
         raise CompileError(
             f"--json and --trace need an npu-level module; this one is at the "
@@ -73,11 +74,23 @@ def run(args: argparse.Namespace) -> int:
         save_outputs(args.outputs, execution.outputs, execution.results)
     if args.report:
         print(f"level: {execution.level} (reference interpreter)" if execution.report is None else execution.report)
+    if args.json:
+        _write(args.json, execution.report.json_text())
+    if args.trace:
+        _write(args.trace, execution.report.trace_text())
 
     if reference_module is not None:
         expected = execute(reference_module, inputs).results
         return _check(execution.outputs, expected, execution.results)
     return 0
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    except OSError as e:
+        raise CompileError(f"cannot write '{path}': {e.strerror}") from None
 
 
 def _check(specs, expected, actual) -> int:
@@ -93,9 +106,8 @@ def _check(specs, expected, actual) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        return run(args)
+        return run(build_parser().parse_args(argv))
     except CompileError as e:
         print(e.format(), file=sys.stderr)
         return 1

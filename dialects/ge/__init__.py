@@ -11,6 +11,7 @@ from .base import EvaluationError, GEOp, Kind, attr
 from .const import ConstOp, RandomAttr, constant_value, dense_from_numpy, dense_to_numpy
 from .elementwise import *  # noqa: F403
 from .elementwise import ELEMENTWISE_OPS, BinaryOp, FloatUnaryOp, UnaryOp
+from .formats import FORMAT_ATTRS, FORMAT_OPS, Format, FormatAttr, TransDataOp
 from .nn import *  # noqa: F403
 from .nn import NN_OPS
 from .normalization import *  # noqa: F403
@@ -20,9 +21,11 @@ from .reduction import REDUCTION_OPS, ReduceOp
 from .shape import *  # noqa: F403
 from .shape import SHAPE_OPS
 
-GE_OPS = (ConstOp, *ELEMENTWISE_OPS, *NN_OPS, *NORMALIZATION_OPS, *REDUCTION_OPS, *SHAPE_OPS)
+GE_OPS = (
+    ConstOp, *ELEMENTWISE_OPS, *NN_OPS, *NORMALIZATION_OPS, *REDUCTION_OPS, *SHAPE_OPS, *FORMAT_OPS
+)
 
-GE = Dialect("ge", list(GE_OPS), [RandomAttr])
+GE = Dialect("ge", list(GE_OPS), [RandomAttr, *FORMAT_ATTRS])
 
 __all__ = [
     "GE",
@@ -34,6 +37,8 @@ __all__ = [
     "ReduceOp",
     "ConstOp",
     "RandomAttr",
+    "Format",
+    "FormatAttr",
     "EvaluationError",
     "Kind",
     "attr",

@@ -124,7 +124,8 @@ def from_attribute(kind: Kind, attribute: Attribute) -> Any:
             return bool(attribute.value.data)
         case Kind.STR, StringAttr():
             return attribute.data
-    raise ValueError(f"expected a {kind.value}, got {attribute}")
+    article = "an" if kind.value[0] in "aeiou" else "a"
+    raise ValueError(f"expected {article} {kind.value}, got {attribute}")
 
 
 def format_float(value: float) -> str:
@@ -266,11 +267,13 @@ class GEOp(IRDLOperation):
     # ---- verification ---------------------------------------------------------------
 
     def verify_(self) -> None:
-        values = self.attr_values()
+        values = self._verified_attr_values()
         self._check_choices(vars(values))
         for t in (*self.operand_types, *self.result_types):
             if isinstance(t, TensorType) and not dtypes.is_supported(t.element_type):
                 raise VerifyException(f"unsupported element type {t.element_type}")
+            if isinstance(t, TensorType) and any(d < 0 for d in t.get_shape()):
+                raise VerifyException(f"dynamic dimensions are not supported, got {t}")
         declared = list(self.result_types)
         inferred = self.infer(list(self.operand_types), values, declared)
         inferred = [inferred] if isinstance(inferred, TensorType) else list(inferred)
@@ -282,6 +285,17 @@ class GEOp(IRDLOperation):
             ) != (tuple(got.get_shape()), got.element_type):
                 which = "result type" if len(declared) == 1 else f"result #{i} type"
                 raise VerifyException(f"{which} {got} does not match the inferred type {want}")
+
+    def _verified_attr_values(self) -> SimpleNamespace:
+        """`attr_values`, where a property of the wrong kind (possible in the generic
+        form, `<{axis = true}>`) is a verifier error rather than a crash."""
+        for name, field in self.attr_fields().items():
+            if name in self.properties:
+                try:
+                    from_attribute(field.kind, self.properties[name])
+                except ValueError as e:
+                    raise VerifyException(f"attribute '{name}': {e}") from None
+        return self.attr_values()
 
     @property
     def operand_types(self) -> tuple[Attribute, ...]:
@@ -318,12 +332,25 @@ class GEOp(IRDLOperation):
         attr_pos = parser.pos
         written = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        type_pos = parser.pos
         function_type = parser.parse_function_type()
         inputs, outputs = function_type.inputs.data, function_type.outputs.data
         if len(inputs) != len(operands):
             parser.raise_error(
-                f"{cls.name} has {len(operands)} operands but its type lists {len(inputs)}"
+                f"{cls.name} has {len(operands)} operands but its type lists {len(inputs)}",
+                type_pos,
+                parser.pos,
             )
+        definition = cls.get_irdl_definition()
+        for defs, count, noun in (
+            (definition.operands, len(inputs), "operand"),
+            (definition.results, len(outputs), "result"),
+        ):
+            if (expected := _arity_mismatch(defs, count)) is not None:
+                plural = "" if expected == "1" else "s"
+                parser.raise_error(
+                    f"{cls.name} takes {expected} {noun}{plural}, got {count}", type_pos, parser.pos
+                )
         values = parser.resolve_operands(operands, inputs, parser.pos)
         properties, attributes = cls._split_written_attrs(parser, written, attr_pos)
         return cls.build(
@@ -385,6 +412,14 @@ class GEOp(IRDLOperation):
         printer.print_string("}")
 
 
+def _arity_mismatch(defs: Sequence[tuple[str, Any]], count: int) -> str | None:
+    """How many values `defs` take ("2", "at least 1") if `count` does not fit them."""
+    fixed = sum(not isinstance(d, VariadicDef) for _, d in defs)
+    if len(defs) > fixed:
+        return None if count >= fixed else f"at least {fixed}"
+    return None if count == fixed else str(fixed)
+
+
 class EvaluationError(Exception):
     """Raised by `compute` when the data make the op undefined (an index out of range)."""
 
@@ -395,7 +430,8 @@ def _to_storage(value: np.ndarray, t: TensorType) -> np.ndarray:
     if value.shape != shape:
         value = np.broadcast_to(value, shape)
     with np.errstate(invalid="ignore", over="ignore"):
-        return np.ascontiguousarray(value.astype(dtype, copy=False))
+        # Not np.ascontiguousarray: it turns a rank-0 result into shape (1,).
+        return np.asarray(value.astype(dtype, copy=False), order="C")
 
 
 def _with_declared_encodings(results: list[TensorType], declared: list[TensorType]) -> list[TensorType]:
@@ -424,9 +460,9 @@ def like(t: TensorType, shape: Sequence[int] | None = None, element_type: Attrib
 
 
 def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
-    if not -rank <= axis < max(rank, 1):
+    if not -rank <= axis < rank:
         raise fail(f"{what} {axis} is out of range for rank {rank}")
-    return axis % rank if rank else 0
+    return axis % rank
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:

@@ -11,6 +11,7 @@ lists.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -27,6 +28,7 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from ...core import dtypes
 from .base import GEOp, fail, format_float
@@ -123,7 +125,23 @@ def dense_from_numpy(array: np.ndarray, t: TensorType | None = None) -> DenseInt
     data = np.ascontiguousarray(np.broadcast_to(array, tuple(t.get_shape())).astype(dtype, copy=False))
     if dtype == np.bool_:
         data = np.where(data, -1, 0).astype(np.int8)  # xDSL stores i1 true as all ones
-    return DenseIntOrFPElementsAttr(t, BytesAttr(data.astype(data.dtype.newbyteorder("<"), copy=False).tobytes()))
+    return DenseIntOrFPElementsAttr(t, BytesAttr(_bytes_of(data.astype(data.dtype.newbyteorder("<"), copy=False))))
+
+
+def _bytes_of(array: np.ndarray) -> bytes:
+    """The array's bytes; without a copy when the array views a whole `bytes` object
+    (weights read from a file), which matters for 100 MB initializers."""
+    base = array.base
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if (
+        isinstance(base, bytes)
+        and array.flags.c_contiguous
+        and array.nbytes == len(base)
+        and array.__array_interface__["data"][0] == np.frombuffer(base, np.uint8).__array_interface__["data"][0]
+    ):
+        return base
+    return array.tobytes()
 
 
 def constant_value(value: Attribute, t: TensorType) -> np.ndarray:
@@ -182,7 +200,7 @@ class ConstOp(GEOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstOp:
-        value = parser.parse_attribute()
+        value = _parse_hex_dense(parser) or parser.parse_attribute()
         if isinstance(value, DenseIntOrFPElementsAttr):
             t = value.type
         else:
@@ -205,7 +223,51 @@ class ConstOp(GEOp):
 
 
 def _is_splat(array: np.ndarray) -> bool:
-    return array.size <= 1 or np.array_equal(array, np.full_like(array, array.flat[0]), equal_nan=True)
+    if array.size <= 1:
+        return True
+    flat = array.reshape(-1)
+    head = flat[:64]  # most non-splat values differ early: no full-size temporary for them
+    first = flat[:1]
+    if not np.array_equal(head, np.broadcast_to(first, head.shape), equal_nan=True):
+        return False
+    return np.array_equal(flat, np.broadcast_to(first, flat.shape), equal_nan=True)
+
+
+_HEX_OPEN = re.compile(r'\s*<\s*"0x')
+_HEX_CLOSE = re.compile(r"\s*>")
+
+
+def _parse_hex_dense(parser: Parser) -> DenseIntOrFPElementsAttr | None:
+    """`dense<"0x...">` read straight from the source text: xDSL's lexer copies and
+    unescapes a string literal several times, which takes seconds for the hex of
+    100 MB of weights. Anything else (or a malformed literal) is left to xDSL."""
+    token = parser._current_token
+    if token.kind != MLIRTokenKind.BARE_IDENT or token.text != "dense":
+        return None
+    text = parser.lexer.input.content
+    opening = _HEX_OPEN.match(text, token.span.end)
+    if opening is None:
+        return None
+    end = text.find('"', opening.end())
+    closing = _HEX_CLOSE.match(text, end + 1) if end >= 0 else None
+    if closing is None:
+        return None
+    try:
+        data = bytes.fromhex(text[opening.end() : end])
+    except ValueError:
+        parser.raise_error("invalid hex string in dense attribute", opening.end(), end)
+    parser._resume_from(closing.end())
+    parser.parse_punctuation(":", " after a dense attribute")
+    type_pos = parser.pos
+    t = parser.parse_type()
+    if not isinstance(t, TensorType) or not dtypes.is_supported(t.element_type):
+        parser.raise_error(f"expected a tensor type of a supported element type, got {t}", type_pos, parser.pos)
+    width, count = dtypes.byte_width(t.element_type), math.prod(t.get_shape())
+    if len(data) not in (width, width * count):
+        parser.raise_error(
+            f"hex data of {len(data)} bytes does not fit {t} ({width * count} bytes)", type_pos, parser.pos
+        )
+    return DenseIntOrFPElementsAttr(t, BytesAttr(data))
 
 
 def _print_dense_value(value: DenseIntOrFPElementsAttr, printer: Printer) -> None:
@@ -213,7 +275,9 @@ def _print_dense_value(value: DenseIntOrFPElementsAttr, printer: Printer) -> Non
     array = dense_to_numpy(value)
     if not _is_splat(array):
         if array.size > 100:
-            printer.print_string(f'dense<"0x{value.data.data.hex().upper()}">')
+            printer.print_string('dense<"0x')
+            printer.print_string(value.data.data.hex().upper())  # no concatenated copy of it
+            printer.print_string('">')
             return
         value.print_without_type(printer)
         return

@@ -12,6 +12,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Commutative, Pure
 
 from ...core import dtypes, numeric
+from .canonicalization import Canonicalize
 from .base import (
     EvaluationError,
     GEOp,
@@ -35,7 +36,7 @@ class BinaryOp(GEOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
 
     @classmethod
@@ -71,7 +72,7 @@ def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 class AddOp(BinaryOp):
     name = "ge.add"
     FN = staticmethod(np.add)
-    traits = traits_def(Pure(), Commutative())
+    traits = traits_def(Pure(), Commutative(), Canonicalize())
 
 
 @irdl_op_definition
@@ -84,7 +85,7 @@ class SubOp(BinaryOp):
 class MulOp(BinaryOp):
     name = "ge.mul"
     FN = staticmethod(np.multiply)
-    traits = traits_def(Pure(), Commutative())
+    traits = traits_def(Pure(), Commutative(), Canonicalize())
 
 
 @irdl_op_definition
@@ -103,14 +104,14 @@ class PowOp(BinaryOp):
 class MaximumOp(BinaryOp):
     name = "ge.maximum"
     FN = staticmethod(np.maximum)
-    traits = traits_def(Pure(), Commutative())
+    traits = traits_def(Pure(), Commutative(), Canonicalize())
 
 
 @irdl_op_definition
 class MinimumOp(BinaryOp):
     name = "ge.minimum"
     FN = staticmethod(np.minimum)
-    traits = traits_def(Pure(), Commutative())
+    traits = traits_def(Pure(), Commutative(), Canonicalize())
 
 
 # ---- unary ----------------------------------------------------------------------------
@@ -121,7 +122,7 @@ class UnaryOp(GEOp):
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -262,10 +263,14 @@ class ErfOp(FloatUnaryOp):
 
 @irdl_op_definition
 class IdentityOp(UnaryOp):
-    """Returns its input (ONNX Identity)."""
+    """Returns its input (ONNX Identity: any element type, i1 included)."""
 
     name = "ge.identity"
     FN = staticmethod(_identity)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        return like(types[0])
 
 
 @irdl_op_definition
@@ -348,7 +353,7 @@ class WhereOp(GEOp):
     x = operand_def(TensorType)
     y = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):

@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
+from .canonicalization import Canonicalize
 from .base import (
     GEOp,
     Kind,
@@ -57,7 +58,7 @@ class MatmulOp(GEOp):
     result = result_def(TensorType)
     transpose_a = attr(Kind.BOOL, False)
     transpose_b = attr(Kind.BOOL, False)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -84,7 +85,7 @@ class BatchMatmulOp(GEOp):
     result = result_def(TensorType)
     transpose_a = attr(Kind.BOOL, False)
     transpose_b = attr(Kind.BOOL, False)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):

@@ -66,9 +66,11 @@ class BatchNormOp(GEOp):
 
 
 class _TrailingNormOp(GEOp):
-    """Shared shape rule: normalised over dims [axis, rank); parameters shaped like them."""
+    """Shared shape rule: normalised over dims [axis, rank); parameters shaped like them.
 
-    input = operand_def(TensorType)
+    IRDL collects operand definitions subclass first, so each op declares all its
+    operands (`input` first) itself to keep them in order."""
+
     result = result_def(TensorType)
     axis = attr(Kind.INT, -1)
     epsilon = attr(Kind.FLOAT, 1e-5)
@@ -108,6 +110,7 @@ class LayerNormOp(_TrailingNormOp):
     """`(x - mean) / sqrt(var + epsilon) * scale + bias`, statistics over [axis, rank)."""
 
     name = "ge.layer_norm"
+    input = operand_def(TensorType)
     scale = operand_def(TensorType)
     bias = operand_def(TensorType)
 
@@ -125,6 +128,7 @@ class RMSNormOp(_TrailingNormOp):
     """`x / sqrt(mean(x^2) + epsilon) * scale`, statistics over [axis, rank)."""
 
     name = "ge.rms_norm"
+    input = operand_def(TensorType)
     scale = operand_def(TensorType)
 
     @classmethod

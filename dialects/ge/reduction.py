@@ -9,6 +9,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
 from .base import GEOp, Kind, attr, fail, like, normalize_axis, require_numeric, shape_of
+from .canonicalization import Canonicalize
 
 
 def reduced_axes(axes: tuple[int, ...], rank: int) -> tuple[int, ...]:
@@ -26,7 +27,7 @@ class ReduceOp(GEOp):
     result = result_def(TensorType)
     axes = attr(Kind.INTS, ())
     keepdims = attr(Kind.BOOL, True)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -58,10 +59,16 @@ class ReduceMeanOp(ReduceOp):
     FN = staticmethod(np.mean)
 
 
+def _max(x: np.ndarray, axis, keepdims: bool) -> np.ndarray:
+    """Max where an empty set gives the lowest value of the type (-inf), as in ONNX."""
+    lowest = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
+    return np.max(x, axis=axis, keepdims=keepdims, initial=lowest)
+
+
 @irdl_op_definition
 class ReduceMaxOp(ReduceOp):
     name = "ge.reduce_max"
-    FN = staticmethod(np.max)
+    FN = staticmethod(_max)
 
 
 REDUCTION_OPS = (ReduceSumOp, ReduceMeanOp, ReduceMaxOp)

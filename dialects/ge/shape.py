@@ -20,6 +20,7 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
+from .canonicalization import Canonicalize
 from .base import (
     EvaluationError,
     GEOp,
@@ -46,7 +47,7 @@ class TransposeOp(GEOp):
     input = operand_def(TensorType)
     result = result_def(TensorType)
     perm = attr(Kind.INTS)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -68,7 +69,7 @@ class ReshapeOp(GEOp):
     name = "ge.reshape"
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -96,7 +97,7 @@ class ExpandOp(GEOp):
     name = "ge.expand"
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -123,7 +124,7 @@ class ConcatOp(GEOp):
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
     axis = attr(Kind.INT)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -157,7 +158,7 @@ class SplitOp(GEOp):
     outputs = var_result_def(TensorType)
     axis = attr(Kind.INT)
     sizes = attr(Kind.INTS)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -189,7 +190,7 @@ class SliceOp(GEOp):
     starts = attr(Kind.INTS)
     ends = attr(Kind.INTS)
     steps = attr(Kind.INTS)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -265,7 +266,7 @@ class PadOp(GEOp):
     pads = attr(Kind.INTS)
     mode = attr(Kind.STR, "constant", choices=("constant", "reflect", "edge"))
     value = attr(Kind.FLOAT, 0.0)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):

@@ -1,0 +1,234 @@
+"""Speed of the NPU simulator: simulated instructions per second, timing, race
+checking and numerics together, on kernels of many small tiles.
+
+    python bench/sim_speed.py                # the table
+    python bench/sim_speed.py --profile      # plus where the time goes (cProfile)
+
+Each row runs one generated npu module through `simulate()` (after parsing,
+which is not timed) and checks its outputs against numpy. "instructions" counts
+the npu instructions the cores executed (copies, loads, mmad, vector ops,
+set/wait flags, barriers); the scalar unit's arith / scf work is simulated too
+but not counted. The target of issue 5 is 20,000 instructions/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import time
+
+import numpy as np
+
+from gecomp.core.context import make_context
+from gecomp.core.parsing import parse_module, verify_module
+from gecomp.simulator.npu import simulate
+from gecomp.simulator.signature import input_specs, main_function, random_inputs
+
+GM = "#npu.space<gm>"
+UB = "#npu.space<ub>"
+
+
+def vector_module(tile: int, tiles: int, blocks: int) -> str:
+    """z = (x + y) * 0.5, double-buffered (ping-pong unrolled by two), `tiles` tiles
+    of `tile` fp16 elements per block."""
+    n = tile * tiles * blocks
+    t = f"memref<{n}xf16, {GM}>"
+    buf = f"memref<{tile}xf16, {UB}>"
+    size = tile * 2
+
+    def stage(p: int, index: str) -> str:
+        return f"""
+        %o{p} = arith.addi %base, {index} : index
+        npu.wait_flag {{src = "V", dst = "MTE2", event = {p}}}
+        npu.copy %x[%o{p}], %x{p}[%c0] {{cols = {tile}}}
+        npu.copy %y[%o{p}], %y{p}[%c0] {{cols = {tile}}}
+        npu.set_flag {{src = "MTE2", dst = "V", event = {p}}}
+        npu.wait_flag {{src = "MTE2", dst = "V", event = {p}}}
+        npu.wait_flag {{src = "MTE3", dst = "V", event = {p}}}
+        npu.vadd %x{p}[%c0], %y{p}[%c0], %z{p}[%c0] {{cols = {tile}}}
+        npu.vmuls %z{p}[%c0], %z{p}[%c0] {{cols = {tile}, scalar = 0.5}}
+        npu.set_flag {{src = "V", dst = "MTE2", event = {p}}}
+        npu.set_flag {{src = "V", dst = "MTE3", event = {p}}}
+        npu.wait_flag {{src = "V", dst = "MTE3", event = {p}}}
+        npu.copy %z{p}[%c0], %z[%o{p}] {{cols = {tile}}}
+        npu.set_flag {{src = "MTE3", dst = "V", event = {p}}}"""
+
+    flags = "".join(
+        f'\n    npu.{op}_flag {{src = "{s}", dst = "{d}", event = {p}}}'
+        for op in ("set",)
+        for s, d in (("V", "MTE2"), ("MTE3", "V"))
+        for p in (0, 1)
+    )
+    tail = flags.replace("set_flag", "wait_flag")
+    return f"""
+npu.kernel @vec(%x: {t}, %y: {t}, %z: {t}) attributes {{block_dim = {blocks}}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %tile = arith.constant {tile} : index
+    %pairs = arith.constant {tiles // 2} : index
+    %per_block = arith.constant {tile * tiles} : index
+    %b = npu.block_idx : index
+    %start = arith.muli %b, %per_block : index
+    %x0 = npu.alloc {{offset = 0}} : {buf}
+    %x1 = npu.alloc {{offset = {size}}} : {buf}
+    %y0 = npu.alloc {{offset = {2 * size}}} : {buf}
+    %y1 = npu.alloc {{offset = {3 * size}}} : {buf}
+    %z0 = npu.alloc {{offset = {4 * size}}} : {buf}
+    %z1 = npu.alloc {{offset = {5 * size}}} : {buf}{flags}
+    scf.for %i = %c0 to %pairs step %c1 {{
+        %two_tiles = arith.muli %tile, %c2 : index
+        %t0 = arith.muli %i, %two_tiles : index
+        %base = arith.addi %start, %t0 : index
+        %second = arith.addi %c0, %tile : index{stage(0, "%c0")}{stage(1, "%second")}
+    }}{tail}
+}}
+func.func @main(%x: {t} {{ge.name = "x"}}, %y: {t} {{ge.name = "y"}}, %z: {t} {{ge.name = "z", npu.output}}) {{
+    npu.launch @vec(%x, %y, %z)
+    func.return
+}}
+"""
+
+
+def matmul_module(m: int, n: int, k: int, tile: int, blocks: int) -> str:
+    """C = A @ B (fp16 in, fp32 out), (tile x tile) output tiles split over blocks by
+    rows, a k loop of (tile x tile) steps: gm -> l1 -> l0a/l0b -> mmad -> fixpipe."""
+    ta, tb, tc = (f"memref<{r * c}x{e}, {GM}>" for r, c, e in ((m, k, "f16"), (k, n, "f16"), (m, n, "f32")))
+    l1 = f"memref<{tile * tile}xf16, #npu.space<l1>>"
+    elems = tile * tile
+    rows_per_block = m // blocks
+    return f"""
+npu.kernel @mm(%a: {ta}, %b: {tb}, %c: {tc}) attributes {{block_dim = {blocks}}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %t = arith.constant {tile} : index
+    %mt = arith.constant {rows_per_block // tile} : index
+    %nt = arith.constant {n // tile} : index
+    %kt = arith.constant {k // tile} : index
+    %lda = arith.constant {k} : index
+    %ldb = arith.constant {n} : index
+    %rows = arith.constant {rows_per_block} : index
+    %blk = npu.block_idx : index
+    %row0 = arith.muli %blk, %rows : index
+    %a1 = npu.alloc {{offset = 0}} : {l1}
+    %b1 = npu.alloc {{offset = {elems * 2}}} : {l1}
+    %a0 = npu.alloc {{offset = 0}} : memref<{elems}xf16, #npu.space<l0a>>
+    %b0 = npu.alloc {{offset = 0}} : memref<{elems}xf16, #npu.space<l0b>>
+    %acc = npu.alloc {{offset = 0}} : memref<{elems}xf32, #npu.space<l0c>>
+    npu.set_flag {{src = "MTE1", dst = "MTE2", event = 0}}
+    npu.set_flag {{src = "M", dst = "MTE1", event = 0}}
+    npu.set_flag {{src = "FIX", dst = "M", event = 0}}
+    scf.for %i = %c0 to %mt step %c1 {{
+      scf.for %j = %c0 to %nt step %c1 {{
+        %ri = arith.muli %i, %t : index
+        %r = arith.addi %row0, %ri : index
+        %cj = arith.muli %j, %t : index
+        %arow = arith.muli %r, %lda : index
+        npu.wait_flag {{src = "FIX", dst = "M", event = 0}}
+        scf.for %kk = %c0 to %kt step %c1 {{
+          %ck = arith.muli %kk, %t : index
+          %ao = arith.addi %arow, %ck : index
+          %brow = arith.muli %ck, %ldb : index
+          %bo = arith.addi %brow, %cj : index
+          npu.wait_flag {{src = "MTE1", dst = "MTE2", event = 0}}
+          npu.copy %a[%ao], %a1[%c0] {{rows = {tile}, cols = {tile}, strides = [{k}, {tile}]}}
+          npu.copy %b[%bo], %b1[%c0] {{rows = {tile}, cols = {tile}, strides = [{n}, {tile}]}}
+          npu.set_flag {{src = "MTE2", dst = "MTE1", event = 0}}
+          npu.wait_flag {{src = "MTE2", dst = "MTE1", event = 0}}
+          npu.wait_flag {{src = "M", dst = "MTE1", event = 0}}
+          npu.load_l0 %a1[%c0], %a0[%c0] {{rows = {tile}, cols = {tile}}}
+          npu.load_l0 %b1[%c0], %b0[%c0] {{rows = {tile}, cols = {tile}}}
+          npu.set_flag {{src = "MTE1", dst = "MTE2", event = 0}}
+          npu.set_flag {{src = "MTE1", dst = "M", event = 0}}
+          npu.wait_flag {{src = "MTE1", dst = "M", event = 0}}
+          %first = arith.cmpi eq, %kk, %c0 : index
+          scf.if %first {{
+            npu.mmad %a0[%c0], %b0[%c0], %acc[%c0] {{m = {tile}, n = {tile}, k = {tile}}}
+          }} else {{
+            npu.mmad %a0[%c0], %b0[%c0], %acc[%c0] {{m = {tile}, n = {tile}, k = {tile}, accumulate = true}}
+          }}
+          npu.set_flag {{src = "M", dst = "MTE1", event = 0}}
+        }}
+        npu.set_flag {{src = "M", dst = "FIX", event = 0}}
+        npu.wait_flag {{src = "M", dst = "FIX", event = 0}}
+        %crow = arith.muli %r, %ldb : index
+        %co = arith.addi %crow, %cj : index
+        npu.fixpipe %acc[%c0], %c[%co] {{rows = {tile}, cols = {tile}, strides = [{tile}, {n}]}}
+        npu.set_flag {{src = "FIX", dst = "M", event = 0}}
+      }}
+    }}
+    npu.wait_flag {{src = "MTE1", dst = "MTE2", event = 0}}
+    npu.wait_flag {{src = "M", dst = "MTE1", event = 0}}
+    npu.wait_flag {{src = "FIX", dst = "M", event = 0}}
+}}
+func.func @main(%a: {ta} {{ge.name = "a"}}, %b: {tb} {{ge.name = "b"}}, %c: {tc} {{ge.name = "c", npu.output}}) {{
+    npu.launch @mm(%a, %b, %c)
+    func.return
+}}
+"""
+
+
+def expected_vector(inputs):
+    x, y = (v.astype(np.float32) for v in inputs)
+    return [((x + y).astype(np.float16).astype(np.float32) * 0.5).astype(np.float16)]
+
+
+def expected_matmul(shape):
+    m, n, k = shape
+
+    def expect(inputs):
+        a, b = (v.astype(np.float32).reshape(r, c) for v, (r, c) in zip(inputs, ((m, k), (k, n))))
+        return [(a @ b).reshape(-1)]
+
+    return expect
+
+
+CASES = [
+    ("vector add, 128-element tiles", lambda: vector_module(128, 512, 4), "tiny", expected_vector),
+    ("vector add, 2048-element tiles", lambda: vector_module(2048, 64, 8), "ascend910", expected_vector),
+    ("matmul 256^3, 32x32x32 tiles", lambda: matmul_module(256, 256, 256, 32, 2), "tiny", expected_matmul((256, 256, 256))),
+]
+
+
+def run_case(text: str, hw: str, expect, check_races: bool = True, trace: bool = False):
+    module = parse_module(make_context(), text, "<bench>")
+    verify_module(module)
+    inputs = random_inputs(input_specs(main_function(module)), seed=0)
+    start = time.perf_counter()
+    result = simulate(module, inputs, hw=hw, check_races=check_races, trace=trace)
+    wall = time.perf_counter() - start
+    for got, want in zip(result.outputs, expect(inputs)):
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-2, atol=2e-2)
+    return result.report, wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", action="store_true", help="profile the first case and print the top functions")
+    args = parser.parse_args()
+    header = f"{'kernel':<34}{'hw':<11}{'instructions':>13}{'sim cycles':>12}{'wall s':>9}{'instr/s':>10}{'no-race instr/s':>17}"
+    print(header)
+    print("-" * len(header))
+    for label, make, hw, expect in CASES:
+        text = make()
+        report, wall = run_case(text, hw, expect)
+        _, wall_fast = run_case(text, hw, expect, check_races=False)
+        n = report.instructions
+        print(f"{label:<34}{hw:<11}{n:>13}{report.total_cycles:>12}{wall:>9.3f}{n / wall:>10.0f}{n / wall_fast:>17.0f}")
+    if args.profile:
+        label, make, hw, expect = CASES[0]
+        profiler = cProfile.Profile()
+        text = make()
+        profiler.enable()
+        run_case(text, hw, expect)
+        profiler.disable()
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(18)
+        print(f"\nprofile of '{label}' (sorted by own time):")
+        print(out.getvalue())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""The `fused` dialect: named fused ops that have a dedicated kernel, and
+`fused.group`, a region of `ge` ops that runs as one kernel (what automatic
+fusion makes).
+
+Named fused ops follow the `ge` op contract (`dialects/ge/base.py`): one textual
+form, typed attributes, an `infer` shape rule that is also the verifier, and
+`compute` reference semantics composed from the `ge` ops they replace. Optional
+operands are written `keyword %value` after the required ones (see `base.py`).
+"""
+
+from xdsl.ir import Dialect
+
+from .attention import ATTENTION_OPS, FlashAttentionOp
+from .base import ACTIVATION_NAMES, FusedOp
+from .cube import (
+    CUBE_OPS,
+    Conv2DBiasActOp,
+    FusedBatchMatmulOp,
+    GatedMatmulOp,
+    MatmulAddLayerNormOp,
+    MatmulAddRmsNormOp,
+    MatmulBiasActOp,
+)
+from .group import GROUP_OPS, GroupOp, YieldOp
+from .kinds import PatternKind, pattern_kind
+from .norm import NORM_OPS, AddLayerNormOp, AddRmsNormOp, FusedSoftmaxOp, SwigluOp
+
+NAMED_OPS = (*CUBE_OPS, *NORM_OPS, *ATTENTION_OPS)
+"""The named fused ops, each with a dedicated kernel."""
+
+FUSED = Dialect("fused", [*NAMED_OPS, *GROUP_OPS], [])
+
+__all__ = [
+    "FUSED",
+    "NAMED_OPS",
+    "ACTIVATION_NAMES",
+    "FusedOp",
+    "PatternKind",
+    "pattern_kind",
+    "GroupOp",
+    "YieldOp",
+    "MatmulBiasActOp",
+    "Conv2DBiasActOp",
+    "FusedBatchMatmulOp",
+    "GatedMatmulOp",
+    "MatmulAddLayerNormOp",
+    "MatmulAddRmsNormOp",
+    "AddLayerNormOp",
+    "AddRmsNormOp",
+    "FusedSoftmaxOp",
+    "SwigluOp",
+    "FlashAttentionOp",
+]

@@ -1,0 +1,274 @@
+"""Fused ops with a cube (matrix) core: a convolution or matrix product followed by
+the epilogue its kernel applies to each output tile before storing it (bias,
+residual add, activation, or a row normalisation).
+
+These are the fusions GE's documentation leads with (Conv + BN + ReLU,
+MatMul + Add + GELU): the epilogue runs on the output tile while it is still in
+L0C / UB, so the pre-activation tensor never goes to global memory.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+
+from ..ge import BatchMatmulOp, Conv2DOp, MatmulOp, MulOp
+from ..ge.base import Kind, attr, fail, like, same_element_type, shape_of
+from .base import (
+    ACTIVATION_NAMES,
+    GATED_ACTIVATION_NAMES,
+    FusedOp,
+    activate,
+    add_all,
+    apply_mask,
+    by_name,
+    ge_compute,
+    operand,
+    require_broadcasts_to,
+    require_mask,
+    require_same_element_type,
+    scale_by,
+)
+from .norm import add_norm_results, require_norm_parameters
+
+
+def require_bias(t: TensorType | None, shapes: tuple[tuple[int, ...], ...], element_type) -> None:
+    """A per-column (matmul) or per-channel (conv) bias: one of `shapes`, the
+    first of which is the plain vector."""
+    if t is None:
+        return
+    if shape_of(t) not in shapes:
+        allowed = " or ".join("(" + ", ".join(map(str, s)) + ")" for s in shapes)
+        raise fail(f"bias must have shape {allowed}, got {t}")
+    require_same_element_type(t, element_type, "bias")
+
+
+def _matmul(x, a):
+    return ge_compute(MatmulOp, [x.lhs, x.rhs], transpose_a=a.transpose_a, transpose_b=a.transpose_b)
+
+
+def _matmul_epilogue_types(t, a) -> TensorType:
+    """Shape rule shared by the matmul fusions: the product, then its bias and residual."""
+    out = MatmulOp.infer([t.lhs, t.rhs], a, None)
+    n = shape_of(out)[1]
+    require_bias(operand(t, "bias"), ((n,), (1, n)), out.element_type)
+    require_broadcasts_to(operand(t, "residual"), shape_of(out), "residual")
+    require_same_element_type(operand(t, "residual"), out.element_type, "residual")
+    return out
+
+
+class _MatmulAttrs(FusedOp):
+    transpose_a = attr(Kind.BOOL, False)
+    transpose_b = attr(Kind.BOOL, False)
+    traits = traits_def(Pure())
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+
+@irdl_op_definition
+class MatmulBiasActOp(_MatmulAttrs):
+    """`act(lhs x rhs + bias + residual)`: `ge.matmul` with its epilogue. `bias` has
+    shape (N) or (1, N); `residual` broadcasts to the (M, N) result; both are
+    optional."""
+
+    name = "fused.matmul_bias_act"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    residual = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        return _matmul_epilogue_types(by_name(types, a), a)
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        x = by_name(inputs, a)
+        return activate(a.act, add_all(_matmul(x, a), operand(x, "bias"), operand(x, "residual")))
+
+
+@irdl_op_definition
+class Conv2DBiasActOp(FusedOp):
+    """`act(conv2d(input, weight) + bias + residual)`: `ge.conv2d` with its epilogue.
+    `bias` holds one value per output channel (axis 1): shape (O), (O, 1, 1) or
+    (1, O, 1, 1), as BN folding leaves it; `residual` broadcasts to the NCHW
+    result (ResNet's shortcut); both are optional."""
+
+    name = "fused.conv2d_bias_act"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    residual = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = attr(Kind.INTS, (1, 1))
+    pads = attr(Kind.INTS, (0, 0, 0, 0))
+    dilations = attr(Kind.INTS, (1, 1))
+    groups = attr(Kind.INT, 1)
+    act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
+    traits = traits_def(Pure())
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        t = by_name(types, a)
+        out = Conv2DOp.infer([t.input, t.weight], a, None)
+        channels = shape_of(out)[1]
+        require_bias(operand(t, "bias"), ((channels,), (channels, 1, 1), (1, channels, 1, 1)), out.element_type)
+        require_broadcasts_to(operand(t, "residual"), shape_of(out), "residual")
+        require_same_element_type(operand(t, "residual"), out.element_type, "residual")
+        return out
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        x = by_name(inputs, a)
+        y = ge_compute(
+            Conv2DOp,
+            [x.input, x.weight],
+            result_types,
+            strides=a.strides,
+            pads=a.pads,
+            dilations=a.dilations,
+            groups=a.groups,
+        )
+        bias = operand(x, "bias")
+        if bias is not None:
+            bias = bias.reshape(-1, 1, 1)
+        return activate(a.act, add_all(y, bias, operand(x, "residual")))
+
+
+@irdl_op_definition
+class FusedBatchMatmulOp(FusedOp):
+    """`mask((lhs x rhs) * scale)`: `ge.batch_matmul` scaled and optionally masked
+    (attention scores). An i1 mask keeps the scores where true and puts
+    `mask_value` elsewhere; a float mask is added."""
+
+    name = "fused.batch_matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    mask = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    transpose_a = attr(Kind.BOOL, False)
+    transpose_b = attr(Kind.BOOL, False)
+    scale = attr(Kind.FLOAT, 1.0)
+    mask_value = attr(Kind.FLOAT, 0.0)
+    traits = traits_def(Pure())
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        t = by_name(types, a)
+        out = BatchMatmulOp.infer([t.lhs, t.rhs], a, None)
+        require_mask(operand(t, "mask"), shape_of(out), out.element_type)
+        return out
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        x = by_name(inputs, a)
+        y = ge_compute(BatchMatmulOp, [x.lhs, x.rhs], transpose_a=a.transpose_a, transpose_b=a.transpose_b)
+        return apply_mask(scale_by(y, a.scale), operand(x, "mask"), a.mask_value)
+
+
+@irdl_op_definition
+class GatedMatmulOp(_MatmulAttrs):
+    """`act(x x w_gate) * (x x w_up)`: the gated feed-forward of LLaMA-style MLPs
+    (SwiGLU when act is silu) as one kernel computing both products on the same
+    `x` tile and multiplying them in the epilogue, so neither (M, N) product
+    reaches global memory."""
+
+    name = "fused.gated_matmul"
+    lhs = operand_def(TensorType)
+    gate_weight = operand_def(TensorType)
+    up_weight = operand_def(TensorType)
+    result = result_def(TensorType)
+    act = attr(Kind.STR, "silu", choices=GATED_ACTIVATION_NAMES)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        t = by_name(types, a)
+        gate = MatmulOp.infer([t.lhs, t.gate_weight], a, None)
+        up = MatmulOp.infer([t.lhs, t.up_weight], a, None)
+        if shape_of(gate) != shape_of(up):
+            raise fail(f"gate and up products differ: {gate} vs {up}")
+        return gate
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        x = by_name(inputs, a)
+        flags = {"transpose_a": a.transpose_a, "transpose_b": a.transpose_b}
+        gate = ge_compute(MatmulOp, [x.lhs, x.gate_weight], **flags)
+        up = ge_compute(MatmulOp, [x.lhs, x.up_weight], **flags)
+        return ge_compute(MulOp, [activate(a.act, gate), up])
+
+
+class _MatmulAddNormOp(_MatmulAttrs):
+    """`s = lhs x rhs + bias + residual; y = norm(s)` over the last axis, returning
+    both: the sum is the next residual. The output tile spans whole rows.
+    Subclasses declare the operands (IRDL orders inherited fields last)."""
+
+    result = result_def(TensorType)
+    sum = result_def(TensorType)
+    epsilon = attr(Kind.FLOAT, 1e-5)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        t = by_name(types, a)
+        out = _matmul_epilogue_types(t, a)
+        same_element_type([out, t.residual], "product and residual")
+        require_norm_parameters(cls.NORM, shape_of(out), t, a.epsilon, -1)
+        return [like(out), like(out)]
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        x = by_name(inputs, a)
+        product = add_all(_matmul(x, a), operand(x, "bias"))
+        return add_norm_results(cls.NORM, product, x, a.epsilon, -1)
+
+
+@irdl_op_definition
+class MatmulAddLayerNormOp(_MatmulAddNormOp):
+    """`s = lhs x rhs + bias + residual; y = layer_norm(s, gamma, beta)` over the
+    last axis; results (y, s). BERT's post-LN output projections."""
+
+    name = "fused.matmul_add_layer_norm"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    residual = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    NORM: ClassVar[str] = "layer_norm"
+
+
+@irdl_op_definition
+class MatmulAddRmsNormOp(_MatmulAddNormOp):
+    """`s = lhs x rhs + bias + residual; y = rms_norm(s, gamma)` over the last axis;
+    results (y, s). A pre-norm decoder's output projection with the next norm."""
+
+    name = "fused.matmul_add_rms_norm"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    residual = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    NORM: ClassVar[str] = "rms_norm"
+
+
+CUBE_OPS = (
+    MatmulBiasActOp,
+    Conv2DBiasActOp,
+    FusedBatchMatmulOp,
+    GatedMatmulOp,
+    MatmulAddLayerNormOp,
+    MatmulAddRmsNormOp,
+)

@@ -1,0 +1,181 @@
+"""Fused vector ops: a residual add with the normalisation after it, softmax with
+its scale / mask / dropout, and the SwiGLU gate.
+
+These are row-wise kernels: each tile holds whole rows of the normalised axis,
+so the statistics and the elementwise work around them happen in UB with one
+read and one write of global memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+from types import SimpleNamespace
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+
+from ...core import dtypes
+from ..ge import AddOp, DropoutOp, LayerNormOp, MulOp, RMSNormOp, SiluOp, SoftmaxOp
+from ..ge.base import (
+    Kind,
+    attr,
+    broadcast_shapes,
+    fail,
+    like,
+    normalize_axis,
+    require_float,
+    same_element_type,
+    shape_of,
+)
+from .base import (
+    FusedOp,
+    apply_mask,
+    by_name,
+    ge_compute,
+    operand,
+    require_dropout_ratio,
+    require_mask,
+    scale_by,
+)
+
+NORMS = {"layer_norm": (LayerNormOp, ("gamma", "beta")), "rms_norm": (RMSNormOp, ("gamma",))}
+"""Normalisation name -> the `ge` op it means and the fused op's parameter operands."""
+
+
+def require_norm_parameters(norm: str, shape: Sequence[int], t: SimpleNamespace, epsilon: float, axis: int) -> None:
+    """gamma (and beta) have the normalised shape, dims [axis, rank) of `shape`."""
+    if not epsilon > 0:
+        raise fail(f"epsilon must be positive, got {epsilon}")
+    normalized = tuple(shape[normalize_axis(axis, len(shape)) :])
+    for name in NORMS[norm][1]:
+        parameter = getattr(t, name)
+        if shape_of(parameter) != normalized:
+            raise fail(
+                f"{name} must have the normalized shape {dtypes.format_shape(normalized)}, got {parameter}"
+            )
+
+
+def add_norm_results(norm: str, x: np.ndarray, t: SimpleNamespace, epsilon: float, axis: int) -> list[np.ndarray]:
+    """`[norm(x + residual), x + residual]` with the `ge` ops' semantics."""
+    op, parameter_names = NORMS[norm]
+    total = ge_compute(AddOp, [x, t.residual])
+    parameters = [getattr(t, n) for n in parameter_names]
+    return [ge_compute(op, [total, *parameters], axis=axis, epsilon=epsilon), total]
+
+
+class _AddNormOp(FusedOp):
+    """`s = x + residual; y = norm(s)` over dims [axis, rank); results (y, s).
+    Subclasses declare the operands (IRDL orders inherited fields last)."""
+
+    result = result_def(TensorType)
+    sum = result_def(TensorType)
+    axis = attr(Kind.INT, -1)
+    epsilon = attr(Kind.FLOAT, 1e-5)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        t = by_name(types, a)
+        total = AddOp.infer([t.x, t.residual], a, None)
+        require_float(total, "x")
+        same_element_type(types)
+        require_norm_parameters(cls.NORM, shape_of(total), t, a.epsilon, a.axis)
+        return [like(total), like(total)]
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        t = by_name(inputs, a)
+        return add_norm_results(cls.NORM, t.x, t, a.epsilon, a.axis)
+
+
+@irdl_op_definition
+class AddLayerNormOp(_AddNormOp):
+    """`s = x + residual; y = layer_norm(s, gamma, beta)`; results (y, s)."""
+
+    name = "fused.add_layer_norm"
+    x = operand_def(TensorType)
+    residual = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    NORM: ClassVar[str] = "layer_norm"
+
+
+@irdl_op_definition
+class AddRmsNormOp(_AddNormOp):
+    """`s = x + residual; y = rms_norm(s, gamma)`; results (y, s)."""
+
+    name = "fused.add_rms_norm"
+    x = operand_def(TensorType)
+    residual = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    NORM: ClassVar[str] = "rms_norm"
+
+
+@irdl_op_definition
+class FusedSoftmaxOp(FusedOp):
+    """`dropout(softmax(mask(input * scale)))` along `axis`. An i1 mask keeps the
+    values where true and puts `mask_value` elsewhere; a float mask is added.
+    Dropout is the identity at inference (the ratio is kept for training
+    kernels)."""
+
+    name = "fused.softmax"
+    input = operand_def(TensorType)
+    mask = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = attr(Kind.INT, -1)
+    scale = attr(Kind.FLOAT, 1.0)
+    mask_value = attr(Kind.FLOAT, 0.0)
+    dropout = attr(Kind.FLOAT, 0.0)
+    traits = traits_def(Pure())
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        t = by_name(types, a)
+        out = SoftmaxOp.infer([t.input], a, None)
+        require_mask(operand(t, "mask"), shape_of(out), out.element_type)
+        require_dropout_ratio(a.dropout)
+        return out
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        t = by_name(inputs, a)
+        scores = apply_mask(scale_by(t.input, a.scale), operand(t, "mask"), a.mask_value)
+        probs = ge_compute(SoftmaxOp, [scores], axis=a.axis)
+        return ge_compute(DropoutOp, [probs], ratio=a.dropout)
+
+
+@irdl_op_definition
+class SwigluOp(FusedOp):
+    """`silu(gate) * up` (the SwiGLU gate of LLaMA-style MLPs)."""
+
+    name = "fused.swiglu"
+    gate = operand_def(TensorType)
+    up = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        gate, up = types
+        SiluOp.infer([gate], a, None)
+        element_type = same_element_type(types)
+        return TensorType(element_type, list(broadcast_shapes(shape_of(gate), shape_of(up))))
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        gate, up = inputs
+        return ge_compute(MulOp, [ge_compute(SiluOp, [gate]), up])
+
+
+NORM_OPS = (AddLayerNormOp, AddRmsNormOp, FusedSoftmaxOp, SwigluOp)

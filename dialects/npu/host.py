@@ -1,0 +1,160 @@
+"""The host plan: `func.func @main` over GM memrefs, launching kernels on streams.
+
+    module attributes {npu.gm_arena_bytes = 65536 : i64} {
+      npu.kernel @k(...) attributes {block_dim = 8} { ... }
+      func.func @main(%x: memref<1024xf16, #npu.space<gm>> {ge.name = "x"},
+                      %y: memref<1024xf16, #npu.space<gm>> {ge.name = "y", npu.output}) {
+        %t = npu.gm_buffer {offset = 0} : memref<1024xf16, #npu.space<gm>>
+        npu.launch @k(%x, %t) {block_dim = 8, stream = 0}
+        npu.record_event {stream = 0, event = 0}
+        npu.wait_event {stream = 1, event = 0}
+        npu.launch @k(%t, %y) {stream = 1}
+        func.return
+      }
+    }
+
+Arguments are the graph's inputs and outputs in GM, destination-passing:
+outputs carry the unit attribute `npu.output` (and `ge.name` like inputs); @main
+returns nothing. Intermediates are `npu.gm_buffer`s at byte offsets of one GM
+arena whose size the module records as `npu.gm_arena_bytes` (optional: without
+it the arena is as large as its furthest buffer). Kernels on one stream run in
+launch order; `npu.record_event` marks the point a stream has reached and
+`npu.wait_event` makes another stream wait for it (the latest record of that
+event before the wait, in host order).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from xdsl.dialects.builtin import MemRefType, SymbolRefAttr
+from xdsl.ir import SSAValue
+from xdsl.irdl import irdl_op_definition, prop_def, result_def, var_operand_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import SymbolTable
+from xdsl.utils.exceptions import VerifyException
+
+from ..ge.base import Kind, to_attribute
+from .base import OPTIONAL, NpuOp, Space, check_buffer_type, field, lookup_value
+from .instruction import enclosing
+
+ARENA_ATTR = "npu.gm_arena_bytes"
+"""Module attribute: the size in bytes of the GM arena holding `npu.gm_buffer`s."""
+
+OUTPUT_ATTR = "npu.output"
+"""@main argument attribute (unit): this GM argument is an output."""
+
+
+def require_in_host(op: NpuOp) -> None:
+    if enclosing(op, "func.func") is None or enclosing(op, "npu.kernel") is not None:
+        raise VerifyException("belongs to the host plan (a func.func), not to a kernel")
+
+
+@irdl_op_definition
+class GmBufferOp(NpuOp):
+    """An intermediate GM buffer at a byte offset of the module's GM arena."""
+
+    name = "npu.gm_buffer"
+
+    result = result_def(MemRefType)
+
+    offset = field(Kind.INT, OPTIONAL)
+
+    def check(self, a: SimpleNamespace) -> None:
+        require_in_host(self)
+        check_buffer_type(self.result.type, "the result", [Space.GM])
+        if a.offset is not None and a.offset < 0:
+            raise VerifyException(f"offset must be >= 0, got {a.offset}")
+
+
+@irdl_op_definition
+class LaunchOp(NpuOp):
+    """Runs `@callee` on `block_dim` cores (default: the kernel's) on `stream`."""
+
+    name = "npu.launch"
+
+    callee = prop_def(SymbolRefAttr)
+    args = var_operand_def(MemRefType)
+
+    block_dim = field(Kind.INT, OPTIONAL)
+    stream = field(Kind.INT, 0)
+
+    @classmethod
+    def calling(cls, callee: str, args, block_dim: int | None = None, stream: int = 0) -> "LaunchOp":
+        """`npu.launch @callee(args...)`, built from Python values."""
+        properties = {"callee": SymbolRefAttr(callee), "stream": to_attribute(Kind.INT, stream)}
+        if block_dim is not None:
+            properties["block_dim"] = to_attribute(Kind.INT, block_dim)
+        return cls.build(operands=[[SSAValue.get(a) for a in args]], properties=properties)
+
+    def kernel_op(self):
+        return SymbolTable.lookup_symbol(self, self.callee)
+
+    def check(self, a: SimpleNamespace) -> None:
+        require_in_host(self)
+        if a.stream < 0:
+            raise VerifyException(f"stream must be >= 0, got {a.stream}")
+        if a.block_dim is not None and a.block_dim < 1:
+            raise VerifyException(f"block_dim must be >= 1, got {a.block_dim}")
+        kernel = self.kernel_op()
+        if kernel is None or kernel.name != "npu.kernel":
+            raise VerifyException(f"{self.callee} is not an npu.kernel of this module")
+        params = [arg.type for arg in kernel.entry.args]
+        given = [v.type for v in self.args]
+        if len(params) != len(given):
+            raise VerifyException(f"@{kernel.sym_name.data} takes {len(params)} arguments, got {len(given)}")
+        for i, (want, got) in enumerate(zip(params, given)):
+            if want != got:
+                raise VerifyException(f"argument #{i} is {got}, @{kernel.sym_name.data} expects {want}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "LaunchOp":
+        callee = parser.parse_symbol_name()
+
+        def operand():
+            value = lookup_value(parser)
+            if value is None:
+                parser.raise_error("expected a GM buffer operand")
+            return value
+
+        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, operand)
+        pos = parser.pos
+        properties, attributes = cls._split_written(parser, parser.parse_optional_attr_dict(), pos)
+        properties["callee"] = SymbolRefAttr(callee)
+        return cls.build(operands=[args], properties=properties, attributes=attributes)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.callee)
+        printer.print_string("(")
+        printer.print_list(self.args, printer.print_operand)
+        printer.print_string(")")
+        self._print_attributes(printer)
+
+
+class EventOp(NpuOp):
+    stream = field(Kind.INT, 0)
+    event = field(Kind.INT)
+
+    def check(self, a: SimpleNamespace) -> None:
+        require_in_host(self)
+        if a.stream < 0 or a.event < 0:
+            raise VerifyException(f"stream and event must be >= 0, got {a.stream} and {a.event}")
+
+
+@irdl_op_definition
+class RecordEventOp(EventOp):
+    """Marks the point `stream` has reached (all its launches so far)."""
+
+    name = "npu.record_event"
+
+
+@irdl_op_definition
+class WaitEventOp(EventOp):
+    """`stream` waits until the latest earlier record of `event` is reached."""
+
+    name = "npu.wait_event"
+
+
+HOST_OPS = (GmBufferOp, LaunchOp, RecordEventOp, WaitEventOp)

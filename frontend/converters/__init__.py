@@ -1,0 +1,8 @@
+"""ONNX op -> ge ops, one module per family of ops. Importing this package fills
+`CONVERTERS` (see `registry.py`)."""
+
+from . import elementwise, linear, normalization, pooling, reduction, shape  # noqa: F401  (registration)
+from .context import Constant, Converter, NodeContext, UnsupportedError
+from .registry import CONVERTERS
+
+__all__ = ["CONVERTERS", "Constant", "Converter", "NodeContext", "UnsupportedError"]

@@ -1,0 +1,127 @@
+"""MaxPool, AveragePool and GlobalAveragePool.
+
+2-D pooling without dilation is `ge.max_pool2d` / `ge.avg_pool2d`, 1-D pooling the
+same over a unit height. Other windows (3-D, or dilated) have no ge twin and are
+decomposed: pad the input (with the lowest value for max), take one strided `ge.slice` per
+kernel offset, so slice k holds element k of every window, and combine them with
+`ge.maximum`, or add them and divide by the number of counted elements per
+window (a constant computed here, as ONNX counts padding).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ...core import dtypes
+from ...dialects.ge import AvgPool2DOp, GlobalAvgPoolOp, MaximumOp, MaxPool2DOp, PadOp, SliceOp
+from .. import ops
+from ..builder import Tensor
+from .context import NodeContext
+from .registry import converts
+from .windows import Window, read_window
+
+
+@converts("MaxPool", "AveragePool")
+def pool(c: NodeContext):
+    x = c.input(0, "X")
+    if x.rank < 3:
+        raise c.fail(f"input must have rank >= 3 (N, C, spatial...), got {x.type}")
+    if c.output_used(1):
+        raise c.unsupported("the Indices output is not supported")
+    c.ignore("storage_order")  # only affects Indices
+    window = read_window(c, x.shape[2:])
+    is_max = c.node.op_type == "MaxPool"
+    count_include_pad = False if is_max else bool(c.int("count_include_pad", 0))
+    if window.rank <= 2 and set(window.dilations) == {1}:
+        return _native_pool(c, x, window, is_max, count_include_pad)
+    return _pool_by_slices(c, x, window, is_max, count_include_pad)
+
+
+def _native_pool(c: NodeContext, x: Tensor, window: Window, is_max: bool, count_include_pad: bool):
+    one_d = window.rank == 1
+    if one_d:
+        x = ops.reshape(x, [*x.shape[:2], 1, x.shape[2]])
+        window = window.with_leading(1)
+    attrs = dict(kernel=window.kernel, strides=window.strides, pads=window.pads, ceil_mode=window.ceil_mode)
+    if is_max:
+        y = c.g.op(MaxPool2DOp, x, **attrs)
+    else:
+        y = c.g.op(AvgPool2DOp, x, count_include_pad=count_include_pad, **attrs)
+    return ops.reshape(y, [*y.shape[:2], y.shape[3]]) if one_d else y
+
+
+def _pool_by_slices(c: NodeContext, x: Tensor, window: Window, is_max: bool, count_include_pad: bool):
+    spatial = x.shape[2:]
+    n = window.rank
+    out = [window.output_size(i, size) for i, size in enumerate(spatial)]
+    if any(o <= 0 for o in out):
+        raise c.fail(f"the window does not fit the input {x.type}")
+    # End padding so the last window (ceil mode) reads inside the padded input.
+    extra = [
+        max(0, (o - 1) * s + window.span(i) - (size + window.pads[i] + window.pads[i + n]))
+        for i, (o, s, size) in enumerate(zip(out, window.strides, spatial))
+    ]
+    begins = list(window.pads[:n])
+    ends = [e + x_ for e, x_ in zip(window.pads[n:], extra)]
+    fill = _lowest(x) if is_max else 0.0
+    padded = x
+    if any(begins) or any(ends):
+        padded = c.g.op(PadOp, x, pads=[0, 0, *begins, 0, 0, *ends], value=fill)
+    terms = [_window_element(c, padded, window, out, offset) for offset in _offsets(window)]
+    if is_max:
+        result = terms[0]
+        for t in terms[1:]:
+            result = c.g.op(MaximumOp, result, t)
+        return result
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    counts = _counts(spatial, window, out, extra, count_include_pad)
+    return total / c.g.const(counts.reshape(1, 1, *out), dtype=x.dtype)
+
+
+def _offsets(window: Window):
+    return itertools.product(*(range(k) for k in window.kernel))
+
+
+def _window_element(c: NodeContext, padded: Tensor, window: Window, out, offset) -> Tensor:
+    """Element `offset` of every window: a strided slice of the padded input."""
+    starts = [o * d for o, d in zip(offset, window.dilations)]
+    ends = [start + (count - 1) * s + 1 for start, count, s in zip(starts, out, window.strides)]
+    n, ch = padded.shape[:2]
+    return c.g.op(SliceOp, padded, starts=[0, 0, *starts], ends=[n, ch, *ends], steps=[1, 1, *window.strides])
+
+
+def _counts(spatial, window: Window, out, extra, count_include_pad: bool) -> np.ndarray:
+    """How many elements of each window count towards its mean: those of the input,
+    plus the explicit padding when `count_include_pad` (never ceil mode's overhang)."""
+    n = window.rank
+    shape = [size + window.pads[i] + window.pads[i + n] + extra[i] for i, size in enumerate(spatial)]
+    counted = np.zeros(shape, dtype=np.float64)
+    if count_include_pad:
+        region = tuple(slice(0, size + window.pads[i] + window.pads[i + n]) for i, size in enumerate(spatial))
+    else:
+        region = tuple(slice(window.pads[i], window.pads[i] + size) for i, size in enumerate(spatial))
+    counted[region] = 1.0
+    counts = np.zeros(out, dtype=np.float64)
+    for offset in _offsets(window):
+        index = tuple(
+            slice(o * d, o * d + (count - 1) * s + 1, s)
+            for o, d, count, s in zip(offset, window.dilations, out, window.strides)
+        )
+        counts += counted[index]
+    return counts
+
+
+def _lowest(x: Tensor) -> float:
+    """The padding of a max pool: the lowest finite value (an attribute holding -inf
+    would not print as MLIR text)."""
+    dtype = dtypes.to_numpy_dtype(x.dtype)
+    return float(np.iinfo(dtype).min if np.issubdtype(dtype, np.integer) else np.finfo(dtype).min)
+
+
+@converts("GlobalAveragePool")
+def global_average_pool(c: NodeContext):
+    return c.g.op(GlobalAvgPoolOp, c.input(0, "X"))

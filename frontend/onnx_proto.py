@@ -1,0 +1,173 @@
+"""Reading binary `.onnx` files (protobuf) into the neutral model of `onnx_model.py`.
+
+This is the only module that needs the `onnx` package (the `onnx` extra); without
+it, importing a binary model is a one-line error saying how to install it.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from ..core.diagnostics import CompileError
+from .onnx_model import Attribute, Graph, Model, Node, TensorValue, ValueInfo, numpy_dtype_of
+
+_MISSING_ONNX = (
+    "reading binary .onnx files needs the onnx package: pip install 'ge-compiler[onnx]' "
+    "(the textual .onnxtxt form needs nothing extra)"
+)
+
+# AttributeProto.AttributeType -> our kind names
+_ATTRIBUTE_KINDS = {
+    0: "undefined",
+    1: "float",
+    2: "int",
+    3: "string",
+    4: "tensor",
+    5: "graph",
+    6: "floats",
+    7: "ints",
+    8: "strings",
+    9: "tensors",
+    10: "graphs",
+    11: "sparse_tensor",
+    12: "sparse_tensors",
+    13: "type_proto",
+    14: "type_protos",
+}
+
+
+def require_onnx():
+    """The `onnx` module, or a CompileError saying how to get it."""
+    try:
+        import onnx
+    except ImportError:
+        raise CompileError(_MISSING_ONNX) from None
+    return onnx
+
+
+def load_onnx(path: str) -> Model:
+    """Read a binary ONNX model (external data next to it is loaded too)."""
+    onnx = require_onnx()
+    from google.protobuf.message import DecodeError
+
+    try:
+        proto = onnx.load(path)
+    except FileNotFoundError:
+        raise CompileError(f"cannot open '{path}': No such file or directory") from None
+    except (DecodeError, RuntimeError, ValueError, OSError) as e:
+        raise CompileError(f"'{path}' is not a readable ONNX model: {_first_line(e)}") from None
+    return model_from_proto(proto)
+
+
+def model_from_proto(proto) -> Model:
+    """The neutral model of an `onnx.ModelProto`."""
+    return Model(
+        graph=graph_from_proto(proto.graph),
+        opsets={o.domain: o.version for o in proto.opset_import},
+        ir_version=proto.ir_version if proto.HasField("ir_version") else None,
+        functions=[(f.domain, f.name) for f in proto.functions],
+    )
+
+
+def graph_from_proto(g) -> Graph:
+    return Graph(
+        name=g.name,
+        inputs=[_value_info(v) for v in g.input],
+        outputs=[_value_info(v) for v in g.output],
+        nodes=[_node(n) for n in g.node],
+        initializers=[tensor_from_proto(t) for t in g.initializer],
+        value_infos=[_value_info(v) for v in g.value_info],
+    )
+
+
+def tensor_from_proto(t) -> TensorValue:
+    dims = tuple(int(d) for d in t.dims)
+    dtype = numpy_dtype_of(t.data_type)
+    array = None
+    if dtype is not None:
+        array = _raw_view(t, dtype, dims)
+        if array is None:
+            from onnx import numpy_helper
+
+            array = np.asarray(numpy_helper.to_array(t))
+            if array.dtype != dtype:
+                array = array.astype(dtype)
+    return TensorValue(t.name, t.data_type, dims, array)
+
+
+def _raw_view(t, dtype: np.dtype, dims: tuple[int, ...]) -> np.ndarray | None:
+    """A read-only view of `raw_data` (little-endian, as ONNX stores it), so large
+    weights are never copied on their way to a `ge.const`; None if the tensor is
+    stored otherwise."""
+    if sys.byteorder != "little" or not t.HasField("raw_data") or dtype.kind not in "biuf":
+        return None
+    raw = t.raw_data
+    if len(raw) != dtype.itemsize * math.prod(dims):
+        return None
+    return np.frombuffer(raw, dtype=dtype).reshape(dims)
+
+
+def _value_info(v) -> ValueInfo:
+    t = v.type
+    which = t.WhichOneof("value")
+    if which != "tensor_type":
+        kind = {
+            "sequence_type": "sequence",
+            "map_type": "map",
+            "optional_type": "optional",
+            "sparse_tensor_type": "sparse_tensor",
+        }.get(which, "unknown type" if which is None else which)
+        if which is None:
+            return ValueInfo(v.name)
+        return ValueInfo(v.name, kind=kind)
+    tensor = t.tensor_type
+    dims = None
+    if tensor.HasField("shape"):
+        dims = tuple(_dim(d) for d in tensor.shape.dim)
+    return ValueInfo(v.name, tensor.elem_type, dims)
+
+
+def _dim(d):
+    which = d.WhichOneof("value")
+    if which == "dim_value":
+        return int(d.dim_value)
+    if which == "dim_param":
+        return d.dim_param
+    return None
+
+
+def _node(n) -> Node:
+    return Node(
+        op_type=n.op_type,
+        inputs=list(n.input),
+        outputs=list(n.output),
+        attributes={a.name: _attribute(a) for a in n.attribute},
+        name=n.name,
+        domain=n.domain,
+    )
+
+
+def _attribute(a) -> Attribute:
+    kind = _ATTRIBUTE_KINDS.get(a.type, f"type#{a.type}")
+    ref = a.ref_attr_name or None
+    value = {
+        "float": lambda: float(a.f),
+        "int": lambda: int(a.i),
+        "string": lambda: a.s.decode("utf-8", errors="replace"),
+        "tensor": lambda: tensor_from_proto(a.t),
+        "graph": lambda: graph_from_proto(a.g),
+        "floats": lambda: tuple(float(f) for f in a.floats),
+        "ints": lambda: tuple(int(i) for i in a.ints),
+        "strings": lambda: tuple(s.decode("utf-8", errors="replace") for s in a.strings),
+        "tensors": lambda: tuple(tensor_from_proto(t) for t in a.tensors),
+        "graphs": lambda: tuple(graph_from_proto(g) for g in a.graphs),
+    }.get(kind, lambda: None)()
+    return Attribute(a.name, kind, None if ref else value, ref)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__

@@ -1,0 +1,151 @@
+"""`ge-auto-fuse`: group the remaining `ge` ops into `fused.group` kernels, best
+merge first, by a benefit model of the target hardware.
+
+In the spirit of GE AutoFuse, TVM's FuseOps and XLA's priority fusion:
+
+1. Every compute op starts as its own node; ops are classified by pattern kind
+   (elementwise, broadcast, injective, reduce, cube, opaque: `kinds.py`).
+2. Candidates are producer -> consumer pairs (vertical) and siblings reading the
+   same value (horizontal, `horizontal=false` to skip them).
+3. Each candidate that may legally be one kernel (`legality.py`) and whose
+   tiles fit the buffers of `hw` gets a benefit (`cost_model.py`): global-memory
+   cycles saved + one launch saved - tiling penalty.
+4. The best candidate is merged if it closes no cycle and does not raise the
+   peak memory of the activations (`keep-peak-memory=false` to allow); else
+   the next best is tried. Only candidates involving the merged node are
+   re-evaluated (the others' benefit depends on their own ops only). Fusion
+   stops when no candidate has a positive benefit.
+5. Each node of two ops or more becomes a `fused.group`.
+
+`debug=true` prints every decision with its benefit (or the reason it was
+rejected) to stderr; `--pass-statistics` counts merges, groups and rejections.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block
+from xdsl.passes import ModulePass
+
+from ...core.passes import record_statistic
+from ...simulator.hardware import DEFAULT_PRESET, load_preset
+from .cost_model import Benefit, CostModel
+from .fusion_graph import FusionGraph, Part
+from .grouping import group_all
+from .legality import Constraints, problem
+
+
+@dataclass(frozen=True)
+class Candidate:
+    a: int
+    b: int
+    how: str  # "vertical" or "horizontal"
+    benefit: Benefit | None  # None when illegal
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class AutoFusePass(ModulePass):
+    """Group the remaining ge ops into fused.group kernels by a benefit model (best merge first)."""
+
+    name = "ge-auto-fuse"
+
+    hw: str = DEFAULT_PRESET
+    max_size: int = 64
+    max_inputs: int = 8
+    fit_buffers: bool = True
+    fuse_reduce: bool = True
+    cube_epilogue: bool = True
+    horizontal: bool = True
+    keep_peak_memory: bool = True
+    debug: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        fusion = _Fusion(self, CostModel(load_preset(self.hw)))
+        for function in op.walk():
+            if isinstance(function, func.FuncOp) and function.body.blocks:
+                fusion.run(function.body.block)
+
+
+class _Fusion:
+    """One run of the greedy algorithm over a block."""
+
+    def __init__(self, options: AutoFusePass, model: CostModel):
+        self.options = options
+        self.model = model
+        self.limits = Constraints(options.max_size, options.max_inputs, options.fuse_reduce, options.cube_epilogue)
+        self.evaluated: dict[tuple[frozenset, frozenset], Candidate] = {}
+        self.reported: set[tuple[frozenset, frozenset, str]] = set()
+
+    def run(self, block: Block) -> None:
+        graph = FusionGraph(block)
+        while (chosen := self._best(graph)) is not None:
+            self._say(
+                f"fuse {chosen.how} {graph.part(chosen.a).describe()} + {graph.part(chosen.b).describe()}: "
+                f"benefit {chosen.benefit}"
+            )
+            graph.merge(chosen.a, chosen.b)
+            record_statistic(self.options.name, f"{chosen.how} merges")
+        groups = [graph.members[n] for n in graph.nodes() if len(graph.members[n]) > 1]
+        for n, ops in enumerate(groups):
+            self._say(f"group {n}: {len(ops)} ops: {', '.join(o.name for o in ops)}")
+        made = group_all(groups, block)
+        record_statistic(self.options.name, "groups formed", len(made))
+        record_statistic(self.options.name, "ops grouped", sum(len(g) for g in groups))
+
+    def _best(self, graph: FusionGraph) -> Candidate | None:
+        candidates = [self._evaluate(graph, a, b, how) for a, b, how in graph.candidates(self.options.horizontal)]
+        legal = [c for c in candidates if c.benefit is not None and c.benefit.total > 0]
+        legal.sort(key=lambda c: (-c.benefit.total, graph.position(c.a), graph.position(c.b)))
+        peak = graph.peak_bytes() if self.options.keep_peak_memory and legal else 0
+        for c in legal:
+            if graph.creates_cycle(c.a, c.b):
+                self._reject(graph, c, "it would form a cycle", "cycle")
+                continue
+            if self.options.keep_peak_memory and (after := graph.peak_bytes((c.a, c.b))) > peak:
+                self._reject(graph, c, f"peak memory would rise from {peak} to {after} B", "peak memory")
+                continue
+            return c
+        return None
+
+    def _evaluate(self, graph: FusionGraph, a: int, b: int, how: str) -> Candidate:
+        key = (frozenset(graph.members[a]), frozenset(graph.members[b]))
+        cached = self.evaluated.get(key)
+        if cached is not None:
+            return Candidate(a, b, how, cached.benefit, cached.reason)
+        pa, pb, merged = graph.part(a), graph.part(b), graph.merged_part(a, b)
+        reason = self._illegal(merged)
+        benefit = None if reason else self.model.benefit(pa, pb, merged)
+        if reason:
+            record_statistic(self.options.name, "candidates rejected")
+            self._say(f"reject {how} {pa.describe()} + {pb.describe()}: {reason}")
+        elif benefit.total <= 0:
+            self._say(f"skip {how} {pa.describe()} + {pb.describe()}: benefit {benefit}")
+        candidate = Candidate(a, b, how, benefit, reason)
+        self.evaluated[key] = candidate
+        return candidate
+
+    def _illegal(self, merged: Part) -> str:
+        reason = problem(merged, self.limits)
+        if reason is None and self.options.fit_buffers:
+            plan = self.model.plan(merged)
+            if not plan.fits:
+                reason = plan.reason
+        return reason or ""
+
+    def _reject(self, graph: FusionGraph, c: Candidate, reason: str, counter: str) -> None:
+        key = (frozenset(graph.members[c.a]), frozenset(graph.members[c.b]), counter)
+        if key in self.reported:
+            return
+        self.reported.add(key)
+        record_statistic(self.options.name, f"rejected: {counter}")
+        self._say(f"reject {c.how} {graph.part(c.a).describe()} + {graph.part(c.b).describe()}: {reason}")
+
+    def _say(self, message: str) -> None:
+        if self.options.debug:
+            print(f"[{self.options.name}] {message}", file=sys.stderr)

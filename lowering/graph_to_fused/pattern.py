@@ -1,0 +1,126 @@
+"""The framework of named pattern fusion: what a pattern is, and the checks and
+rewrite every pattern gets for free.
+
+A pattern is a small class (see `patterns_*.py`): `match(op)` looks at the graph
+around its anchor op and returns a `Match`, which says which `ge` ops the fused
+op replaces, which of their values it stands for, and how to build it. It does
+not touch the IR. `apply_match` then does the part that is the same for every
+fusion, so no pattern can get it wrong:
+
+* intermediate values must stay internal: a result of a matched op used outside
+  the match (and not one of the values the fused op replaces) rejects the match,
+  so nothing is computed twice and no user loses its value;
+* no cycle: no operand of the fused op may depend on a matched op (it would have
+  to be computed before and after the fused op);
+* the fused op takes the replaced values' types, encodings included, is placed
+  where the last matched op was, the matched ops and the constants only they
+  used are erased, and the block order is repaired if a user of an exposed
+  value (such as `add_layer_norm`'s sum) sat before the fused op;
+* the fused op reads its operands through `ge.transdata` format changes (its
+  kernel converts on load, as the MTE does ND -> NZ), and format changes that
+  no one reads any more are erased.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from xdsl.ir import Block, Operation, SSAValue
+
+from .graph import (
+    depends_on,
+    erase_dead_providers,
+    external_operands,
+    positions,
+    restore_topological_order,
+    through_format_changes,
+)
+
+
+@dataclass
+class Match:
+    """What a pattern found: the `ge` ops to replace and how to replace them.
+
+    `replaces[i]` is the value result i of the built op stands for (None when the
+    result replaces nothing). `build` returns the new ops, the fused op last
+    (a pattern may need a small helper op before it, such as a transpose);
+    it is only called once the checks passed."""
+
+    ops: list[Operation]
+    replaces: list[SSAValue | None]
+    build: Callable[[], list[Operation]]
+    notes: list[str] = field(default_factory=list)
+
+
+class FusionPattern:
+    """Base class of a named fusion. Subclasses set `name` (kebab-case, used by
+    the pass options), `anchors` (the op types `match` is tried on) and
+    implement `match`. The docstring's first line is the pattern's summary."""
+
+    name: ClassVar[str] = ""
+    anchors: ClassVar[tuple[type[Operation], ...]] = ()
+
+    def match(self, op: Operation) -> Match | None:
+        raise NotImplementedError
+
+    @classmethod
+    def summary(cls) -> str:
+        return (cls.__doc__ or "").strip().splitlines()[0]
+
+
+def rejection(m: Match, block: Block) -> str | None:
+    """Why `m` cannot be applied, or None if it can."""
+    matched = set(m.ops)
+    exposed = {v for v in m.replaces if v is not None}
+    for op in m.ops:
+        for result in op.results:
+            if result in exposed:
+                continue
+            outside = [use.operation for use in result.uses if use.operation not in matched]
+            if outside:
+                return f"the intermediate value of '{op.name}' has another user ('{outside[0].name}')"
+    order = positions(block)
+    culprit = depends_on(external_operands(m.ops), m.ops, order)
+    if culprit is not None:
+        return f"an operand depends on the matched '{culprit.name}': fusing would form a cycle"
+    return None
+
+
+def apply_match(m: Match, block: Block) -> Operation:
+    """Replaces the matched ops by the built ones (the checks must have passed)."""
+    order = positions(block)
+    root = max(m.ops, key=order.__getitem__)
+    dropped_operands = external_operands(m.ops)
+    new_ops = m.build()
+    block.insert_ops_before(new_ops, root)
+    fused = new_ops[-1]
+    read_through_format_changes(fused)
+    for old, new in zip(m.replaces, fused.results):
+        if old is not None:
+            old.replace_all_uses_with(new)
+    for op in sorted(m.ops, key=order.__getitem__, reverse=True):
+        if any(r.uses for r in op.results):
+            raise AssertionError(f"{op.name} still has users after fusion")
+        op.detach()
+        op.erase()
+    erase_dead_providers(dropped_operands)
+    restore_topological_order(block)
+    return fused
+
+
+def read_through_format_changes(op: Operation) -> None:
+    """Makes `op` read the sources of the format changes feeding it."""
+    for i, v in enumerate(op.operands):
+        source = through_format_changes(v)
+        if source is not v:
+            op.operands[i] = source
+            erase_dead_providers([v])
+
+
+def ops_in_order(ops: Sequence[Operation]) -> list[Operation]:
+    """`ops` sorted by their position in their block."""
+    block = ops[0].parent_block()
+    order = positions(block)
+    return sorted(ops, key=order.__getitem__)

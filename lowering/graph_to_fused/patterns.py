@@ -1,0 +1,48 @@
+"""The named fusion patterns, in the order they are tried.
+
+Order is priority: a pattern that covers more of the graph comes before one that
+would take part of it (flash attention before the scaled batch_matmul, the
+gated feed-forward before a matmul with a silu epilogue, matmul + add + norm
+before matmul + bias). Each pattern runs over the whole graph before the next
+one starts, as GE's fusion passes do.
+
+To add a pattern: write a `FusionPattern` subclass (see `pattern.py` and the
+README section "Fusion") and add it to this tuple where its priority belongs.
+"""
+
+from __future__ import annotations
+
+from .pattern import FusionPattern
+from .patterns_attention import FlashAttentionPattern
+from .patterns_cube import (
+    BatchMatmulScaleMaskPattern,
+    Conv2DBiasActPattern,
+    GatedMatmulPattern,
+    MatmulAddNormPattern,
+    MatmulBiasActPattern,
+)
+from .patterns_vector import (
+    AddLayerNormPattern,
+    AddRmsNormPattern,
+    SigmoidGatePattern,
+    SoftmaxPattern,
+    SwigluPattern,
+)
+
+PATTERNS: tuple[type[FusionPattern], ...] = (
+    FlashAttentionPattern,
+    MatmulAddNormPattern,
+    GatedMatmulPattern,
+    MatmulBiasActPattern,
+    Conv2DBiasActPattern,
+    BatchMatmulScaleMaskPattern,
+    AddLayerNormPattern,
+    AddRmsNormPattern,
+    SoftmaxPattern,
+    SwigluPattern,
+    SigmoidGatePattern,
+)
+
+
+def pattern_names() -> list[str]:
+    return [p.name for p in PATTERNS]

@@ -1,0 +1,155 @@
+"""One AI core running one block: the scalar unit, the pipes, the flags.
+
+The scalar unit walks the kernel in program order. Each instruction costs it
+`scalar.instruction_cycles` and is handed to its pipe; a pipe executes its
+instructions in order, each starting when the pipe is free and the instruction
+has been issued (start = max(issue time, pipe free)). Timing is computed
+eagerly, instruction by instruction, except where a pipe waits:
+
+* `wait_flag` on pipe Q whose flag has not fired yet (the matching `set_flag` is
+  later in the program, or queued behind another wait) blocks Q: Q's later
+  instructions queue up, with their issue time, and run when the flag fires;
+* a flag fires when its `set_flag` executes on its source pipe (after all that
+  pipe's earlier work) and is visible `sync.flag_latency` cycles later.
+
+This is a discrete-event simulation whose events are processed in an order
+consistent with the program's happens-before: every instruction's numerics run
+when its timing is decided, after everything it depends on. Whatever still
+waits when the scalar unit cannot go on (end of kernel, a `pipe_barrier ALL`, a
+`wait_flag` to the scalar pipe) can never run: a deadlock.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ...core.diagnostics import CompileError
+from .hazards import NP, PIPE_NAMES, S, Hazards, describe
+
+ZERO_CLOCK = (0,) * NP
+
+
+class Core:
+    """The state of one block run (times are absolute cycles)."""
+
+    __slots__ = (
+        "s_time",
+        "pipe_free",
+        "busy",
+        "pending",
+        "flags",
+        "waiting",
+        "sets",
+        "consumed",
+        "hz",
+        "s_clock",
+        "trace",
+        "stats",
+        "count",
+        "flag_latency",
+        "core_id",
+    )
+
+    def __init__(self, start: int, hazards: Hazards | None, trace: bool, flag_latency: int, stats_size: int):
+        self.s_time = start
+        self.pipe_free = [start] * NP
+        self.busy = [0] * NP
+        self.pending: list[deque | None] = [None] * NP
+        self.flags: dict[tuple, deque] = {}
+        self.waiting: dict[tuple, tuple] = {}  # flag -> (blocked pipe, its wait_flag op)
+        self.sets: dict[tuple, list] = {}  # flag -> the set_flag ops executed, in order
+        self.consumed: dict[tuple, int] = {}
+        self.hz = hazards
+        self.s_clock = ZERO_CLOCK  # the scalar unit's vector clock, as an immutable snapshot
+        self.trace: list | None = [] if trace else None
+        self.stats = [0.0] * stats_size
+        self.count = 0
+        self.flag_latency = flag_latency
+        self.core_id = 0
+
+    # ---- issuing to pipes -----------------------------------------------------------
+
+    def submit(self, pipe: int, run, args) -> None:
+        """Hand an issued instruction to `pipe`: run it now, or queue it behind a wait.
+        `run(core, issue_time, scalar_clock, args)` does its timing and numerics."""
+        queue = self.pending[pipe]
+        if queue is not None:
+            queue.append((run, self.s_time, self.s_clock, args))
+        else:
+            run(self, self.s_time, self.s_clock, args)
+
+    def learn_scalar(self, pipe: int, scalar_clock) -> None:
+        """The instruction about to execute on `pipe` knows what the scalar unit knew
+        when it issued it."""
+        if scalar_clock is not ZERO_CLOCK:
+            self.hz.join(pipe, scalar_clock)
+
+    def scalar_learned(self) -> None:
+        """The scalar unit's clock changed (it read, waited or passed a barrier)."""
+        self.s_clock = tuple(self.hz.vc[S])
+
+    # ---- flags ------------------------------------------------------------------------
+
+    def fire(self, flag: tuple, time: int, op) -> None:
+        """A set_flag of `flag` = (src, dst, event) executed at `time` on its source pipe."""
+        clock = self.hz.snapshot(flag[0]) if self.hz is not None else None
+        self.flags.setdefault(flag, deque()).append((time + self.flag_latency, clock))
+        self.sets.setdefault(flag, []).append(op)
+        blocked = self.waiting.pop(flag, None)
+        if blocked is not None:
+            self.resume(blocked[0])
+
+    def take(self, flag: tuple):
+        """The (visible time, clock) of the next unconsumed set of `flag`, or None."""
+        fired = self.flags.get(flag)
+        if not fired:
+            return None
+        self.consumed[flag] = self.consumed.get(flag, 0) + 1
+        return fired.popleft()
+
+    def block(self, pipe: int, flag: tuple, item, op) -> None:
+        """`pipe` waits for `flag`: the wait (`item`, from `op`) and all later work queue up."""
+        self.pending[pipe] = deque([item])
+        self.waiting[flag] = (pipe, op)
+
+    def resume(self, pipe: int) -> None:
+        queue = self.pending[pipe]
+        self.pending[pipe] = None
+        while queue:
+            run, issued, scalar_clock, args = queue.popleft()
+            run(self, issued, scalar_clock, args)
+            if self.pending[pipe] is not None:  # blocked again
+                self.pending[pipe].extend(queue)
+                return
+
+    # ---- the end of the line ---------------------------------------------------------
+
+    def deadlock(self, where: str) -> CompileError:
+        """The error for the first wait that still waits (`self.waiting` is not empty)."""
+        flag, (pipe, op) = next(iter(self.waiting.items()))
+        src, dst, event = flag
+        needed = self.consumed.get(flag, 0) + 1
+        executed = len(self.sets.get(flag, ()))
+        return CompileError(
+            f"deadlock: 'npu.wait_flag' ({PIPE_NAMES[src]} -> {PIPE_NAMES[dst]}, event {event}) on pipe "
+            f"{PIPE_NAMES[pipe]} can never be satisfied: it waits for set_flag number {needed} of this flag "
+            f"but only {executed} execute{'s' if executed == 1 else ''} {where}",
+            op,
+        )
+
+    def finish(self, kernel_op) -> int:
+        """Check that nothing waits and every flag was consumed; the block's end time."""
+        if self.waiting:
+            raise self.deadlock("before the kernel ends")
+        for flag, fired in self.flags.items():
+            if fired:
+                src, dst, event = flag
+                op = self.sets[flag][-1]
+                raise CompileError(
+                    f"unbalanced flags: set_flag ({PIPE_NAMES[src]} -> {PIPE_NAMES[dst]}, event {event}) "
+                    f"executes {len(self.sets[flag])} times but is waited for {self.consumed.get(flag, 0)} "
+                    f"times when the kernel ends (the last set is {describe(op)}); every set_flag needs its "
+                    f"wait_flag",
+                    op,
+                )
+        return max(self.s_time, *self.pipe_free)

@@ -1,0 +1,344 @@
+"""Decoding `npu` instructions into closures: issue on the scalar unit, then
+timing, race check, numerics and statistics when the pipe executes them.
+
+Everything an instruction's attributes fix is computed here once: its pipe, its
+cost (`costs.py`), its access patterns and numpy view makers, the bounds and
+alignment of constant offsets. Per execution only the offsets (register reads)
+vary: they are captured at issue, checked, and used when the pipe runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...core.diagnostics import location_of, op_error
+from ...dialects import npu
+from .costs import mmad_cycles, mmad_min_cycles, transfer_cost, vector_cycles, vector_min_cycles
+from .hazards import PIPE_INDEX, S, Record
+
+Step = Callable[[object], None]
+
+
+class InstructionDecoder:
+    """Mixin of the kernel decoder: closures for npu instructions."""
+
+    def instruction_step(self, op: npu.InstructionOp) -> Step:
+        if isinstance(op, npu.SetFlagOp):
+            return self._set_flag(op)
+        if isinstance(op, npu.WaitFlagOp):
+            return self._wait_flag(op)
+        if isinstance(op, npu.PipeBarrierOp):
+            return self._barrier(op)
+        if isinstance(op, npu.ReadScalarOp):
+            return self._read_scalar(op)
+        return self._compute(op)
+
+    # ---- operands -------------------------------------------------------------------
+
+    def _operands(self, op: npu.InstructionOp, a, pipe: int, aligned: bool = True):
+        """Per access: (buffer slot, offset register, view maker, hazard spec), plus the
+        bounds checks of the offsets that are not constants. Accesses to local spaces
+        must start aligned, unless not `aligned` (a scalar read of one element)."""
+        slots, regs, views, hazard_specs, checks = [], [], [], [], []
+        for n, access in enumerate(op.accesses(a)):
+            buffer = self.buffer(op.operands[access.operand])
+            offset_value = op.operands[access.operand + 1]
+            pattern = access.pattern
+            check = (n, pattern.span, buffer, access.writes, buffer.align_elements if aligned else 0)
+            constant = self.const(offset_value)
+            if constant is None:
+                checks.append(check)
+            else:
+                self.check_offset(op, constant, *check[1:])
+            self.note_access(buffer, pipe, access)
+            slots.append(buffer.slot)
+            regs.append(self.reg(offset_value))
+            views.append(pattern.viewer())
+            contiguous = pattern.runs()[0] == 1
+            hazard_specs.append((buffer.space, access.writes, pattern, buffer.itemsize, pattern.span * buffer.itemsize, contiguous))
+        return tuple(slots), tuple(regs), tuple(views), tuple(hazard_specs), tuple(checks)
+
+    def check_offset(self, op, offset: int, span: int, buffer, writes: bool, align: int) -> None:
+        if offset < 0 or offset + span > buffer.numel:
+            verb = "writes" if writes else "reads"
+            raise op_error(
+                op,
+                f"out of bounds: {verb} elements [{offset}, {offset + span}) of a {buffer.numel}-element "
+                f"{buffer.space_name} buffer",
+            )
+        if align and offset % align:
+            raise op_error(
+                op,
+                f"misaligned: offset {offset} is byte {buffer.local_offset + offset * buffer.itemsize} of "
+                f"{buffer.space_name}, not a multiple of its {buffer.alignment}-byte alignment",
+            )
+
+    def _issue_checks(self, op, checks):
+        """A function checking the run-time offsets (None when all are constants)."""
+        if not checks:
+            return None
+        check_offset = self.check_offset
+
+        def check(offsets) -> None:
+            for n, span, buffer, writes, align in checks:
+                o = offsets[n]
+                if o < 0 or o + span > buffer.numel or (align and o % align):
+                    check_offset(op, o, span, buffer, writes, align)
+
+        return check
+
+    # ---- cost and statistics ----------------------------------------------------------
+
+    def _cost(self, op: npu.InstructionOp, a):
+        """(cycles, (data cycles, HBM bytes, latency) for GM paths or None, statistics)."""
+        hw = self.hw
+        if isinstance(op, npu.TransferOp):
+            accesses = op.accesses(a)
+            src, dst = op.spaces()
+            if isinstance(op, npu.LoadL0Op):
+                counted = [accesses[0]]
+            elif isinstance(op, npu.FixpipeOp):
+                counted = [accesses[1]]
+            else:
+                counted = accesses
+            runs, run_elements = max((acc.pattern.runs() for acc in counted), key=lambda r: r[0])
+            itemsize = self.buffer(op.operands[counted[0].operand]).itemsize
+            cost = transfer_cost(hw, op.path(), runs, run_elements * itemsize)
+            nbytes = a.rows * a.cols * self.buffer(op.dst).itemsize
+            stats = [(self.stat(op.path()), nbytes)]
+            if src == "gm":
+                stats.append((self.stat("gm_read"), nbytes))
+            if dst == "gm":
+                stats.append((self.stat("gm_written"), nbytes))
+            hbm = None
+            if "gm" in (src, dst):
+                hbm = (cost.data_cycles, cost.moved_bytes, cost.latency)
+                stats.append((self.stat("hbm_bytes"), cost.moved_bytes))
+            return cost.cycles, hbm, stats
+        if isinstance(op, npu.MmadOp):
+            rate = op.rate_key()
+            cycles = mmad_cycles(hw, a.m, a.n, a.k, rate)
+            return cycles, None, [(self.stat("cube_min"), mmad_min_cycles(hw, a.m, a.n, a.k, rate))]
+        if isinstance(op, npu.VectorOp):
+            nbytes = op.vector_bytes(a)
+            cycles = vector_cycles(hw, op.COST, nbytes)
+            return cycles, None, [(self.stat("vector_min"), vector_min_cycles(hw, op.COST, nbytes))]
+        raise op_error(op, "has no cost in the NPU simulator")
+
+    # ---- compute and transfer instructions ---------------------------------------------
+
+    def _compute(self, op: npu.InstructionOp) -> Step:
+        a = op.attr_values()
+        pipe = PIPE_INDEX[op.pipe_name()]
+        slots, offset_regs, views, hazard_specs, checks = self._operands(op, a, pipe)
+        cycles, hbm_cost, stats = self._cost(op, a)
+        kernel = op.kernel(a)
+        check = self._issue_checks(op, checks)
+        regs, bufs, bases = self.regs, self.bufs, self.bases
+        issue_cost = self.hw.scalar_instruction_cycles
+        name = op.name
+        hbm = self.hbm
+        operands = tuple(zip(views, slots))
+        hazard_operands = tuple(zip(hazard_specs, slots))
+        if hbm_cost is not None:
+            data_cycles, hbm_bytes, latency = hbm_cost
+
+        def execute(core, issued: int, scalar_clock, offsets) -> None:
+            pipe_free = core.pipe_free
+            free = pipe_free[pipe]
+            start = issued if issued > free else free
+            if hbm_cost is None:
+                end = start + cycles
+            else:
+                end = hbm.transfer(start, data_cycles, hbm_bytes) + latency
+            pipe_free[pipe] = end
+            core.busy[pipe] += end - start
+            hz = core.hz
+            if hz is not None:
+                core.learn_scalar(pipe, scalar_clock)
+                clock = hz.tick(pipe)
+                for ((space, writes, pattern, itemsize, span_bytes, contiguous), slot), o in zip(hazard_operands, offsets):
+                    base = bases[slot]
+                    lo = base + o * itemsize
+                    record = Record(lo, lo + span_bytes, pipe, clock, writes, op, pattern, base, itemsize, o, contiguous)
+                    hz.access(space, pipe, record)
+            kernel(*[view(bufs[slot], o) for (view, slot), o in zip(operands, offsets)])
+            totals = core.stats
+            for index, amount in stats:
+                totals[index] += amount
+            if core.trace is not None:
+                core.trace.append((pipe, name, start, end))
+
+        def issue(core) -> None:
+            offsets = [regs[r] for r in offset_regs]
+            if check is not None:
+                check(offsets)
+            core.s_time += issue_cost
+            core.busy[S] += issue_cost
+            core.count += 1
+            queue = core.pending[pipe]
+            if queue is not None:
+                queue.append((execute, core.s_time, core.s_clock, offsets))
+            else:
+                execute(core, core.s_time, core.s_clock, offsets)
+
+        return issue
+
+    # ---- the scalar read ---------------------------------------------------------------
+
+    def _read_scalar(self, op: npu.ReadScalarOp) -> Step:
+        a = op.attr_values()
+        operands = self._operands(op, a, S, aligned=False)
+        (slot,), (offset_reg,), (view,), ((space, _, pattern, itemsize, span_bytes, _),), checks = operands
+        check = self._issue_checks(op, checks)
+        read = op.kernel(a)
+        regs, bufs, bases = self.regs, self.bufs, self.bases
+        out = self.define(op.result)
+        cost = self.hw.scalar_instruction_cycles
+
+        def issue(core) -> None:
+            o = regs[offset_reg]
+            if check is not None:
+                check([o])
+            core.s_time += cost
+            core.busy[S] += cost
+            core.count += 1
+            hz = core.hz
+            if hz is not None:
+                clock = hz.tick(S)
+                lo = bases[slot] + o * itemsize
+                hz.access(space, S, Record(lo, lo + span_bytes, S, clock, False, op, pattern, bases[slot], itemsize, o, True))
+                core.scalar_learned()
+            regs[out] = read(view(bufs[slot], o))
+
+        return issue
+
+    # ---- synchronisation --------------------------------------------------------------
+
+    def _flag(self, op) -> tuple[int, int, tuple]:
+        a = op.attr_values()
+        if a.event >= self.hw.event_ids:
+            raise op_error(
+                op,
+                f"event id {a.event} is beyond the hardware's {self.hw.event_ids} event ids per pipe pair "
+                f"(0..{self.hw.event_ids - 1}, preset '{self.hw.name}')",
+            )
+        src, dst = PIPE_INDEX[a.src], PIPE_INDEX[a.dst]
+        return src, dst, (src, dst, a.event)
+
+    def _set_flag(self, op: npu.SetFlagOp) -> Step:
+        src, _, flag = self._flag(op)
+        cost = self.hw.scalar_instruction_cycles
+
+        def execute(core, issued: int, scalar_clock, args) -> None:
+            pipe_free = core.pipe_free
+            start = issued if issued > pipe_free[src] else pipe_free[src]
+            pipe_free[src] = start
+            if core.hz is not None:
+                core.learn_scalar(src, scalar_clock)
+            core.fire(flag, start, op)
+
+        def issue(core) -> None:
+            core.s_time += cost
+            core.busy[S] += cost
+            core.count += 1
+            if src == S:
+                core.fire(flag, core.s_time, op)
+            else:
+                core.submit(src, execute, None)
+
+        return issue
+
+    def _wait_flag(self, op: npu.WaitFlagOp) -> Step:
+        _, dst, flag = self._flag(op)
+        cost = self.hw.scalar_instruction_cycles
+        name = op.name
+        waits = self.stat("flag_waits")
+
+        def execute(core, issued: int, scalar_clock, args) -> None:
+            fired = core.take(flag)
+            if fired is None:
+                core.block(dst, flag, (execute, issued, scalar_clock, args), op)
+                return
+            visible, clock = fired
+            core.stats[waits] += 1
+            pipe_free = core.pipe_free
+            reached = issued if issued > pipe_free[dst] else pipe_free[dst]
+            start = reached if reached > visible else visible
+            pipe_free[dst] = start
+            hz = core.hz
+            if hz is not None:
+                core.learn_scalar(dst, scalar_clock)
+                hz.join(dst, clock)
+                hz.prune()
+            if core.trace is not None and start > reached:
+                core.trace.append((dst, name, reached, start))
+
+        def issue(core) -> None:
+            core.s_time += cost
+            core.busy[S] += cost
+            core.count += 1
+            if dst != S:
+                core.submit(dst, execute, None)
+                return
+            fired = core.take(flag)
+            if fired is None:
+                core.waiting[flag] = (S, op)
+                raise core.deadlock("before the scalar unit reaches this wait")
+            visible, clock = fired
+            core.stats[waits] += 1
+            if visible > core.s_time:
+                core.s_time = visible
+            if core.hz is not None:
+                core.hz.join(S, clock)
+                core.scalar_learned()
+
+        return issue
+
+    def _barrier(self, op: npu.PipeBarrierOp) -> Step:
+        a = op.attr_values()
+        barrier_cost = self.hw.barrier_cost
+        cost = self.hw.scalar_instruction_cycles
+        if a.pipe == npu.ALL_PIPES:
+            return self._barrier_all(op, cost, barrier_cost)
+        pipe = PIPE_INDEX[a.pipe]
+
+        def execute(core, issued: int, scalar_clock, args) -> None:
+            pipe_free = core.pipe_free
+            start = issued if issued > pipe_free[pipe] else pipe_free[pipe]
+            pipe_free[pipe] = start + barrier_cost
+            core.busy[pipe] += barrier_cost
+
+        def issue(core) -> None:
+            core.s_time += cost
+            core.busy[S] += cost
+            core.count += 1
+            if pipe == S:
+                core.s_time += barrier_cost
+                core.busy[S] += barrier_cost
+            else:
+                core.submit(pipe, execute, None)
+
+        return issue
+
+    def _barrier_all(self, op, cost: int, barrier_cost: int) -> Step:
+        where = f"when every pipe must drain at the 'npu.pipe_barrier' ALL at {location_of(op)}"
+
+        def issue(core) -> None:
+            core.s_time += cost
+            core.busy[S] += cost
+            core.count += 1
+            if core.waiting:
+                raise core.deadlock(where)
+            pipe_free = core.pipe_free
+            drained = max(core.s_time, *pipe_free) + barrier_cost
+            for p in range(len(pipe_free)):
+                pipe_free[p] = drained
+            core.busy[S] += barrier_cost
+            core.s_time = drained
+            if core.hz is not None:
+                core.hz.join_all()
+                core.scalar_learned()
+
+        return issue
+

@@ -1,0 +1,370 @@
+"""The host plan: GM memory, launches on streams, events, and the checks that
+concern the plan as a whole.
+
+`@main`'s arguments are the inputs and outputs (GM arrays of their own);
+`npu.gm_buffer`s are views of one GM arena at their byte offsets, so two
+buffers placed on the same bytes really share them. The plan is checked before
+anything runs, on its own ordering (not on timing):
+
+* launches are ordered by their stream (in launch order) and by events: a
+  vector clock per stream, advanced per launch, joined by `npu.wait_event`
+  with the clock of the latest earlier `npu.record_event` of that event;
+* two launches touching one GM buffer, one of them writing it, must be ordered
+  (a cross-stream race otherwise);
+* two arena buffers sharing bytes must not be live at once: their lifetimes (in
+  launch order, from the first to the last launch that uses them) must not
+  intersect, and every launch using the earlier one must be ordered before every
+  launch using the later one (which matters across streams).
+
+Timing: a launch starts `launch.kernel_launch_us` after its stream is ready (its
+previous launch finished, and every event it waits for was reached); its blocks
+go to the cores that become free first (block i starts when both the launch and
+its core are ready), so kernels on different streams overlap while cores are
+free. A stream is ready again when its last block ends.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.ir import Operation, SSAValue
+
+from ...core import dtypes
+from ...core.diagnostics import CompileError, op_error
+from ...dialects import npu
+from ..hardware import HardwarePreset
+from ..signature import npu_argument_roles
+from .hazards import describe
+from .hbm import SharedHbm
+from .program import KernelProgram, LocalMemory, decode_kernel
+
+ARG_ALIGNMENT = 512
+"""Byte alignment of @main's GM arguments, placed after the arena."""
+
+
+@dataclass(eq=False)
+class GmBuffer:
+    """One GM buffer of the plan: an argument of @main or an arena buffer."""
+
+    label: str
+    op: Operation
+    value: SSAValue
+    address: int  # byte address in the simulated GM
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    in_arena: bool
+    role: str = "intermediate"  # or "input" / "output" (@main arguments)
+    array: np.ndarray | None = None  # flat, typed, with slack
+
+    @property
+    def numel(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.itemsize
+
+    def overlaps(self, other: "GmBuffer") -> bool:
+        return self.address < other.address + other.nbytes and other.address < self.address + self.nbytes
+
+
+@dataclass(eq=False)
+class Launch:
+    op: npu.LaunchOp
+    index: int  # in host order
+    program: KernelProgram
+    args: list[GmBuffer]
+    block_dim: int
+    stream: int
+    clock: dict[int, int] = field(default_factory=dict)  # the stream vector clock at this launch
+
+    def ordered_before(self, later: "Launch") -> bool:
+        return later.clock.get(self.stream, 0) >= self.clock[self.stream]
+
+    def modes(self, buffer: GmBuffer) -> tuple[bool, bool]:
+        """(reads, writes) of `buffer` by this launch."""
+        reads = writes = False
+        for slot, arg in zip(self.program.arguments, self.args):
+            if arg is buffer:
+                reads |= slot.reads
+                writes |= slot.writes
+        return reads, writes
+
+    def describe(self) -> str:
+        return f"launch of @{self.program.name} on stream {self.stream} ({describe(self.op)})"
+
+
+@dataclass
+class EventStep:
+    op: Operation
+    record: bool
+    stream: int
+    event: int
+
+
+def _label(value: SSAValue, fallback: str) -> str:
+    return f"%{value.name_hint}" if value.name_hint else fallback
+
+
+class HostPlan:
+    """The analysed plan of one module (see the module docstring)."""
+
+    def __init__(self, module: ModuleOp, main: func.FuncOp, hw: HardwarePreset, hbm: SharedHbm):
+        self.module = module
+        self.main = main
+        self.hw = hw
+        self.programs: dict[str, KernelProgram] = {}
+        self._hbm = hbm
+        self.buffers: list[GmBuffer] = []
+        self.steps: list[Launch | EventStep] = []
+        self.arena_bytes = 0
+        self._read_plan()
+        self._check_streams()
+        self._check_lifetimes()
+
+    # ---- reading --------------------------------------------------------------------
+
+    def program(self, kernel: npu.KernelOp) -> KernelProgram:
+        name = kernel.sym_name.data
+        if name not in self.programs:
+            self.programs[name] = decode_kernel(kernel, self.hw, self._hbm)
+        return self.programs[name]
+
+    def _read_plan(self) -> None:
+        arguments = self._arguments()
+        by_value: dict[SSAValue, GmBuffer] = {b.value: b for b in arguments}
+        arena = []
+        for op in self.main.body.block.ops:
+            if isinstance(op, npu.GmBufferOp):
+                buffer = self._arena_buffer(op)
+                arena.append(buffer)
+                by_value[op.result] = buffer
+            elif isinstance(op, npu.LaunchOp):
+                self.steps.append(self._launch(op, by_value))
+            elif isinstance(op, npu.RecordEventOp | npu.WaitEventOp):
+                a = op.attr_values()
+                self.steps.append(EventStep(op, isinstance(op, npu.RecordEventOp), a.stream, a.event))
+            elif not isinstance(op, func.ReturnOp):
+                raise op_error(op, "cannot be run in the host plan (it holds npu.gm_buffer, npu.launch and events)")
+        self.arena_bytes = self._arena_size(arena)
+        address = -(-self.arena_bytes // ARG_ALIGNMENT) * ARG_ALIGNMENT
+        for buffer in arguments:
+            buffer.address = address
+            address += -(-buffer.nbytes // ARG_ALIGNMENT) * ARG_ALIGNMENT
+        self.buffers = arena + arguments
+
+    def _arena_buffer(self, op: npu.GmBufferOp) -> GmBuffer:
+        a = op.attr_values()
+        if a.offset is None:
+            raise op_error(op, "has no offset: GM buffers must be placed in the arena (offset = ...) before simulation")
+        alignment = self.hw.alignment["gm"]
+        if a.offset % alignment:
+            raise op_error(op, f"misaligned: offset {a.offset} is not a multiple of the {alignment}-byte GM alignment")
+        t = op.result.type
+        return GmBuffer(
+            _label(op.result, "an npu.gm_buffer"),
+            op,
+            op.result,
+            a.offset,
+            dtypes.to_numpy_dtype(t.element_type),
+            tuple(t.get_shape()),
+            in_arena=True,
+        )
+
+    def _arena_size(self, arena: list[GmBuffer]) -> int:
+        end = max((b.address + b.nbytes for b in arena), default=0)
+        recorded = self.module.attributes.get(npu.ARENA_ATTR)
+        if recorded is None:
+            return end
+        if not isinstance(recorded, IntegerAttr):
+            raise CompileError(f"module attribute {npu.ARENA_ATTR} must be an integer, got {recorded}", self.module)
+        size = recorded.value.data
+        for b in arena:
+            if b.address + b.nbytes > size:
+                raise op_error(
+                    b.op,
+                    f"out of the arena: bytes [{b.address}, {b.address + b.nbytes}) of a {size}-byte GM arena "
+                    f"({npu.ARENA_ATTR})",
+                )
+        return size
+
+    def _arguments(self) -> list[GmBuffer]:
+        """@main's arguments (placed after the arena once its size is known)."""
+        buffers = []
+        for arg, (role, name) in zip(self.main.body.block.args, npu_argument_roles(self.main)):
+            t = arg.type
+            buffers.append(
+                GmBuffer(
+                    f"'{name}'",
+                    self.main,
+                    arg,
+                    0,
+                    dtypes.to_numpy_dtype(t.element_type),
+                    tuple(t.get_shape()),
+                    in_arena=False,
+                    role=role,
+                )
+            )
+        return buffers
+
+    def _launch(self, op: npu.LaunchOp, by_value: dict) -> Launch:
+        kernel = op.kernel_op()
+        a = op.attr_values()
+        program = self.program(kernel)
+        args = []
+        for value in op.args:
+            if value not in by_value:
+                raise op_error(op, "passes a value that is neither an @main argument nor an npu.gm_buffer")
+            args.append(by_value[value])
+        block_dim = a.block_dim if a.block_dim is not None else program.block_dim
+        return Launch(op, len(self.launches), program, args, block_dim, a.stream)
+
+    @property
+    def launches(self) -> list[Launch]:
+        return [s for s in self.steps if isinstance(s, Launch)]
+
+    # ---- ordering checks -------------------------------------------------------------
+
+    def _check_streams(self) -> None:
+        """Give every launch its stream vector clock; check waits and cross-stream races."""
+        clocks: dict[int, dict[int, int]] = defaultdict(dict)
+        recorded: dict[int, dict[int, int]] = {}
+        users: dict[GmBuffer, list[Launch]] = defaultdict(list)
+        for step in self.steps:
+            if isinstance(step, EventStep):
+                if step.record:
+                    recorded[step.event] = dict(clocks[step.stream])
+                elif step.event not in recorded:
+                    raise op_error(
+                        step.op,
+                        f"deadlock: waits for event {step.event}, which no earlier npu.record_event records",
+                    )
+                else:
+                    clock = clocks[step.stream]
+                    for stream, count in recorded[step.event].items():
+                        clock[stream] = max(clock.get(stream, 0), count)
+                continue
+            clock = clocks[step.stream]
+            clock[step.stream] = clock.get(step.stream, 0) + 1
+            step.clock = dict(clock)
+            for buffer in dict.fromkeys(step.args):
+                for earlier in users[buffer]:
+                    self._check_pair(earlier, step, buffer)
+                users[buffer].append(step)
+
+    def _check_pair(self, earlier: Launch, later: Launch, buffer: GmBuffer) -> None:
+        r1, w1 = earlier.modes(buffer)
+        r2, w2 = later.modes(buffer)
+        if not (w1 or w2) or earlier.ordered_before(later):
+            return
+        raise op_error(
+            later.op,
+            f"race between streams: {'writes' if w2 else 'reads'} GM buffer {buffer.label} that the "
+            f"{earlier.describe()} {'writes' if w1 else 'reads'}, and no npu.record_event / npu.wait_event "
+            f"orders the two launches",
+        )
+
+    def _check_lifetimes(self) -> None:
+        uses: dict[GmBuffer, list[Launch]] = defaultdict(list)
+        for launch in self.launches:
+            for buffer in dict.fromkeys(launch.args):
+                uses[buffer].append(launch)
+        arena = [b for b in self.buffers if b.in_arena and uses[b]]
+        for i, first in enumerate(arena):
+            for second in arena[i + 1 :]:
+                if first.overlaps(second):
+                    self._check_reuse(first, second, uses[first], uses[second])
+
+    def _check_reuse(self, a: GmBuffer, b: GmBuffer, uses_a: list[Launch], uses_b: list[Launch]) -> None:
+        lo, hi = max(a.address, b.address), min(a.address + a.nbytes, b.address + b.nbytes)
+        if uses_a[0].index > uses_b[0].index:
+            a, b, uses_a, uses_b = b, a, uses_b, uses_a
+        if uses_b[0].index <= uses_a[-1].index:
+            raise op_error(
+                b.op,
+                f"GM buffers {a.label} and {b.label} overlap in the arena (bytes [{lo}, {hi})) while both are "
+                f"live: {a.label} is used from launch #{uses_a[0].index} to #{uses_a[-1].index}, {b.label} from "
+                f"launch #{uses_b[0].index} ({describe(uses_b[0].op)})",
+            )
+        for x in uses_a:
+            for y in uses_b:
+                if not x.ordered_before(y):
+                    raise op_error(
+                        b.op,
+                        f"GM buffer {b.label} reuses bytes [{lo}, {hi}) of {a.label}, but the {y.describe()} "
+                        f"is not ordered after the {x.describe()} that uses {a.label}: add "
+                        f"npu.record_event / npu.wait_event",
+                    )
+
+    # ---- memory ---------------------------------------------------------------------
+
+    def allocate(self, inputs: list[np.ndarray]) -> None:
+        """GM arrays with slack for strided views: the arena (poisoned with 0xFF, NaN
+        for floats), the inputs (copied), the outputs (poisoned)."""
+        slack = self.slack_bytes
+        arena = np.full(-(-(self.arena_bytes + slack) // 64) * 64, 0xFF, dtype=np.uint8)
+        feeds = iter(inputs)
+        for buffer in self.buffers:
+            if buffer.in_arena:
+                buffer.array = arena[buffer.address :].view(buffer.dtype)
+                continue
+            extra = -(-slack // buffer.dtype.itemsize)
+            raw = np.full((buffer.numel + extra) * buffer.dtype.itemsize, 0xFF, dtype=np.uint8)
+            buffer.array = raw.view(buffer.dtype)
+            if buffer.role == "input":
+                buffer.array[: buffer.numel] = np.asarray(next(feeds)).reshape(-1)
+
+    def outputs(self) -> list[np.ndarray]:
+        return [
+            b.array[: b.numel].reshape(b.shape).copy()
+            for b in self.buffers
+            if not b.in_arena and b.role == "output"
+        ]
+
+    @property
+    def peak_gm_bytes(self) -> int:
+        return self.arena_bytes + sum(b.nbytes for b in self.buffers if not b.in_arena)
+
+    @property
+    def slack_bytes(self) -> int:
+        """Spare bytes after every buffer, for the strided views of any kernel."""
+        return max((p.slack_bytes for p in self.programs.values()), default=0) + 64
+
+    def local_memory(self) -> LocalMemory:
+        return LocalMemory(self.hw, self.slack_bytes)
+
+
+def run_plan(plan: HostPlan, check_races: bool, trace: bool, recorder) -> int:
+    """Execute the plan; `recorder` collects per-launch results. Returns total cycles."""
+    hw = plan.hw
+    memory = plan.local_memory()
+    cores = [(0, c) for c in range(hw.core_count)]
+    heapq.heapify(cores)
+    ready: dict[int, int] = defaultdict(int)
+    reached: dict[int, int] = {}
+    for step in plan.steps:
+        if isinstance(step, EventStep):
+            if step.record:
+                reached[step.event] = ready[step.stream]
+            else:
+                ready[step.stream] = max(ready[step.stream], reached[step.event])
+            continue
+        program = step.program
+        program.bind_locals(memory)
+        program.bind_arguments([b.array for b in step.args], [b.address for b in step.args])
+        start = ready[step.stream] + hw.kernel_launch_cycles
+        blocks = []
+        for block_idx in range(step.block_dim):
+            free, core_id = heapq.heappop(cores)
+            core = program.run_block(block_idx, step.block_dim, max(start, free), check_races, trace)
+            end = max(core.s_time, *core.pipe_free)
+            heapq.heappush(cores, (end, core_id))
+            blocks.append((core_id, max(start, free), end, core))
+        ready[step.stream] = max(end for _, _, end, _ in blocks)
+        recorder(step, start, blocks)
+    return max(ready.values(), default=0)

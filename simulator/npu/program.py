@@ -1,0 +1,273 @@
+"""A kernel decoded once into closures, and run once per block.
+
+Decoding walks the kernel's ops a single time: index values get slots in a
+register file (a Python list, constants pre-filled), buffers get slots in a
+buffer table (GM arguments bound per launch, local allocations bound to the
+core's memories), and every op becomes a closure (`scalar.py` for arith / scf,
+`instructions.py` for npu instructions). Running a block is then calling the
+top-level closures in order: no xDSL object is looked at per executed
+instruction.
+
+Static checks happen here, each a located error: an allocation without an
+offset, outside its space's capacity or misaligned; a constant offset out of
+bounds or misaligned; an event id beyond the preset's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects import arith, scf
+from xdsl.ir import Block, SSAValue
+
+from ...core import dtypes
+from ...core.diagnostics import op_error
+from ...dialects import npu
+from ..hardware import PATHS, SPACES, HardwarePreset
+from .core import Core
+from .hazards import Hazards
+from .hbm import SharedHbm
+from .instructions import InstructionDecoder
+from .scalar import ScalarDecoder, constant_value, unsupported
+
+STATS = (*PATHS, "gm_read", "gm_written", "hbm_bytes", "cube_min", "vector_min", "flag_waits")
+"""What each core counts while it runs: bytes per path, GM bytes, the roofline
+terms, and the number of wait_flags it executed (each costs the flag latency)."""
+
+STAT_INDEX = {name: i for i, name in enumerate(STATS)}
+SPACE_INDEX = {name: i for i, name in enumerate(SPACES)}
+GM = SPACE_INDEX["gm"]
+
+
+@dataclass
+class BufferSlot:
+    """A buffer an instruction can name: a GM argument of the kernel or a local allocation."""
+
+    slot: int
+    space: int
+    space_name: str
+    dtype: np.dtype
+    numel: int
+    alignment: int = 0  # bytes; accesses in local spaces must start aligned
+    local_offset: int = 0  # byte offset of a local allocation in its space
+    argument: int | None = None  # kernel argument index of a GM buffer
+    reads: bool = False  # (GM arguments) whether the kernel reads / writes it
+    writes: bool = False
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def align_elements(self) -> int:
+        return self.alignment // self.itemsize if self.alignment else 0
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.itemsize
+
+
+class LocalMemory:
+    """The local buffers of a core (one set, reused by every block in turn)."""
+
+    def __init__(self, hw: HardwarePreset, slack_bytes: int):
+        self.spaces = {
+            space: np.zeros(hw.capacity(space) + slack_bytes, dtype=np.uint8) for space in SPACES if space != "gm"
+        }
+
+    def poison(self, extents: dict[str, int]) -> None:
+        """Fill the allocated part of each space with 0xFF (NaN for floats), so that
+        reading what no instruction wrote shows up in the results."""
+        for space, extent in extents.items():
+            self.spaces[space][:extent] = 0xFF
+
+
+@dataclass
+class KernelProgram:
+    op: npu.KernelOp
+    name: str
+    block_dim: int
+    run: object  # callable(core): the decoded body
+    regs: list
+    block_idx_regs: list[int]
+    block_dim_regs: list[int]
+    buffers: list[BufferSlot]
+    bufs: list
+    bases: list[int]
+    space_pipes: list[tuple[int, ...]]
+    extents: dict[str, int]
+    slack_bytes: int
+    flag_latency: int
+    local_memory: LocalMemory | None = field(default=None)
+
+    @property
+    def arguments(self) -> list[BufferSlot]:
+        return [b for b in self.buffers if b.argument is not None]
+
+    def bind_arguments(self, arrays: list[np.ndarray], bases: list[int]) -> None:
+        """GM arrays (flat, typed, with slack) and their byte addresses, per argument."""
+        for buffer in self.arguments:
+            self.bufs[buffer.slot] = arrays[buffer.argument]
+            self.bases[buffer.slot] = bases[buffer.argument]
+
+    def bind_locals(self, memory: LocalMemory) -> None:
+        if self.local_memory is memory:
+            return
+        self.local_memory = memory
+        for buffer in self.buffers:
+            if buffer.argument is None:
+                backing = memory.spaces[buffer.space_name]
+                self.bufs[buffer.slot] = backing[buffer.local_offset :].view(buffer.dtype)
+
+    def run_block(self, block_idx: int, block_dim: int, start: int, check_races: bool, trace: bool) -> Core:
+        self.local_memory.poison(self.extents)
+        for r in self.block_idx_regs:
+            self.regs[r] = block_idx
+        for r in self.block_dim_regs:
+            self.regs[r] = block_dim
+        hazards = Hazards(len(SPACES), self.space_pipes, list(SPACES)) if check_races else None
+        core = Core(start, hazards, trace, self.flag_latency, len(STATS))
+        self.run(core)
+        core.finish(self.op)
+        return core
+
+
+class KernelDecoder(ScalarDecoder, InstructionDecoder):
+    """Decodes one `npu.kernel` for one preset (see the module docstring)."""
+
+    def __init__(self, hw: HardwarePreset, hbm: SharedHbm):
+        self.hw = hw
+        self.hbm = hbm
+        self.regs: list = []
+        self._regs: dict[SSAValue, int] = {}
+        self._constants: dict[SSAValue, object] = {}
+        self._buffers: dict[SSAValue, BufferSlot] = {}
+        self.buffer_list: list[BufferSlot] = []
+        self.bufs: list = []
+        self.bases: list[int] = []
+        self.block_idx_regs: list[int] = []
+        self.block_dim_regs: list[int] = []
+        self.space_pipes: list[set[int]] = [set() for _ in SPACES]
+        self.extents: dict[str, int] = {}
+        self.slack_bytes = 0
+
+    # ---- registers and buffers --------------------------------------------------------
+
+    def define(self, value: SSAValue) -> int:
+        index = len(self.regs)
+        self.regs.append(0)
+        self._regs[value] = index
+        return index
+
+    def constant(self, value: SSAValue, constant) -> None:
+        self.regs[self.define(value)] = constant
+        self._constants[value] = constant
+
+    def reg(self, value: SSAValue) -> int:
+        try:
+            return self._regs[value]
+        except KeyError:
+            owner = value.owner
+            raise op_error(owner, "defines a value the NPU simulator cannot use as a scalar") from None
+
+    def const(self, value: SSAValue):
+        return self._constants.get(value)
+
+    def buffer(self, value: SSAValue) -> BufferSlot:
+        try:
+            return self._buffers[value]
+        except KeyError:
+            raise op_error(value.owner, "is not a buffer: instructions name kernel arguments or npu.alloc results") from None
+
+    def _add_buffer(self, value: SSAValue, **kwargs) -> BufferSlot:
+        t = value.type
+        numel = npu.base.element_count(t)
+        buffer = BufferSlot(len(self.buffer_list), numel=numel, dtype=dtypes.to_numpy_dtype(t.element_type), **kwargs)
+        self.buffer_list.append(buffer)
+        self.bufs.append(None)
+        self.bases.append(buffer.local_offset)
+        self._buffers[value] = buffer
+        return buffer
+
+    def note_access(self, buffer: BufferSlot, pipe: int, access: npu.Access) -> None:
+        self.space_pipes[buffer.space].add(pipe)
+        self.slack_bytes = max(self.slack_bytes, access.pattern.slack * buffer.itemsize)
+        if buffer.argument is not None:
+            buffer.reads |= access.reads
+            buffer.writes |= access.writes
+
+    def stat(self, name: str) -> int:
+        return STAT_INDEX[name]
+
+    # ---- ops --------------------------------------------------------------------------
+
+    def _alloc(self, op: npu.AllocOp) -> None:
+        a = op.attr_values()
+        space = str(npu.space_of(op.result.type))
+        if a.offset is None:
+            raise op_error(op, "has no offset: local buffers must be placed (offset = ...) before simulation")
+        alignment = self.hw.alignment[space]
+        size = npu.buffer_bytes(op.result.type)
+        capacity = self.hw.capacity(space)
+        if a.offset % alignment:
+            raise op_error(op, f"misaligned: offset {a.offset} in {space} is not a multiple of its {alignment}-byte alignment")
+        if a.offset + size > capacity:
+            raise op_error(
+                op,
+                f"over capacity: a {size}-byte {space} buffer at offset {a.offset} ends at byte {a.offset + size}, "
+                f"beyond the {capacity}-byte {space} of preset '{self.hw.name}'",
+            )
+        self.extents[space] = max(self.extents.get(space, 0), a.offset + size)
+        self._add_buffer(op.result, space=SPACE_INDEX[space], space_name=space, alignment=alignment, local_offset=a.offset)
+
+    def block_steps(self, block: Block) -> tuple[list, list[int]]:
+        """Closures for the ops of `block`, and the registers its scf.yield passes on."""
+        steps, yields = [], []
+        for op in block.ops:
+            if isinstance(op, scf.YieldOp):
+                yields = [self.reg(v) for v in op.operands]
+            elif isinstance(op, npu.ReturnOp):
+                pass
+            elif isinstance(op, npu.InstructionOp):
+                steps.append(self.instruction_step(op))
+            elif isinstance(op, npu.AllocOp):
+                self._alloc(op)
+            elif isinstance(op, npu.BlockIdxOp):
+                self.block_idx_regs.append(self.define(op.result))
+            elif isinstance(op, npu.BlockDimOp):
+                self.block_dim_regs.append(self.define(op.result))
+            elif isinstance(op, arith.ConstantOp):
+                self.constant(op.result, constant_value(op))
+            else:
+                step = self.scalar_step(op)
+                if step is None:
+                    raise unsupported(op)
+                steps.append(step)
+        return steps, yields
+
+    def decode(self, kernel: npu.KernelOp) -> KernelProgram:
+        for i, arg in enumerate(kernel.entry.args):
+            self._add_buffer(arg, space=GM, space_name="gm", argument=i)
+        steps, _ = self.block_steps(kernel.entry)
+        return KernelProgram(
+            op=kernel,
+            name=kernel.sym_name.data,
+            block_dim=kernel.attr_values().block_dim,
+            run=self.run_steps(steps),
+            regs=self.regs,
+            block_idx_regs=self.block_idx_regs,
+            block_dim_regs=self.block_dim_regs,
+            buffers=self.buffer_list,
+            bufs=self.bufs,
+            bases=self.bases,
+            space_pipes=[tuple(sorted(p)) for p in self.space_pipes],
+            extents=self.extents,
+            slack_bytes=self.slack_bytes,
+            flag_latency=self.hw.flag_latency,
+        )
+
+
+def decode_kernel(kernel: npu.KernelOp, hw: HardwarePreset, hbm: SharedHbm) -> KernelProgram:
+    return KernelDecoder(hw, hbm).decode(kernel)
+

@@ -1,0 +1,272 @@
+"""What a simulation reports: the text of `ge-sim --report`, the `--json`
+document and the `--trace` Chrome trace (DESIGN.md §5).
+
+Definitions:
+
+* a pipe's busy cycles: the sum over all cores of the cycles its instructions
+  occupied it (a transfer's duration includes HBM contention); its utilisation
+  is busy / core-active cycles (the sum over blocks of block durations), per
+  kernel like msprof's op summary ratios (aic_mte2_ratio ...);
+* bytes per path: the logical bytes moved (rows x cols x element size), so the
+  total equals the sum of the instructions' sizes; `hbm_bytes` counts the
+  32-byte bursts actually crossing the HBM;
+* roofline_cycles = max(cube MACs at the cube's peak / cores, vector repeats at
+  one per cycle x slope / cores, GM bytes / HBM bytes per cycle): a lower bound
+  no schedule of this module on this hardware can beat.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from ..hardware import PATHS, HardwarePreset
+from .hazards import PIPE_NAMES
+from .program import STAT_INDEX
+
+RATIO_NAMES = {"S": "scalar", "MTE1": "mte1", "MTE2": "mte2", "MTE3": "mte3", "M": "cube", "V": "vec", "FIX": "fix"}
+
+
+@dataclass
+class KernelRecord:
+    """One launch: timing, pipe busy cycles and traffic summed over its blocks."""
+
+    name: str
+    stream: int
+    block_dim: int
+    start: int
+    end: int
+    busy: list[int]
+    stats: list[float]
+    instructions: int
+    core_cycles: int  # sum of block durations
+    cores: list[int]
+
+    @classmethod
+    def of(cls, name: str, stream: int, block_dim: int, start: int, blocks) -> "KernelRecord":
+        """Sum the blocks of a launch: (core id, block start, block end, Core) each."""
+        busy = [0] * len(PIPE_NAMES)
+        stats = [0.0] * len(STAT_INDEX)
+        for _, _, _, core in blocks:
+            busy = [b + c for b, c in zip(busy, core.busy)]
+            stats = [s + c for s, c in zip(stats, core.stats)]
+        return cls(
+            name,
+            stream,
+            block_dim,
+            start,
+            max((end for _, _, end, _ in blocks), default=start),
+            busy,
+            stats,
+            sum(core.count for *_, core in blocks),
+            sum(end - begin for _, begin, end, _ in blocks),
+            [core_id for core_id, *_ in blocks],
+        )
+
+    @property
+    def cycles(self) -> int:
+        return self.end - self.start
+
+    def ratios(self) -> dict[str, float]:
+        active = max(self.core_cycles, 1)
+        return {RATIO_NAMES[p]: self.busy[i] / active for i, p in enumerate(PIPE_NAMES)}
+
+
+@dataclass
+class SimulationReport:
+    hw: HardwarePreset
+    total_cycles: int
+    kernels: list[KernelRecord]
+    peak_gm_bytes: int
+    arena_bytes: int
+    trace_events: list | None = field(default=None)
+
+    # ---- totals -----------------------------------------------------------------------
+
+    def _sum(self, attribute: str, size: int) -> list:
+        totals = [0] * size
+        for k in self.kernels:
+            for i, v in enumerate(getattr(k, attribute)):
+                totals[i] += v
+        return totals
+
+    @property
+    def busy(self) -> list[int]:
+        return self._sum("busy", len(PIPE_NAMES))
+
+    @property
+    def stats(self) -> list[float]:
+        return self._sum("stats", len(STAT_INDEX))
+
+    def stat(self, name: str) -> float:
+        return self.stats[STAT_INDEX[name]]
+
+    @property
+    def core_cycles(self) -> int:
+        return sum(k.core_cycles for k in self.kernels)
+
+    @property
+    def instructions(self) -> int:
+        return sum(k.instructions for k in self.kernels)
+
+    @property
+    def time_us(self) -> float:
+        return self.hw.cycles_to_us(self.total_cycles)
+
+    @property
+    def gm_bytes_read(self) -> int:
+        return int(self.stat("gm_read"))
+
+    @property
+    def gm_bytes_written(self) -> int:
+        return int(self.stat("gm_written"))
+
+    def bytes_per_path(self) -> dict[str, int]:
+        stats = self.stats
+        return {p: int(stats[STAT_INDEX[p]]) for p in PATHS}
+
+    def utilisation(self) -> dict[str, float]:
+        active = max(self.core_cycles, 1)
+        return {p: b / active for p, b in zip(PIPE_NAMES, self.busy)}
+
+    def roofline(self) -> dict[str, float | str]:
+        cores = self.hw.core_count
+        terms = {
+            "cube_cycles": self.stat("cube_min") / cores,
+            "vector_cycles": self.stat("vector_min") / cores,
+            "memory_cycles": (self.gm_bytes_read + self.gm_bytes_written) / self.hw.hbm_bytes_per_cycle,
+        }
+        bound = max(terms, key=terms.get)
+        return {**terms, "roofline_cycles": terms[bound], "bound": bound.removesuffix("_cycles")}
+
+    @property
+    def roofline_cycles(self) -> float:
+        return float(self.roofline()["roofline_cycles"])
+
+    # ---- text -------------------------------------------------------------------------
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def text(self) -> str:
+        hw = self.hw
+        roof = self.roofline()
+        achieved = roof["roofline_cycles"] / self.total_cycles if self.total_cycles else 0.0
+        lines = [
+            f"npu simulation on {hw.name}: {hw.architecture}, {hw.core_count} cores at {hw.freq_ghz:g} GHz",
+            f"total: {self.total_cycles} cycles = {self.time_us:.3f} us",
+            f"roofline: {roof['roofline_cycles']:.0f} cycles ({roof['bound']} bound), "
+            f"{100 * achieved:.1f}% of it achieved",
+            f"gm: read {self.gm_bytes_read} B, written {self.gm_bytes_written} B, "
+            f"peak {self.peak_gm_bytes} B (arena {self.arena_bytes} B)",
+            f"instructions: {self.instructions} in {len(self.kernels)} launches, "
+            f"{sum(len(k.cores) for k in self.kernels)} blocks",
+            "",
+            f"{'pipe':<6}{'busy cycles':>14}{'utilisation':>13}",
+        ]
+        for pipe, busy in zip(PIPE_NAMES, self.busy):
+            lines.append(f"{pipe:<6}{busy:>14}{100 * busy / max(self.core_cycles, 1):>12.1f}%")
+        lines += ["", f"{'path':<11}{'bytes':>14}"]
+        for path, nbytes in self.bytes_per_path().items():
+            if nbytes:
+                lines.append(f"{path:<11}{nbytes:>14}")
+        lines += ["", self._kernel_table()]
+        return "\n".join(lines)
+
+    def _kernel_table(self) -> str:
+        ratio_columns = ("cube", "vec", "mte1", "mte2", "mte3", "fix", "scalar")
+        header = (
+            f"{'kernel':<22}{'stream':>7}{'blocks':>7}{'start':>10}{'cycles':>10}{'time_us':>10}"
+            + "".join(f"{c:>8}" for c in ratio_columns)
+            + f"{'gm_read':>11}{'gm_written':>11}"
+        )
+        rows = [header]
+        for k in self.kernels:
+            ratios = k.ratios()
+            rows.append(
+                f"{'@' + k.name:<22}{k.stream:>7}{k.block_dim:>7}{k.start:>10}{k.cycles:>10}"
+                f"{self.hw.cycles_to_us(k.cycles):>10.3f}"
+                + "".join(f"{100 * ratios[c]:>7.1f}%" for c in ratio_columns)
+                + f"{int(k.stats[STAT_INDEX['gm_read']]):>11}{int(k.stats[STAT_INDEX['gm_written']]):>11}"
+            )
+        return "\n".join(rows)
+
+    # ---- json -------------------------------------------------------------------------
+
+    def as_json(self) -> dict:
+        roof = self.roofline()
+        return {
+            "total_cycles": self.total_cycles,
+            "time_us": self.time_us,
+            "freq_ghz": self.hw.freq_ghz,
+            "hw": self.hw.name,
+            "cores": self.hw.core_count,
+            "pipes": dict(zip(PIPE_NAMES, self.busy)),
+            "utilisation": self.utilisation(),
+            "gm_bytes_read": self.gm_bytes_read,
+            "gm_bytes_written": self.gm_bytes_written,
+            "hbm_bytes": int(self.stat("hbm_bytes")),
+            "peak_gm_bytes": self.peak_gm_bytes,
+            "arena_bytes": self.arena_bytes,
+            "bytes_per_path": self.bytes_per_path(),
+            "instructions": self.instructions,
+            "roofline_cycles": roof["roofline_cycles"],
+            "roofline": roof,
+            "kernels": [self._kernel_json(k) for k in self.kernels],
+        }
+
+    def _kernel_json(self, k: KernelRecord) -> dict:
+        return {
+            "name": k.name,
+            "stream": k.stream,
+            "block_dim": k.block_dim,
+            "start_cycle": k.start,
+            "cycles": k.cycles,
+            "time_us": self.hw.cycles_to_us(k.cycles),
+            "pipes": dict(zip(PIPE_NAMES, k.busy)),
+            "ratios": k.ratios(),
+            "gm_bytes_read": int(k.stats[STAT_INDEX["gm_read"]]),
+            "gm_bytes_written": int(k.stats[STAT_INDEX["gm_written"]]),
+            "instructions": k.instructions,
+            "cores": k.cores,
+        }
+
+    def json_text(self) -> str:
+        return json.dumps(self.as_json(), indent=2)
+
+    # ---- Chrome trace ----------------------------------------------------------------------
+
+    def chrome_trace(self) -> dict:
+        """Chrome trace-event JSON (opens in Perfetto / chrome://tracing): one process per
+        core with a thread per pipe, and one process for the streams."""
+        us = self.hw.cycles_to_us
+        events = []
+        streams_pid = self.hw.core_count
+        used_cores = sorted({c for k in self.kernels for c in k.cores})
+        for core in used_cores:
+            events.append({"ph": "M", "name": "process_name", "pid": core, "args": {"name": f"core {core}"}})
+            for tid, pipe in enumerate(PIPE_NAMES):
+                events.append({"ph": "M", "name": "thread_name", "pid": core, "tid": tid, "args": {"name": pipe}})
+        events.append({"ph": "M", "name": "process_name", "pid": streams_pid, "args": {"name": "streams"}})
+        for stream in sorted({k.stream for k in self.kernels}):
+            events.append(
+                {"ph": "M", "name": "thread_name", "pid": streams_pid, "tid": stream, "args": {"name": f"stream {stream}"}}
+            )
+        for k in self.kernels:
+            events.append(
+                {
+                    "ph": "X",
+                    "name": f"@{k.name}",
+                    "pid": streams_pid,
+                    "tid": k.stream,
+                    "ts": us(k.start),
+                    "dur": us(k.cycles),
+                    "args": {"block_dim": k.block_dim, "cycles": k.cycles},
+                }
+            )
+        for core, pipe, name, start, end in self.trace_events or ():
+            events.append({"ph": "X", "name": name, "pid": core, "tid": pipe, "ts": us(start), "dur": us(end - start)})
+        return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"hw": self.hw.name}}
+
+    def trace_text(self) -> str:
+        return json.dumps(self.chrome_trace())

@@ -1,0 +1,213 @@
+"""The scalar unit's own work: `arith` index math and `scf` control flow, decoded
+into closures over the register file (a Python list; index values are Python
+ints). Each op costs `scalar.instruction_cycles`, each loop iteration
+`scalar.loop_iteration_cycles`, on the S pipe."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr
+from xdsl.ir import Operation
+
+from ...core.diagnostics import CompileError, op_error
+from .hazards import S
+
+Step = Callable[[object], None]
+
+
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _trunc_rem(a: int, b: int) -> int:
+    return a - b * _trunc_div(a, b)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+BINARY: dict[str, Callable[[int, int], int]] = {
+    "arith.addi": operator.add,
+    "arith.subi": operator.sub,
+    "arith.muli": operator.mul,
+    "arith.divui": operator.floordiv,
+    "arith.divsi": _trunc_div,
+    "arith.floordivsi": operator.floordiv,
+    "arith.ceildivsi": _ceil_div,
+    "arith.ceildivui": _ceil_div,
+    "arith.remui": operator.mod,
+    "arith.remsi": _trunc_rem,
+    "arith.minsi": min,
+    "arith.maxsi": max,
+    "arith.minui": min,
+    "arith.maxui": max,
+    "arith.andi": operator.and_,
+    "arith.ori": operator.or_,
+    "arith.xori": operator.xor,
+    "arith.shli": operator.lshift,
+    "arith.shrsi": operator.rshift,
+    "arith.shrui": operator.rshift,
+}
+
+CASTS = ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui", "arith.trunci")
+
+CMPI: dict[int, Callable[[int, int], bool]] = {
+    0: operator.eq,
+    1: operator.ne,
+    2: operator.lt,
+    3: operator.le,
+    4: operator.gt,
+    5: operator.ge,
+    6: operator.lt,
+    7: operator.le,
+    8: operator.gt,
+    9: operator.ge,
+}
+
+
+def constant_value(op: arith.ConstantOp):
+    value = op.value
+    if isinstance(value, IntegerAttr):
+        return value.value.data
+    data = getattr(value, "value", None)
+    if data is not None and hasattr(data, "data"):
+        return data.data
+    raise op_error(op, "the NPU simulator supports integer and float scalar constants only")
+
+
+class ScalarDecoder:
+    """Mixin of the kernel decoder: closures for arith and scf ops."""
+
+    def scalar_step(self, op: Operation) -> Step | None:
+        """The closure for an arith / scf op (not a constant), or None if `op` is neither."""
+        if op.name in BINARY:
+            return self._binary(op, BINARY[op.name])
+        if op.name in CASTS:
+            return self._unary(op, lambda x: x)
+        if isinstance(op, arith.CmpiOp):
+            return self._binary(op, CMPI[op.predicate.value.data])
+        if isinstance(op, arith.SelectOp):
+            return self._select(op)
+        if isinstance(op, scf.ForOp):
+            return self._for(op)
+        if isinstance(op, scf.IfOp):
+            return self._if(op)
+        return None
+
+    def _binary(self, op: Operation, fn: Callable[[int, int], int]) -> Step:
+        regs = self.regs
+        a, b = (self.reg(v) for v in op.operands)
+        out = self.define(op.results[0])
+        cost = self.hw.scalar_instruction_cycles
+
+        def step(core) -> None:
+            core.s_time += cost
+            core.busy[S] += cost
+            try:
+                regs[out] = fn(regs[a], regs[b])
+            except ZeroDivisionError:
+                raise op_error(op, f"divides by zero ({regs[a]} / {regs[b]})") from None
+
+        return step
+
+    def _unary(self, op: Operation, fn: Callable[[int], int]) -> Step:
+        regs = self.regs
+        a = self.reg(op.operands[0])
+        out = self.define(op.results[0])
+        cost = self.hw.scalar_instruction_cycles
+
+        def step(core) -> None:
+            core.s_time += cost
+            core.busy[S] += cost
+            regs[out] = fn(regs[a])
+
+        return step
+
+    def _select(self, op: arith.SelectOp) -> Step:
+        regs = self.regs
+        c, a, b = (self.reg(v) for v in op.operands)
+        out = self.define(op.result)
+        cost = self.hw.scalar_instruction_cycles
+
+        def step(core) -> None:
+            core.s_time += cost
+            core.busy[S] += cost
+            regs[out] = regs[a] if regs[c] else regs[b]
+
+        return step
+
+    def _for(self, op: scf.ForOp) -> Step:
+        regs = self.regs
+        lb, ub, st = self.reg(op.lb), self.reg(op.ub), self.reg(op.step)
+        inits = [self.reg(v) for v in op.iter_args]
+        block = op.body.block
+        iv = self.define(block.args[0])
+        carried = [self.define(arg) for arg in block.args[1:]]
+        body, yields = self.block_steps(block)
+        results = [self.define(r) for r in op.results]
+        cost = self.hw.loop_iteration_cycles
+        run = self.run_steps(body)
+
+        def step(core) -> None:
+            for dst, src in zip(carried, inits):
+                regs[dst] = regs[src]
+            step_value = regs[st]
+            if step_value <= 0:
+                raise op_error(op, f"step must be positive, got {step_value}")
+            for i in range(regs[lb], regs[ub], step_value):
+                core.s_time += cost
+                core.busy[S] += cost
+                regs[iv] = i
+                run(core)
+                if carried:
+                    values = [regs[y] for y in yields]
+                    for dst, value in zip(carried, values):
+                        regs[dst] = value
+            for dst, src in zip(results, carried):
+                regs[dst] = regs[src]
+
+        return step
+
+    def _if(self, op: scf.IfOp) -> Step:
+        regs = self.regs
+        cond = self.reg(op.cond)
+        results = [self.define(r) for r in op.results]
+        branches = []
+        for region in (op.true_region, op.false_region):
+            if region.blocks:
+                body, yields = self.block_steps(region.block)
+                branches.append((self.run_steps(body), yields))
+            else:
+                branches.append((None, []))
+        (then_run, then_yields), (else_run, else_yields) = branches
+        cost = self.hw.scalar_instruction_cycles
+
+        def step(core) -> None:
+            core.s_time += cost
+            core.busy[S] += cost
+            run, yields = (then_run, then_yields) if regs[cond] else (else_run, else_yields)
+            if run is not None:
+                run(core)
+            for dst, src in zip(results, yields):
+                regs[dst] = regs[src]
+
+        return step
+
+    @staticmethod
+    def run_steps(steps: list[Step]) -> Callable[[object], None]:
+        steps = tuple(steps)
+
+        def run(core) -> None:
+            for step in steps:
+                step(core)
+
+        return run
+
+
+def unsupported(op: Operation) -> CompileError:
+    return op_error(op, "cannot be run by the NPU simulator (kernels hold npu, arith and scf ops)")

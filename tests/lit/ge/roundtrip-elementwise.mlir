@@ -1,0 +1,165 @@
+// Round trip of the elementwise ops: custom form -> generic form -> custom form.
+// The custom form elides attributes equal to their default; the generic form
+// carries every attribute as a property.
+// RUN: ge-opt %s --print-op-generic > %t.generic.mlir
+// RUN: filecheck %s --check-prefix=GENERIC --input-file %t.generic.mlir
+// RUN: ge-opt %t.generic.mlir | filecheck %s
+
+// CHECK-LABEL: func.func @binary(
+// GENERIC-LABEL: "func.func"() <{sym_name = "binary"
+func.func @binary(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %i: tensor<4xi32>, %h: tensor<2x2xf16>, %l: tensor<5xi64>) {
+  // CHECK-NEXT: %add = ge.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  // CHECK-NEXT: %sub = ge.sub %i, %i : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  // CHECK-NEXT: %mul = ge.mul %h, %h : (tensor<2x2xf16>, tensor<2x2xf16>) -> tensor<2x2xf16>
+  // CHECK-NEXT: %div = ge.div %l, %l : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  // CHECK-NEXT: %pow = ge.pow %b, %a : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK-NEXT: %max = ge.maximum %i, %i : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  // CHECK-NEXT: %min = ge.minimum %h, %h : (tensor<2x2xf16>, tensor<2x2xf16>) -> tensor<2x2xf16>
+  // CHECK-NEXT: func.return
+  // GENERIC:      %add = "ge.add"(%a, %b) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  // GENERIC-NEXT: %sub = "ge.sub"(%i, %i) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  // GENERIC-NEXT: %mul = "ge.mul"(%h, %h) : (tensor<2x2xf16>, tensor<2x2xf16>) -> tensor<2x2xf16>
+  // GENERIC-NEXT: %div = "ge.div"(%l, %l) : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  // GENERIC-NEXT: %pow = "ge.pow"(%b, %a) : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // GENERIC-NEXT: %max = "ge.maximum"(%i, %i) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  // GENERIC-NEXT: %min = "ge.minimum"(%h, %h) : (tensor<2x2xf16>, tensor<2x2xf16>) -> tensor<2x2xf16>
+  // GENERIC-NEXT: "func.return"() : () -> ()
+  %add = ge.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %sub = ge.sub %i, %i : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  %mul = ge.mul %h, %h : (tensor<2x2xf16>, tensor<2x2xf16>) -> tensor<2x2xf16>
+  %div = ge.div %l, %l : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  %pow = ge.pow %b, %a : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %max = ge.maximum %i, %i : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  %min = ge.minimum %h, %h : (tensor<2x2xf16>, tensor<2x2xf16>) -> tensor<2x2xf16>
+  func.return
+}
+
+// CHECK-LABEL: func.func @unary(
+// GENERIC-LABEL: "func.func"() <{sym_name = "unary"
+func.func @unary(%f: tensor<8xf32>, %h: tensor<2x4xf16>, %i: tensor<3xi32>, %l: tensor<3xi64>, %d: tensor<2xf64>) {
+  // CHECK-NEXT: %neg = ge.neg %l : (tensor<3xi64>) -> tensor<3xi64>
+  // CHECK-NEXT: %abs = ge.abs %i : (tensor<3xi32>) -> tensor<3xi32>
+  // CHECK-NEXT: %exp = ge.exp %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: %log = ge.log %h : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  // CHECK-NEXT: %sqrt = ge.sqrt %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: %rsqrt = ge.rsqrt %h : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  // CHECK-NEXT: %recip = ge.reciprocal %d : (tensor<2xf64>) -> tensor<2xf64>
+  // CHECK-NEXT: %tanh = ge.tanh %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: %sigmoid = ge.sigmoid %h : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  // CHECK-NEXT: %relu = ge.relu %i : (tensor<3xi32>) -> tensor<3xi32>
+  // CHECK-NEXT: %silu = ge.silu %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: %erf = ge.erf %d : (tensor<2xf64>) -> tensor<2xf64>
+  // CHECK-NEXT: %id = ge.identity %l : (tensor<3xi64>) -> tensor<3xi64>
+  // CHECK-NEXT: func.return
+  // GENERIC:      %neg = "ge.neg"(%l) : (tensor<3xi64>) -> tensor<3xi64>
+  // GENERIC-NEXT: %abs = "ge.abs"(%i) : (tensor<3xi32>) -> tensor<3xi32>
+  // GENERIC-NEXT: %exp = "ge.exp"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: %log = "ge.log"(%h) : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  // GENERIC-NEXT: %sqrt = "ge.sqrt"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: %rsqrt = "ge.rsqrt"(%h) : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  // GENERIC-NEXT: %recip = "ge.reciprocal"(%d) : (tensor<2xf64>) -> tensor<2xf64>
+  // GENERIC-NEXT: %tanh = "ge.tanh"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: %sigmoid = "ge.sigmoid"(%h) : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  // GENERIC-NEXT: %relu = "ge.relu"(%i) : (tensor<3xi32>) -> tensor<3xi32>
+  // GENERIC-NEXT: %silu = "ge.silu"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: %erf = "ge.erf"(%d) : (tensor<2xf64>) -> tensor<2xf64>
+  // GENERIC-NEXT: %id = "ge.identity"(%l) : (tensor<3xi64>) -> tensor<3xi64>
+  %neg = ge.neg %l : (tensor<3xi64>) -> tensor<3xi64>
+  %abs = ge.abs %i : (tensor<3xi32>) -> tensor<3xi32>
+  %exp = ge.exp %f : (tensor<8xf32>) -> tensor<8xf32>
+  %log = ge.log %h : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  %sqrt = ge.sqrt %f : (tensor<8xf32>) -> tensor<8xf32>
+  %rsqrt = ge.rsqrt %h : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  %recip = ge.reciprocal %d : (tensor<2xf64>) -> tensor<2xf64>
+  %tanh = ge.tanh %f : (tensor<8xf32>) -> tensor<8xf32>
+  %sigmoid = ge.sigmoid %h : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  %relu = ge.relu %i : (tensor<3xi32>) -> tensor<3xi32>
+  %silu = ge.silu %f : (tensor<8xf32>) -> tensor<8xf32>
+  %erf = ge.erf %d : (tensor<2xf64>) -> tensor<2xf64>
+  %id = ge.identity %l : (tensor<3xi64>) -> tensor<3xi64>
+  func.return
+}
+
+// Attributes: written defaults disappear from the custom form, other values stay;
+// an integer where a float is expected is read as that float.
+// CHECK-LABEL: func.func @attributes(
+// GENERIC-LABEL: "func.func"() <{sym_name = "attributes"
+func.func @attributes(%x: tensor<4x4xf32>) {
+  // CHECK-NEXT: %gelu = ge.gelu %x : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK-NEXT: %gelu_none = ge.gelu %x : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK-NEXT: %gelu_tanh = ge.gelu %x {approximate = "tanh"} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK-NEXT: %leaky = ge.leaky_relu %x : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK-NEXT: %leaky_default = ge.leaky_relu %x : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK-NEXT: %leaky_alpha = ge.leaky_relu %x {alpha = 0.2} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK-NEXT: %leaky_int = ge.leaky_relu %x {alpha = 1.0} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK-NEXT: %leaky_neg = ge.leaky_relu %x {alpha = -1.0e-07} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK-NEXT: %drop = ge.dropout %x : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK-NEXT: %drop_default = ge.dropout %x : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK-NEXT: %drop_ratio = ge.dropout %x {ratio = 0.1} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // GENERIC:      %gelu = "ge.gelu"(%x) <{approximate = "none"}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // GENERIC-NEXT: %gelu_none = "ge.gelu"(%x) <{approximate = "none"}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // GENERIC-NEXT: %gelu_tanh = "ge.gelu"(%x) <{approximate = "tanh"}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // GENERIC-NEXT: %leaky = "ge.leaky_relu"(%x) <{alpha = 1.000000e-02 : f64}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // GENERIC-NEXT: %leaky_default = "ge.leaky_relu"(%x) <{alpha = 1.000000e-02 : f64}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // GENERIC-NEXT: %leaky_alpha = "ge.leaky_relu"(%x) <{alpha = 2.000000e-01 : f64}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // GENERIC-NEXT: %leaky_int = "ge.leaky_relu"(%x) <{alpha = 1.000000e+00 : f64}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // GENERIC-NEXT: %leaky_neg = "ge.leaky_relu"(%x) <{alpha = -1.000000e-07 : f64}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // GENERIC-NEXT: %drop = "ge.dropout"(%x) <{ratio = 5.000000e-01 : f64}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // GENERIC-NEXT: %drop_default = "ge.dropout"(%x) <{ratio = 5.000000e-01 : f64}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // GENERIC-NEXT: %drop_ratio = "ge.dropout"(%x) <{ratio = 1.000000e-01 : f64}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %gelu = ge.gelu %x : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %gelu_none = ge.gelu %x {approximate = "none"} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %gelu_tanh = ge.gelu %x {approximate = "tanh"} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %leaky = ge.leaky_relu %x : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %leaky_default = ge.leaky_relu %x {alpha = 0.01} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %leaky_alpha = ge.leaky_relu %x {alpha = 0.2} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %leaky_int = ge.leaky_relu %x {alpha = 1} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %leaky_neg = ge.leaky_relu %x {alpha = -1.0e-7} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %drop = ge.dropout %x : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %drop_default = ge.dropout %x {ratio = 0.5} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %drop_ratio = ge.dropout %x {ratio = 0.1} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @cast_where(
+// GENERIC-LABEL: "func.func"() <{sym_name = "cast_where"
+func.func @cast_where(%f: tensor<2x3xf32>, %h: tensor<3xf16>, %i: tensor<2x3xi32>, %c: tensor<2x1xi1>, %l: tensor<3xi64>) {
+  // CHECK-NEXT: %to_i32 = ge.cast %f : (tensor<2x3xf32>) -> tensor<2x3xi32>
+  // CHECK-NEXT: %to_f16 = ge.cast %i : (tensor<2x3xi32>) -> tensor<2x3xf16>
+  // CHECK-NEXT: %to_i1 = ge.cast %h : (tensor<3xf16>) -> tensor<3xi1>
+  // CHECK-NEXT: %from_i1 = ge.cast %c : (tensor<2x1xi1>) -> tensor<2x1xf32>
+  // CHECK-NEXT: %to_f64 = ge.cast %l : (tensor<3xi64>) -> tensor<3xf64>
+  // CHECK-NEXT: %where = ge.where %c, %f, %f : (tensor<2x1xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK-NEXT: %where_bc = ge.where %to_i1, %i, %i : (tensor<3xi1>, tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  // GENERIC:      %to_i32 = "ge.cast"(%f) : (tensor<2x3xf32>) -> tensor<2x3xi32>
+  // GENERIC-NEXT: %to_f16 = "ge.cast"(%i) : (tensor<2x3xi32>) -> tensor<2x3xf16>
+  // GENERIC-NEXT: %to_i1 = "ge.cast"(%h) : (tensor<3xf16>) -> tensor<3xi1>
+  // GENERIC-NEXT: %from_i1 = "ge.cast"(%c) : (tensor<2x1xi1>) -> tensor<2x1xf32>
+  // GENERIC-NEXT: %to_f64 = "ge.cast"(%l) : (tensor<3xi64>) -> tensor<3xf64>
+  // GENERIC-NEXT: %where = "ge.where"(%c, %f, %f) : (tensor<2x1xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // GENERIC-NEXT: %where_bc = "ge.where"(%to_i1, %i, %i) : (tensor<3xi1>, tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  %to_i32 = ge.cast %f : (tensor<2x3xf32>) -> tensor<2x3xi32>
+  %to_f16 = ge.cast %i : (tensor<2x3xi32>) -> tensor<2x3xf16>
+  %to_i1 = ge.cast %h : (tensor<3xf16>) -> tensor<3xi1>
+  %from_i1 = ge.cast %c : (tensor<2x1xi1>) -> tensor<2x1xf32>
+  %to_f64 = ge.cast %l : (tensor<3xi64>) -> tensor<3xf64>
+  %where = ge.where %c, %f, %f : (tensor<2x1xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %where_bc = ge.where %to_i1, %i, %i : (tensor<3xi1>, tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  func.return
+}
+
+// Discardable attributes (dialect-prefixed names) ride along after the op's own.
+// CHECK-LABEL: func.func @discardable(
+// GENERIC-LABEL: "func.func"() <{sym_name = "discardable"
+func.func @discardable(%x: tensor<4xf32>) {
+  // CHECK-NEXT: %r = ge.relu %x {ge.tag = "keep"} : (tensor<4xf32>) -> tensor<4xf32>
+  // CHECK-NEXT: %g = ge.gelu %x {approximate = "tanh", ge.tag = "keep", test.n = 3 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  // CHECK-NEXT: %d = ge.dropout %x {ge.tag = "keep"} : (tensor<4xf32>) -> tensor<4xf32>
+  // GENERIC:      %r = "ge.relu"(%x) {ge.tag = "keep"} : (tensor<4xf32>) -> tensor<4xf32>
+  // GENERIC-NEXT: %g = "ge.gelu"(%x) <{approximate = "tanh"}> {ge.tag = "keep", test.n = 3 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  // GENERIC-NEXT: %d = "ge.dropout"(%x) <{ratio = 5.000000e-01 : f64}> {ge.tag = "keep"} : (tensor<4xf32>) -> tensor<4xf32>
+  %r = ge.relu %x {ge.tag = "keep"} : (tensor<4xf32>) -> tensor<4xf32>
+  %g = ge.gelu %x {approximate = "tanh", ge.tag = "keep", test.n = 3} : (tensor<4xf32>) -> tensor<4xf32>
+  %d = ge.dropout %x {ge.tag = "keep", ratio = 0.5} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
