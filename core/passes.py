@@ -41,6 +41,14 @@ _PROJECT_PASSES: dict[str, str] = {
     "ge-fold-batchnorm": ".transforms.graph.fold_batchnorm:FoldBatchNormPass",
     "ge-layout": ".transforms.graph.layout:LayoutPass",
     "ge-graph-opt": ".transforms.graph.pipeline:GraphOptPipeline",
+    # NPU level (transforms/npu)
+    "npu-serialize": ".transforms.npu.serialize:SerializePass",
+    "npu-plan-local-memory": ".transforms.npu.plan_local_memory:PlanLocalMemoryPass",
+    # Between levels (lowering) and the compilation pipelines
+    "ge-to-npu": ".lowering.fused_to_npu.convert:ToNpuPass",
+    "npu-plan-gm": ".lowering.plan.memory:PlanGmPass",
+    "ge-lower-to-npu": ".lowering.pipelines:LowerToNpuPipeline",
+    "ge-compile": ".lowering.pipelines:CompilePipeline",
 }
 
 _UPSTREAM_PASSES = ("canonicalize", "cse", "dce")

@@ -70,9 +70,6 @@ class FusedOp(GEOp):
     def present_operand_names(self) -> tuple[str, ...]:
         return tuple(n for n in self.operand_names() if getattr(self, n) is not None)
 
-    def operand_named(self, name: str) -> SSAValue | None:
-        return getattr(self, name)
-
     def attr_values(self) -> SimpleNamespace:
         values = super().attr_values()
         values.operands = self.present_operand_names()

@@ -53,7 +53,8 @@ attribute dictionary, then a result type if there is one; a buffer operand is
 * `vector.py`: the V pipe's 2-D ops on UB (`npu.vadd`, `npu.vexp`, `npu.vreduce_max`, ...);
 * `sync.py`: `npu.set_flag`, `npu.wait_flag`, `npu.pipe_barrier`;
 * `structure.py`: `npu.kernel`, `npu.alloc`, `npu.block_idx`, `npu.block_dim`;
-* `host.py`: `npu.gm_buffer`, `npu.launch`, `npu.record_event`, `npu.wait_event`.
+* `host.py`: `npu.gm_buffer`, `npu.gm_constant`, `npu.gm_view`, `npu.launch`,
+  `npu.record_event`, `npu.wait_event`.
 
 Addressing is always a flat element offset into the buffer plus, per operand, a
 2-D pattern from the op's attributes (`access.py`): `rows`, `cols`, one row
@@ -67,7 +68,17 @@ from xdsl.ir import Dialect
 from .access import Fractal, Strided
 from .base import ALL_PIPES, PIPES, NpuOp, Space, SpaceAttr, buffer_bytes, memref, space_of
 from .cube import CUBE_OPS, MmadOp
-from .host import ARENA_ATTR, HOST_OPS, OUTPUT_ATTR, GmBufferOp, LaunchOp, RecordEventOp, WaitEventOp
+from .host import (
+    ARENA_ATTR,
+    HOST_OPS,
+    OUTPUT_ATTR,
+    GmBufferOp,
+    GmConstantOp,
+    GmViewOp,
+    LaunchOp,
+    RecordEventOp,
+    WaitEventOp,
+)
 from .instruction import Access, InstructionOp
 from .memory import COPY_PIPES, MEMORY_OPS, CopyOp, FixpipeOp, LoadL0Op, ReadScalarOp, TransferOp
 from .structure import STRUCTURE_OPS, AllocOp, BlockDimOp, BlockIdxOp, KernelOp, ReturnOp

@@ -13,6 +13,17 @@
       }
     }
 
+Constants (weights) live in GM too, outside the arena: `npu.gm_constant` holds
+the graph-level value (dense or `#ge.random`) and its logical tensor type, whose
+`#ge.format` encoding says how the bytes are laid out (dialects/ge/formats.py);
+the host uploads them before the first launch. `npu.gm_view` reinterprets a GM
+buffer with another shape (a reshape that moves nothing); it aliases the bytes of
+its source, so for every check it IS its source::
+
+    %w = npu.gm_constant {value = #ge.random<normal, seed = 1, mean = 0.0, std = 0.02>,
+                          logical = tensor<64x64xf16, #ge.format<FRACTAL_NZ>>} : memref<4x4x16x16xf16, #npu.space<gm>>
+    %v = npu.gm_view %t : memref<8x128xf16, #npu.space<gm>>
+
 Arguments are the graph's inputs and outputs in GM, destination-passing:
 outputs carry the unit attribute `npu.output` (and `ge.name` like inputs); @main
 returns nothing. Intermediates are `npu.gm_buffer`s at byte offsets of one GM
@@ -27,16 +38,19 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from xdsl.dialects.builtin import MemRefType, SymbolRefAttr
+import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, MemRefType, SymbolRefAttr, TensorType
 from xdsl.ir import SSAValue
-from xdsl.irdl import irdl_op_definition, prop_def, result_def, var_operand_def
+from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, var_operand_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from ..ge.base import Kind, to_attribute
-from .base import OPTIONAL, NpuOp, Space, check_buffer_type, field, lookup_value
+from ..ge.const import RandomAttr, constant_value
+from ..ge.formats import format_of, physical_shape, to_physical, with_format
+from .base import OPTIONAL, NpuOp, Space, check_buffer_type, element_count, field, lookup_value, memref
 from .instruction import enclosing
 
 ARENA_ATTR = "npu.gm_arena_bytes"
@@ -66,6 +80,89 @@ class GmBufferOp(NpuOp):
         check_buffer_type(self.result.type, "the result", [Space.GM])
         if a.offset is not None and a.offset < 0:
             raise VerifyException(f"offset must be >= 0, got {a.offset}")
+
+
+@irdl_op_definition
+class GmConstantOp(NpuOp):
+    """A constant in GM: the graph-level `value` of type `logical`, stored in the
+    physical layout of `logical`'s format (the memref has the physical shape)."""
+
+    name = "npu.gm_constant"
+
+    value = prop_def(DenseIntOrFPElementsAttr | RandomAttr)
+    logical = prop_def(TensorType)
+    result = result_def(MemRefType)
+
+    @classmethod
+    def of(cls, value, logical: TensorType) -> "GmConstantOp":
+        fmt = format_of(logical)
+        shape = physical_shape(logical.get_shape(), fmt, logical.element_type)
+        result = memref(shape, logical.element_type, Space.GM)
+        return cls.build(properties={"value": value, "logical": logical}, result_types=[result])
+
+    def check(self, a: SimpleNamespace) -> None:
+        require_in_host(self)
+        t = check_buffer_type(self.result.type, "the result", [Space.GM])
+        logical = self.logical
+        if logical.element_type != t.element_type:
+            raise VerifyException(f"element type {t.element_type} differs from the value's {logical.element_type}")
+        expected = tuple(physical_shape(logical.get_shape(), format_of(logical), logical.element_type))
+        if tuple(t.get_shape()) != expected:
+            raise VerifyException(
+                f"result shape {list(t.get_shape())} is not the physical shape {list(expected)} of {logical}"
+            )
+        if isinstance(self.value, DenseIntOrFPElementsAttr) and tuple(self.value.type.get_shape()) != tuple(
+            logical.get_shape()
+        ):
+            raise VerifyException(f"value of type {self.value.type} does not match {logical}")
+
+    def physical_data(self) -> np.ndarray:
+        """The bytes the host uploads: the value in its physical layout."""
+        logical = self.logical
+        values = constant_value(self.value, with_format(logical, "ND"))
+        return to_physical(np.asarray(values), format_of(logical), logical.element_type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "GmConstantOp":
+        pos = parser.pos
+        written = parser.parse_optional_attr_dict()
+        properties = {}
+        for key, kind in (("value", (DenseIntOrFPElementsAttr, RandomAttr)), ("logical", TensorType)):
+            if not isinstance(written.get(key), kind):
+                parser.raise_error(f"npu.gm_constant needs '{key}' in its attribute dictionary", pos, pos)
+            properties[key] = written[key]
+        parser.parse_punctuation(":")
+        return cls.build(properties=properties, result_types=[parser.parse_type()])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" {value = ")
+        printer.print_attribute(self.value)
+        printer.print_string(", logical = ")
+        printer.print_attribute(self.logical)
+        printer.print_string("} : ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class GmViewOp(NpuOp):
+    """`source`'s bytes seen with another shape (same element type and count)."""
+
+    name = "npu.gm_view"
+
+    source = operand_def(MemRefType)
+    result = result_def(MemRefType)
+
+    @classmethod
+    def of(cls, source: SSAValue, shape) -> "GmViewOp":
+        t = source.type
+        return cls.build(operands=[source], result_types=[memref(shape, t.element_type, Space.GM)])
+
+    def check(self, a: SimpleNamespace) -> None:
+        require_in_host(self)
+        src = check_buffer_type(self.source.type, "the source", [Space.GM])
+        dst = check_buffer_type(self.result.type, "the result", [Space.GM])
+        if src.element_type != dst.element_type or element_count(src) != element_count(dst):
+            raise VerifyException(f"cannot view {src} as {dst}: element type and count must agree")
 
 
 @irdl_op_definition
@@ -157,4 +254,4 @@ class WaitEventOp(EventOp):
     name = "npu.wait_event"
 
 
-HOST_OPS = (GmBufferOp, LaunchOp, RecordEventOp, WaitEventOp)
+HOST_OPS = (GmBufferOp, GmConstantOp, GmViewOp, LaunchOp, RecordEventOp, WaitEventOp)

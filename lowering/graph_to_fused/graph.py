@@ -63,10 +63,6 @@ def splat_constant(value: SSAValue) -> float | None:
     return float(array.flat[0]) if array.size else None
 
 
-def is_splat_constant(value: SSAValue) -> bool:
-    return splat_constant(value) is not None
-
-
 def shape(value: SSAValue) -> tuple[int, ...]:
     return tuple(value.type.get_shape())
 

@@ -23,8 +23,8 @@ fusion, so no pattern can get it wrong:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.ir import Block, Operation, SSAValue
@@ -51,7 +51,6 @@ class Match:
     ops: list[Operation]
     replaces: list[SSAValue | None]
     build: Callable[[], list[Operation]]
-    notes: list[str] = field(default_factory=list)
 
 
 class FusionPattern:
@@ -118,9 +117,3 @@ def read_through_format_changes(op: Operation) -> None:
             op.operands[i] = source
             erase_dead_providers([v])
 
-
-def ops_in_order(ops: Sequence[Operation]) -> list[Operation]:
-    """`ops` sorted by their position in their block."""
-    block = ops[0].parent_block()
-    order = positions(block)
-    return sorted(ops, key=order.__getitem__)

@@ -139,11 +139,21 @@ class HostPlan:
         arguments = self._arguments()
         by_value: dict[SSAValue, GmBuffer] = {b.value: b for b in arguments}
         arena = []
+        constants = []
         for op in self.main.body.block.ops:
             if isinstance(op, npu.GmBufferOp):
                 buffer = self._arena_buffer(op)
                 arena.append(buffer)
                 by_value[op.result] = buffer
+            elif isinstance(op, npu.GmConstantOp):
+                buffer = self._constant(op)
+                constants.append(buffer)
+                by_value[op.result] = buffer
+            elif isinstance(op, npu.GmViewOp):
+                if op.source not in by_value:
+                    raise op_error(op, "views a value that is not a GM buffer of the plan")
+                # A view is its source for every purpose: same bytes, same lifetime.
+                by_value[op.result] = by_value[op.source]
             elif isinstance(op, npu.LaunchOp):
                 self.steps.append(self._launch(op, by_value))
             elif isinstance(op, npu.RecordEventOp | npu.WaitEventOp):
@@ -153,10 +163,10 @@ class HostPlan:
                 raise op_error(op, "cannot be run in the host plan (it holds npu.gm_buffer, npu.launch and events)")
         self.arena_bytes = self._arena_size(arena)
         address = -(-self.arena_bytes // ARG_ALIGNMENT) * ARG_ALIGNMENT
-        for buffer in arguments:
+        for buffer in arguments + constants:
             buffer.address = address
             address += -(-buffer.nbytes // ARG_ALIGNMENT) * ARG_ALIGNMENT
-        self.buffers = arena + arguments
+        self.buffers = arena + arguments + constants
 
     def _arena_buffer(self, op: npu.GmBufferOp) -> GmBuffer:
         a = op.attr_values()
@@ -192,6 +202,19 @@ class HostPlan:
                     f"({npu.ARENA_ATTR})",
                 )
         return size
+
+    def _constant(self, op: npu.GmConstantOp) -> GmBuffer:
+        t = op.result.type
+        return GmBuffer(
+            _label(op.result, "an npu.gm_constant"),
+            op,
+            op.result,
+            0,
+            dtypes.to_numpy_dtype(t.element_type),
+            tuple(t.get_shape()),
+            in_arena=False,
+            role="constant",
+        )
 
     def _arguments(self) -> list[GmBuffer]:
         """@main's arguments (placed after the arena once its size is known)."""
@@ -318,6 +341,8 @@ class HostPlan:
             buffer.array = raw.view(buffer.dtype)
             if buffer.role == "input":
                 buffer.array[: buffer.numel] = np.asarray(next(feeds)).reshape(-1)
+            elif buffer.role == "constant":
+                buffer.array[: buffer.numel] = buffer.op.physical_data().reshape(-1)
 
     def outputs(self) -> list[np.ndarray]:
         return [

@@ -1,1 +1,2 @@
-"""transforms/npu"""
+"""Passes on the `npu` level: synchronisation, double buffering, local and GM
+memory planning."""

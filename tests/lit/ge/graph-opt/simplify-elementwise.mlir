@@ -44,12 +44,16 @@ func.func @sub_zero(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %y = ge.sub %z, %x : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %a, %y : tensor<4xf32>, tensor<4xf32>
 }
+// x - 1 stays; 0 - x where the zero broadcasts x to a larger shape is no neg(x).
 // CHECK-LABEL: func.func @sub_one
 // CHECK:         ge.sub %x, %c
-func.func @sub_one(%x: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK:         ge.sub %z, %x
+func.func @sub_one(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<2x4xf32>) {
   %c = ge.const dense<1.0> : tensor<f32>
   %y = ge.sub %x, %c : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
-  func.return %y : tensor<4xf32>
+  %z = ge.const dense<0.0> : tensor<2x4xf32>
+  %w = ge.sub %z, %x : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  func.return %y, %w : tensor<4xf32>, tensor<2x4xf32>
 }
 
 // CHECK-LABEL: func.func @mul_one

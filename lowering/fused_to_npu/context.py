@@ -1,0 +1,125 @@
+"""What a kernel template is given: the op, its GM tensors, a builder, the hardware.
+
+A template is a function `lower(op, k: KernelContext) -> None` registered for
+one or more op classes with `@kernel_for(...)`. It writes the kernel body with
+`k.b` (a `KernelBuilder` whose parameters are the op's inputs then its outputs,
+as GM memrefs) and sets `k.block_dim`. `k.explain(...)` records why it tiled
+the way it did; `ge-to-npu{debug=true}` prints it.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from ...core import dtypes
+from ...core.diagnostics import op_error
+from ...dialects.ge import ConstOp
+from ...dialects.ge.formats import Format, format_of, physical_shape
+from ...simulator.hardware import HardwarePreset
+from .kernel_builder import KernelBuilder
+
+
+@dataclass(frozen=True)
+class GmTensor:
+    """A tensor as a kernel sees it: a GM memref parameter holding the tensor's
+    physical image, and the logical type (shape, element type, format)."""
+
+    value: SSAValue
+    type: TensorType
+    source: SSAValue  # the graph-level value (to find constants)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.type.get_shape())
+
+    @property
+    def element_type(self) -> Attribute:
+        return self.type.element_type
+
+    @property
+    def itemsize(self) -> int:
+        return dtypes.byte_width(self.element_type)
+
+    @property
+    def format(self) -> Format:
+        return format_of(self.type)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def physical_shape(self) -> tuple[int, ...]:
+        return physical_shape(self.shape, self.format, self.element_type)
+
+    @property
+    def physical_numel(self) -> int:
+        return math.prod(self.physical_shape)
+
+    @property
+    def is_padded(self) -> bool:
+        return self.physical_numel != self.numel
+
+    def constant(self) -> np.ndarray | None:
+        """The value if the graph computes it from nothing (a ge.const)."""
+        owner = self.source.owner
+        return owner.as_array() if isinstance(owner, ConstOp) else None
+
+    def splat(self) -> float | None:
+        """The single value of a constant whose elements are all equal."""
+        owner = self.source.owner
+        if not isinstance(owner, ConstOp) or not (owner.is_splat() or self.numel == 1):
+            return None
+        return float(np.asarray(owner.as_array()).reshape(-1)[0])
+
+
+@dataclass
+class KernelContext:
+    op: Operation
+    b: KernelBuilder
+    inputs: list[GmTensor]
+    outputs: list[GmTensor]
+    hw: HardwarePreset
+    block_dim: int = 1
+    notes: list[str] = field(default_factory=list)
+
+    def explain(self, text: str) -> None:
+        self.notes.append(text)
+
+    def unsupported(self, why: str):
+        """An error for a case the template does not handle (raise it)."""
+        return op_error(self.op, f"has no NPU kernel for this case: {why}")
+
+
+KernelTemplate = Callable[[Operation, KernelContext], None]
+
+_TEMPLATES: dict[str, KernelTemplate] = {}
+
+
+def kernel_for(*op_classes: type[Operation]) -> Callable[[KernelTemplate], KernelTemplate]:
+    """Register a template for these op classes (by op name)."""
+
+    def register(template: KernelTemplate) -> KernelTemplate:
+        for cls in op_classes:
+            _TEMPLATES[cls.name] = template
+        return template
+
+    return register
+
+
+def template_for(op: Operation) -> KernelTemplate | None:
+    from . import templates  # noqa: F401  (importing registers every template)
+
+    return _TEMPLATES.get(op.name)
+
+
+def print_notes(kernel_name: str, notes: list[str]) -> None:
+    for note in notes:
+        print(f"[ge-to-npu] @{kernel_name}: {note}", file=sys.stderr)

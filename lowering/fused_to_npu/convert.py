@@ -1,0 +1,217 @@
+"""`ge-to-npu`: the graph (ge and fused ops in `@main`) becomes a host plan of kernel
+launches over GM buffers, with one `npu.kernel` per op.
+
+* `@main` keeps its inputs' names and shapes; its results become output GM
+  arguments (`npu.output`, destination-passing). A result produced by an op is
+  written by that op's kernel straight into the output argument.
+* Constants become `npu.gm_constant`s, uploaded in their physical format.
+* Ops that move no data get no kernel: `ge.identity` and `ge.dropout` reuse their
+  input's buffer, a `ge.reshape` of an ND tensor is an `npu.gm_view` of it.
+* Every other op is lowered by the kernel template registered for it
+  (`context.kernel_for`), which writes a kernel whose parameters are the op's
+  input buffers then its output buffers; the host launches it once.
+
+Intermediates are `npu.gm_buffer`s without offsets; `npu-plan-gm` places them.
+Kernels come out without synchronisation and with unplaced local buffers:
+`npu-insert-sync` and `npu-plan-local-memory` finish them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType, UnitAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from ...core.diagnostics import op_error
+from ...core.passes import record_statistic
+from ...dialects import ge, npu
+from ...dialects.ge.formats import Format, format_of, physical_shape
+from ...simulator.hardware import load_preset
+from ...simulator.signature import NAME_ATTR, input_specs, main_function, output_specs
+from .context import GmTensor, KernelContext, print_notes, template_for
+from .kernel_builder import KernelBuilder
+
+_ALIASING_OPS = (ge.IdentityOp, ge.DropoutOp)
+
+
+def gm_memref(t: TensorType):
+    """The GM memref holding a tensor's physical image."""
+    return npu.memref(physical_shape(t.get_shape(), format_of(t), t.element_type), t.element_type, "gm")
+
+
+@dataclass(frozen=True)
+class ToNpuPass(ModulePass):
+    """Lower the graph to kernels and a host plan (one kernel per op; see lowering/fused_to_npu)."""
+
+    name = "ge-to-npu"
+
+    hw: str = "ascend910"
+    debug: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        main = main_function(op)
+        builder = _HostPlanBuilder(op, main, load_preset(self.hw), self.debug)
+        builder.lower_all()
+        record_statistic(self.name, "kernels", builder.kernel_count)
+
+
+class _HostPlanBuilder:
+    def __init__(self, module: ModuleOp, main: func.FuncOp, hw, debug: bool):
+        self.module = module
+        self.main = main
+        self.hw = hw
+        self.debug = debug
+        self.kernel_count = 0
+        self.buffers: dict[SSAValue, SSAValue] = {}  # graph value -> host GM memref
+        self.inputs = input_specs(main)
+        self.outputs = output_specs(main)
+        arg_types = [gm_memref(s.type) for s in self.inputs] + [gm_memref(s.type) for s in self.outputs]
+        self.block = Block(arg_types=arg_types)
+        for arg, spec in zip(self.block.args, [*self.inputs, *self.outputs]):
+            arg.name_hint = _hint(spec.name)
+        for graph_arg, host_arg in zip(main.body.block.args, self.block.args):
+            self.buffers[graph_arg] = host_arg
+        self.output_args = list(self.block.args[len(self.inputs) :])
+        self.returned = main.body.block.last_op
+        self.destinations = self._direct_destinations()
+
+    # ---- driving ----------------------------------------------------------------------
+
+    def lower_all(self) -> None:
+        for op in list(self.main.body.block.ops):
+            if op is self.returned:
+                self._write_outputs()
+            else:
+                self._lower(op)
+        self.block.add_op(func.ReturnOp())
+        host = func.FuncOp(
+            "main",
+            ([a.type for a in self.block.args], []),
+            Region(self.block),
+            arg_attrs=ArrayAttr(
+                [_arg_attrs(s.name, False) for s in self.inputs] + [_arg_attrs(s.name, True) for s in self.outputs]
+            ),
+        )
+        host.location = self.main.location
+        self.module.body.block.insert_op_after(host, self.main)
+        self.main.detach()
+        self.main.erase()
+
+    def _direct_destinations(self) -> dict[SSAValue, SSAValue]:
+        """Returned values whose producing op can write the output argument itself:
+        computed by an op (not an argument or constant), returned once, in ND."""
+        destinations: dict[SSAValue, SSAValue] = {}
+        returned = list(self.returned.operands)
+        for value, out in zip(returned, self.output_args):
+            owner = value.owner
+            if (
+                isinstance(owner, Operation)
+                and not isinstance(owner, (ge.ConstOp, ge.ReshapeOp, *_ALIASING_OPS))
+                and returned.count(value) == 1
+                and format_of(value.type) == Format.ND
+            ):
+                destinations[value] = out
+        return destinations
+
+    # ---- one op -------------------------------------------------------------------------
+
+    def _lower(self, op: Operation) -> None:
+        if isinstance(op, ge.ConstOp):
+            const = self._host(npu.GmConstantOp.of(op.value, op.result.type))
+            self._bind(op.result, const.result)
+        elif isinstance(op, _ALIASING_OPS):
+            self.buffers[op.results[0]] = self.buffers[op.operands[0]]
+        elif isinstance(op, ge.ReshapeOp) and _is_nd(op.input.type) and _is_nd(op.result.type):
+            view = self._host(npu.GmViewOp.of(self.buffers[op.input], op.result.type.get_shape()))
+            self._bind(op.result, view.result)
+        else:
+            self._launch_kernel(op)
+
+    def _launch_kernel(self, op: Operation) -> None:
+        template = template_for(op)
+        if template is None:
+            raise op_error(op, "has no NPU kernel")
+        for result in op.results:
+            if result in self.destinations:
+                self.buffers[result] = self.destinations[result]
+            else:
+                buffer = self._host(npu.GmBufferOp.new(result_type=gm_memref(result.type)))
+                self._bind(result, buffer.result)
+        self._launch(
+            self._kernel_name(op),
+            lambda k: template(op, k),
+            op,
+            [(self.buffers[v], v.type, v) for v in op.operands],
+            [(self.buffers[r], r.type, r) for r in op.results],
+        )
+
+    def _write_outputs(self) -> None:
+        """Results not written in place by their producer get a copy kernel (which
+        also converts a formatted tensor back to ND)."""
+        from .templates.data_movement import copy_to_output
+
+        for value, out, spec in zip(self.returned.operands, self.output_args, self.outputs):
+            if self.destinations.get(value) is out:
+                continue
+            self._launch(
+                f"k{self.kernel_count}_output_{_hint(spec.name)}",
+                copy_to_output,
+                self.returned,
+                [(self.buffers[value], value.type, value)],
+                [(out, spec.type, value)],
+            )
+
+    def _launch(self, name: str, write, where: Operation, ins: list, outs: list) -> None:
+        """Build a kernel over (buffer, logical type, graph value) inputs and outputs
+        with `write(k)`, and launch it."""
+        args = [buffer for buffer, _, _ in ins + outs]
+        k = KernelContext(where, KernelBuilder(name, [a.type for a in args]), [], [], self.hw)
+        tensors = [GmTensor(p, t, v) for p, (_, t, v) in zip(k.b.params, ins + outs)]
+        k.inputs, k.outputs = tensors[: len(ins)], tensors[len(ins) :]
+        write(k)
+        kernel = k.b.finish(k.block_dim)
+        kernel.location = where.location
+        self.module.body.block.insert_op_before(kernel, self.main)
+        self._host(npu.LaunchOp.calling(name, args, k.block_dim))
+        if self.debug:
+            print_notes(name, k.notes)
+        self.kernel_count += 1
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    def _host(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def _bind(self, value: SSAValue, buffer: SSAValue) -> None:
+        if value.name_hint:
+            buffer.name_hint = value.name_hint
+        self.buffers[value] = buffer
+
+    def _kernel_name(self, op: Operation) -> str:
+        hint = op.results[0].name_hint if op.results and op.results[0].name_hint else op.name.split(".")[-1]
+        return f"k{self.kernel_count}_{_hint(hint)}"
+
+
+def _hint(name: str | None) -> str:
+    if not name:
+        return ""
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return cleaned if cleaned[:1].isalpha() or cleaned[:1] == "_" else f"v{cleaned}"
+
+
+def _is_nd(t) -> bool:
+    return format_of(t) == Format.ND
+
+
+def _arg_attrs(name: str, is_output: bool) -> DictionaryAttr:
+    attrs = {NAME_ATTR: StringAttr(name)}
+    if is_output:
+        attrs[npu.OUTPUT_ATTR] = UnitAttr()
+    return DictionaryAttr(attrs)
+
+

@@ -1,0 +1,3 @@
+"""Kernel templates, one module per family; importing this package registers them all."""
+
+from . import data_movement, elementwise  # noqa: F401
