@@ -250,3 +250,35 @@ npu.kernel @k(%g: memref<1024xf16, #npu.space<gm>>) attributes {block_dim = 1} {
   // expected-error @+1 {{value %nope is used before it is defined}}
   npu.copy %g[%c0], %nope[%c0] {cols = 64}
 }
+
+// -----
+
+func.func @main() {
+  // expected-error @+1 {{result shape [16, 16] is not the physical shape [1, 1, 16, 16] of tensor<16x16xf16, #ge.format<FRACTAL_NZ>>}}
+  %w = npu.gm_constant {value = #ge.random<normal, seed = 3, mean = 0.0, std = 0.02>, logical = tensor<16x16xf16, #ge.format<FRACTAL_NZ>>} : memref<16x16xf16, #npu.space<gm>>
+  func.return
+}
+
+// -----
+
+func.func @main() {
+  // expected-error @+1 {{element type f32 differs from the value's f16}}
+  %w = npu.gm_constant {value = #ge.random<normal, seed = 3, mean = 0.0, std = 0.02>, logical = tensor<16xf16>} : memref<16xf32, #npu.space<gm>>
+  func.return
+}
+
+// -----
+
+func.func @main() {
+  // expected-error @+1 {{npu.gm_constant needs 'logical' in its attribute dictionary}}
+  %w = npu.gm_constant {value = dense<1.0> : tensor<4xf32>} : memref<4xf32, #npu.space<gm>>
+  func.return
+}
+
+// -----
+
+func.func @main(%x: memref<512xf16, #npu.space<gm>>) {
+  // expected-error @+1 {{cannot view memref<512xf16, #npu.space<gm>> as memref<4x64xf16, #npu.space<gm>>: element type and count must agree}}
+  %v = npu.gm_view %x : memref<4x64xf16, #npu.space<gm>>
+  func.return
+}

@@ -65,6 +65,9 @@
 // CHECK-NEXT: func.func @main(%x: memref<4096xf16, #npu.space<gm>> {ge.name = "x"}, %y: memref<1024xf32, #npu.space<gm>> {ge.name = "y", npu.output}) {
 // CHECK-NEXT: %t = npu.gm_buffer {offset = 0} : memref<4096xf16, #npu.space<gm>>
 // CHECK-NEXT: %unplanned = npu.gm_buffer : memref<1024xf32, #npu.space<gm>>
+// CHECK-NEXT: %w = npu.gm_constant {value = #ge.random<normal, seed = 3, mean = 0.0, std = 0.02>, logical = tensor<16x16xf16, #ge.format<FRACTAL_NZ>>} : memref<1x1x16x16xf16, #npu.space<gm>>
+// CHECK-NEXT: %b = npu.gm_constant {value = dense<1.000000e+00> : tensor<4xf32>, logical = tensor<4xf32>} : memref<4xf32, #npu.space<gm>>
+// CHECK-NEXT: %flat = npu.gm_view %w : memref<256xf16, #npu.space<gm>>
 // CHECK-NEXT: npu.launch @all(%x, %y) {block_dim = 2, stream = 1}
 // CHECK-NEXT: npu.record_event {stream = 1, event = 3}
 // CHECK-NEXT: npu.wait_event {event = 3}
@@ -135,6 +138,9 @@ builtin.module attributes {npu.gm_arena_bytes = 8192 : i64} {
   func.func @main(%x: memref<4096xf16, #npu.space<gm>> {ge.name = "x"}, %y: memref<1024xf32, #npu.space<gm>> {ge.name = "y", npu.output}) {
     %t = npu.gm_buffer {offset = 0} : memref<4096xf16, #npu.space<gm>>
     %unplanned = npu.gm_buffer : memref<1024xf32, #npu.space<gm>>
+    %w = npu.gm_constant {value = #ge.random<normal, seed = 3, mean = 0.0, std = 0.02>, logical = tensor<16x16xf16, #ge.format<FRACTAL_NZ>>} : memref<1x1x16x16xf16, #npu.space<gm>>
+    %b = npu.gm_constant {value = dense<1.0> : tensor<4xf32>, logical = tensor<4xf32>} : memref<4xf32, #npu.space<gm>>
+    %flat = npu.gm_view %w : memref<256xf16, #npu.space<gm>>
     npu.launch @all(%x, %y) {block_dim = 2, stream = 1}
     npu.record_event {stream = 1, event = 3}
     npu.wait_event {event = 3}

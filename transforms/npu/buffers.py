@@ -1,0 +1,232 @@
+"""Local buffers of a kernel: who uses them, which loops overwrite them before
+reading them in every iteration, and when they are live.
+
+Three passes share these facts, so they live in one place:
+
+* `npu-double-buffer` may give a buffer two copies only if no iteration reads
+  what an earlier one left in it ("iteration-private");
+* `npu-plan-local-memory` lets two buffers share bytes only if they are never
+  live at the same time;
+* `npu-insert-sync`, when it runs before the planner, treats two buffers the
+  planner MAY overlap as one (so the sync it inserts stays right after planning).
+
+Positions are a pre-order numbering of the kernel's ops (`linear_positions`): an
+op spans [first, last], its nested ops inside. A buffer is live from its first
+to its last use, and a use inside a loop keeps it live for the whole loop unless
+the buffer is iteration-private to that loop (then nothing flows from one
+iteration to the next through it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xdsl.dialects import scf
+from xdsl.ir import Block, Operation, SSAValue
+
+from ...dialects import npu
+from .affine import AffineCache, Interval, induction_range, trip_count
+
+SYNC_OPS = (npu.SetFlagOp, npu.WaitFlagOp, npu.PipeBarrierOp)
+
+
+def root_alloc(value: SSAValue) -> npu.AllocOp | None:
+    owner = value.owner
+    return owner if isinstance(owner, npu.AllocOp) else None
+
+
+def instructions(region_op: Operation) -> Iterable[npu.InstructionOp]:
+    """The instructions (not syncs) nested in `region_op`, in program order."""
+    for op in region_op.walk():
+        if isinstance(op, npu.InstructionOp) and not isinstance(op, SYNC_OPS):
+            yield op
+
+
+def buffer_uses(kernel: npu.KernelOp) -> dict[npu.AllocOp, list[npu.InstructionOp]]:
+    """Every alloc of the kernel and the instructions that access it."""
+    uses: dict[npu.AllocOp, list[npu.InstructionOp]] = {
+        op: [] for op in kernel.walk() if isinstance(op, npu.AllocOp)
+    }
+    for instruction in instructions(kernel):
+        for i in instruction.buffer_operands():
+            alloc = root_alloc(instruction.operands[i])
+            if alloc is not None and instruction not in uses[alloc]:
+                uses[alloc].append(instruction)
+    return uses
+
+
+def is_inside(op: Operation, ancestor: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+# ---- must-written elements ----------------------------------------------------------
+
+
+class ElementSet:
+    """A set of element indices as sorted, disjoint [lo, hi) intervals."""
+
+    def __init__(self, intervals: list[tuple[int, int]] | None = None):
+        self.intervals = intervals or []
+
+    def copy(self) -> ElementSet:
+        return ElementSet(list(self.intervals))
+
+    def add(self, lo: int, hi: int) -> None:
+        merged = []
+        for a, b in self.intervals:
+            if b < lo or a > hi:
+                merged.append((a, b))
+            else:
+                lo, hi = min(lo, a), max(hi, b)
+        merged.append((lo, hi))
+        self.intervals = sorted(merged)
+
+    def covers(self, lo: int, hi: int) -> bool:
+        return any(a <= lo and hi <= b for a, b in self.intervals)
+
+
+def _runs(pattern, offset: int) -> list[tuple[int, int]]:
+    _, length = pattern.runs()
+    return [(int(s), int(s) + length) for s in pattern.run_starts(offset)]
+
+
+class PrivacyCheck:
+    """Which of `candidates` are overwritten before being read in every iteration of
+    `loop`: walks one iteration in program order, tracking the elements certainly
+    written so far (constant offsets, unconditional writes; a nested loop's writes
+    count after it only if it certainly runs)."""
+
+    def __init__(self, loop: scf.ForOp, candidates: Iterable[npu.AllocOp], affine: AffineCache):
+        self.affine = affine
+        self.failed: set[npu.AllocOp] = set()
+        self.candidates = set(candidates)
+        written = {alloc: ElementSet() for alloc in self.candidates}
+        self._block(loop.body.block, written)
+
+    @property
+    def private(self) -> set[npu.AllocOp]:
+        return self.candidates - self.failed
+
+    def _block(self, block: Block, written: dict[npu.AllocOp, ElementSet]) -> None:
+        for op in block.ops:
+            if isinstance(op, npu.InstructionOp) and not isinstance(op, SYNC_OPS):
+                self._instruction(op, written)
+            elif isinstance(op, scf.ForOp):
+                inner = {a: s.copy() for a, s in written.items()}
+                self._block(op.body.block, inner)
+                if (trip_count(op) or 0) >= 1:
+                    written.update(inner)
+            elif isinstance(op, scf.IfOp):
+                for region in (op.true_region, op.false_region):
+                    if region.blocks:
+                        self._block(region.block, {a: s.copy() for a, s in written.items()})
+
+    def _instruction(self, op: npu.InstructionOp, written: dict[npu.AllocOp, ElementSet]) -> None:
+        accesses = op.accesses(op.attr_values())
+        for access in sorted(accesses, key=lambda a: a.writes and not a.reads):
+            alloc = root_alloc(op.operands[access.operand])
+            if alloc not in self.candidates or alloc in self.failed:
+                continue
+            offset = self.affine(op.operands[access.operand + 1])
+            if access.reads and not self._covered(alloc, access.pattern, offset, written[alloc]):
+                self.failed.add(alloc)
+            elif access.writes and offset.is_constant:
+                for lo, hi in _runs(access.pattern, offset.const):
+                    written[alloc].add(lo, hi)
+
+    def _covered(self, alloc: npu.AllocOp, pattern, offset, written: ElementSet) -> bool:
+        if offset.is_constant:
+            return all(written.covers(lo, hi) for lo, hi in _runs(pattern, offset.const))
+        span = Interval.point(offset.const)
+        for atom, coeff in offset.terms.items():
+            values = induction_range(atom)
+            if values is None:
+                return written.covers(0, npu.base.element_count(alloc.result.type))
+            span = span + values.scaled(coeff)
+        return written.covers(span.lo, span.hi + pattern.span)
+
+
+def iteration_private(
+    loop: scf.ForOp, uses: dict[npu.AllocOp, list[npu.InstructionOp]], affine: AffineCache
+) -> set[npu.AllocOp]:
+    """Allocs defined outside `loop`, used only inside it, that every iteration
+    writes before it reads them."""
+    candidates = [
+        alloc
+        for alloc, users in uses.items()
+        if users and not is_inside(alloc, loop) and all(is_inside(u, loop) for u in users)
+    ]
+    return PrivacyCheck(loop, candidates, affine).private if candidates else set()
+
+
+# ---- liveness -----------------------------------------------------------------------
+
+
+def linear_positions(kernel: npu.KernelOp) -> dict[Operation, tuple[int, int]]:
+    """Pre-order numbering: op -> (first, last), its nested ops in between."""
+    positions: dict[Operation, tuple[int, int]] = {}
+    counter = 0
+
+    def visit(op: Operation) -> None:
+        nonlocal counter
+        first = counter
+        counter += 1
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.ops:
+                    visit(inner)
+        positions[op] = (first, counter - 1)
+
+    for op in kernel.entry.ops:
+        visit(op)
+    return positions
+
+
+class Liveness:
+    """Live intervals of a kernel's allocs (see the module docstring); an alloc
+    nothing uses is live nowhere (None)."""
+
+    def __init__(self, kernel: npu.KernelOp):
+        self.kernel = kernel
+        self.uses = buffer_uses(kernel)
+        self.positions = linear_positions(kernel)
+        self.affine = AffineCache()
+        self._private: dict[scf.ForOp, set[npu.AllocOp]] = {}
+        self.intervals: dict[npu.AllocOp, tuple[int, int] | None] = {
+            alloc: self._interval(alloc, users) for alloc, users in self.uses.items()
+        }
+
+    def private_to(self, loop: scf.ForOp) -> set[npu.AllocOp]:
+        found = self._private.get(loop)
+        if found is None:
+            found = self._private[loop] = iteration_private(loop, self.uses, self.affine)
+        return found
+
+    def _interval(self, alloc: npu.AllocOp, users: list[npu.InstructionOp]) -> tuple[int, int] | None:
+        if not users:
+            return None
+        lo, hi = None, None
+        for user in users:
+            first, last = self.positions[user]
+            parent = user.parent_op()
+            while parent is not None and parent is not self.kernel:
+                if isinstance(parent, scf.ForOp):
+                    if alloc in self.private_to(parent):
+                        break
+                    first, last = min(first, self.positions[parent][0]), max(last, self.positions[parent][1])
+                parent = parent.parent_op()
+            lo = first if lo is None else min(lo, first)
+            hi = last if hi is None else max(hi, last)
+        return lo, hi
+
+    def overlap(self, a: npu.AllocOp, b: npu.AllocOp) -> bool:
+        """Whether `a` and `b` are ever live at the same time."""
+        x, y = self.intervals.get(a), self.intervals.get(b)
+        if x is None or y is None:
+            return False
+        return x[0] <= y[1] and y[0] <= x[1]

@@ -1,0 +1,199 @@
+"""The structure `npu-insert-sync` works on: levels, nodes and dependencies.
+
+A kernel body is a tree of blocks (the kernel's, `scf.for` bodies, `scf.if`
+branches). Every block is a LEVEL; its NODES are the ops directly in it that are
+instructions or contain some (a nested loop or `scf.if` is one node that uses
+every pipe its instructions use). Sync is always placed between the nodes of
+one level, never inside a branch for a dependency that crosses it, so every
+`set_flag` of a level executes as often as its `wait_flag`.
+
+A DEPENDENCY is two instructions on different pipes that may touch common bytes,
+one writing (`access_conflicts.py`), where one may run before the other:
+
+* forward: in the innermost block holding both, the earlier one's node comes
+  first: they run in the same execution of that block, the dependency is
+  between those two nodes of that level;
+* carried: for every loop around that block, a later iteration of the loop
+  runs the second instruction after the first ran in an earlier one: a
+  dependency of the loop body's level from the node holding the first to the
+  node holding the second (possibly the same node, or an earlier one).
+
+Instructions on the scalar pipe S need no sync before later ones: the scalar
+unit issues everything in program order, and every instruction knows what the
+scalar unit knew when it issued it (as the simulator's race check models it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects import scf
+from xdsl.ir import Block, Operation
+
+from ...dialects import npu
+from .access_conflicts import KernelAccesses, Relation
+from .buffers import SYNC_OPS
+
+PIPE_INDEX = {name: i for i, name in enumerate(npu.PIPES)}
+PIPE_COUNT = len(npu.PIPES)
+S = PIPE_INDEX["S"]
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """Node `x` (pipe `p`) must be ordered before node `y` (pipe `q`): in the same
+    iteration of the level's block, or with `carried` x in one iteration and y in
+    the next."""
+
+    x: int
+    y: int
+    p: int
+    q: int
+    carried: bool
+
+
+@dataclass
+class Level:
+    block: Block
+    nodes: list[Operation]
+    pipes: list[frozenset[int]]  # per node, the pipes its instructions use
+    dependencies: set[Dependency] = field(default_factory=set)
+
+    @property
+    def loop(self) -> scf.ForOp | None:
+        """The loop whose body this level is (its iterations carry dependencies)."""
+        parent = self.block.parent_op()
+        return parent if isinstance(parent, scf.ForOp) else None
+
+    @property
+    def size(self) -> int:
+        return len(self.nodes)
+
+    def index(self, op: Operation) -> int:
+        return self._index[op]
+
+    def __post_init__(self):
+        self._index = {op: i for i, op in enumerate(self.nodes)}
+
+    def uses_pipe(self, pipe: int, start: int, stop: int) -> bool:
+        """Whether a node in [start, stop) uses `pipe`."""
+        return any(pipe in self.pipes[i] for i in range(max(start, 0), min(stop, self.size)))
+
+    def last_node_using(self, pipe: int) -> int:
+        return max((i for i, pipes in enumerate(self.pipes) if pipe in pipes), default=-1)
+
+
+def pipe_of(op: npu.InstructionOp) -> int:
+    return PIPE_INDEX[op.pipe_name()]
+
+
+def _is_instruction(op: Operation) -> bool:
+    return isinstance(op, npu.InstructionOp) and not isinstance(op, SYNC_OPS)
+
+
+class KernelLevels:
+    """Every level of a kernel with its dependencies."""
+
+    def __init__(self, kernel: npu.KernelOp, accesses: KernelAccesses):
+        self.kernel = kernel
+        self.accesses = accesses
+        self.levels: dict[Block, Level] = {}
+        self._pipes: dict[Operation, frozenset[int]] = {}
+        self._build(kernel.entry)
+        self._paths = {op: self._path(op) for op in accesses.by_instruction}
+        self._collect_dependencies()
+
+    # ---- structure ------------------------------------------------------------------
+
+    def _node_pipes(self, op: Operation) -> frozenset[int]:
+        if _is_instruction(op):
+            return frozenset([pipe_of(op)])
+        pipes: set[int] = set()
+        for region in op.regions:
+            for block in region.blocks:
+                self._build(block)
+                for inner in self.levels[block].pipes:
+                    pipes |= inner
+        return frozenset(pipes)
+
+    def _build(self, block: Block) -> None:
+        if block in self.levels:
+            return
+        nodes, pipes = [], []
+        for op in block.ops:
+            if isinstance(op, SYNC_OPS):
+                continue
+            op_pipes = self._node_pipes(op) if (_is_instruction(op) or op.regions) else frozenset()
+            if op_pipes:
+                nodes.append(op)
+                pipes.append(op_pipes)
+        self.levels[block] = Level(block, nodes, pipes)
+
+    def _path(self, op: Operation) -> list[tuple[Block, Operation]]:
+        """(block, the node of that block holding `op`) from the kernel down to `op`."""
+        path = []
+        while op is not self.kernel:
+            block = op.parent_block()
+            path.append((block, op))
+            op = block.parent_op()
+        return path[::-1]
+
+    def levels_bottom_up(self) -> list[Level]:
+        """Inner levels before the levels holding them."""
+        order: list[Level] = []
+
+        def visit(block: Block) -> None:
+            for op in self.levels[block].nodes:
+                for region in op.regions:
+                    for inner in region.blocks:
+                        visit(inner)
+            order.append(self.levels[block])
+
+        visit(self.kernel.entry)
+        return order
+
+    # ---- dependencies ---------------------------------------------------------------
+
+    def _candidate_pairs(self):
+        """Ordered pairs (earlier, later) of instructions on different pipes sharing a
+        space, one writing there; the earlier one not on the scalar pipe."""
+        by_space: dict[str, list[npu.InstructionOp]] = {}
+        for op, accesses in self.accesses.by_instruction.items():
+            for space in {a.space for a in accesses}:
+                by_space.setdefault(space, []).append(op)
+        seen = set()
+        for space, ops in by_space.items():
+            writers = {op for op in ops if any(a.writes and a.space == space for a in self.accesses.by_instruction[op])}
+            for x in ops:
+                if pipe_of(x) == S:
+                    continue
+                for y in ops:
+                    if x is y or pipe_of(x) == pipe_of(y) or (x not in writers and y not in writers):
+                        continue
+                    if (x, y) not in seen:
+                        seen.add((x, y))
+                        yield x, y
+
+    def _collect_dependencies(self) -> None:
+        for x, y in self._candidate_pairs():
+            path_x, path_y = self._paths[x], self._paths[y]
+            depth = 0
+            while depth + 1 < min(len(path_x), len(path_y)) and path_x[depth + 1][0] is path_y[depth + 1][0]:
+                depth += 1
+            # path_x[depth][0] is the innermost block holding both (their nodes there differ
+            # unless both sit in different regions of one nested op, or are the same op).
+            block = path_x[depth][0]
+            level = self.levels[block]
+            node_x, node_y = level.index(path_x[depth][1]), level.index(path_y[depth][1])
+            p, q = pipe_of(x), pipe_of(y)
+            if node_x < node_y and self.accesses.conflict(x, y, Relation.forward(block)):
+                level.dependencies.add(Dependency(node_x, node_y, p, q, False))
+            for d in range(depth, -1, -1):
+                loop = path_x[d][0].parent_op()
+                if not isinstance(loop, scf.ForOp):
+                    continue
+                if self.accesses.conflict(x, y, Relation.across_iterations(loop)):
+                    body = self.levels[path_x[d][0]]
+                    body.dependencies.add(
+                        Dependency(body.index(path_x[d][1]), body.index(path_y[d][1]), p, q, True)
+                    )
