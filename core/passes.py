@@ -44,9 +44,15 @@ _PROJECT_PASSES: dict[str, str] = {
     # NPU level (transforms/npu)
     "npu-serialize": ".transforms.npu.serialize:SerializePass",
     "npu-plan-local-memory": ".transforms.npu.plan_local_memory:PlanLocalMemoryPass",
+    "npu-insert-sync": ".transforms.npu.insert_sync:InsertSyncPass",
+    "npu-double-buffer": ".transforms.npu.double_buffer:DoubleBufferPass",
     # Between levels (lowering) and the compilation pipelines
     "ge-to-npu": ".lowering.fused_to_npu.convert:ToNpuPass",
+    "fused-ungroup": ".lowering.fused_to_npu.ungroup:UngroupPass",
+    "fused-split-matmul-norm": ".lowering.fused_to_npu.split_norm:SplitMatmulNormPass",
+    "ge-materialize-broadcasts": ".lowering.fused_to_npu.materialize_broadcasts:MaterializeBroadcastsPass",
     "npu-plan-gm": ".lowering.plan.memory:PlanGmPass",
+    "npu-assign-streams": ".lowering.plan.streams:AssignStreamsPass",
     "ge-lower-to-npu": ".lowering.pipelines:LowerToNpuPipeline",
     "ge-compile": ".lowering.pipelines:CompilePipeline",
 }

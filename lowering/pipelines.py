@@ -8,10 +8,15 @@ from dataclasses import dataclass
 from xdsl.passes import ModulePass
 
 from ..core.passes import PipelinePass
+from ..transforms.npu.double_buffer import DoubleBufferPass
+from ..transforms.npu.insert_sync import InsertSyncPass
 from ..transforms.npu.plan_local_memory import PlanLocalMemoryPass
-from ..transforms.npu.serialize import SerializePass
 from .fused_to_npu.convert import ToNpuPass
+from .fused_to_npu.materialize_broadcasts import MaterializeBroadcastsPass
+from .fused_to_npu.split_norm import SplitMatmulNormPass
+from .fused_to_npu.ungroup import UngroupPass
 from .plan.memory import PlanGmPass
+from .plan.streams import AssignStreamsPass
 
 
 @dataclass(frozen=True)
@@ -22,13 +27,21 @@ class LowerToNpuPipeline(PipelinePass):
 
     hw: str = "ascend910"
     debug: bool = False
+    reuse: bool = True
+    streams: int = 0
+    double_buffer: bool = True
 
     def stages(self) -> list[ModulePass]:
         return [
+            SplitMatmulNormPass(hw=self.hw, debug=self.debug),
+            UngroupPass(hw=self.hw, debug=self.debug),
+            MaterializeBroadcastsPass(hw=self.hw),
             ToNpuPass(hw=self.hw, debug=self.debug),
-            SerializePass(),
+            DoubleBufferPass(enable=self.double_buffer, hw=self.hw),
             PlanLocalMemoryPass(hw=self.hw),
-            PlanGmPass(hw=self.hw),
+            InsertSyncPass(hw=self.hw),
+            AssignStreamsPass(streams=self.streams),
+            PlanGmPass(hw=self.hw, reuse=self.reuse),
         ]
 
 
@@ -41,6 +54,9 @@ class CompilePipeline(PipelinePass):
     fuse: bool = True
     hw: str = "ascend910"
     debug: bool = False
+    reuse: bool = True
+    streams: int = 0
+    double_buffer: bool = True
 
     def stages(self) -> list[ModulePass]:
         from ..core.passes import available_passes
@@ -49,5 +65,9 @@ class CompilePipeline(PipelinePass):
         stages: list[ModulePass] = [passes["ge-graph-opt"]()()]
         if self.fuse:
             stages.append(passes["ge-fuse"]()(hw=self.hw))
-        stages.append(LowerToNpuPipeline(hw=self.hw, debug=self.debug))
+        stages.append(
+            LowerToNpuPipeline(
+                hw=self.hw, debug=self.debug, reuse=self.reuse, streams=self.streams, double_buffer=self.double_buffer
+            )
+        )
         return stages

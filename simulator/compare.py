@@ -5,6 +5,10 @@ An element passes when |actual - expected| <= atol + rtol * |expected|. fp16
 gets 1e-2 for both: one fp16 rounding is 2^-11 ~ 4.9e-4, and a value that went
 through a reduction or a fused kernel keeping fp32 intermediates differs from the
 op-by-op reference by a few roundings. Integers and booleans must match exactly.
+
+A result is no more precise than the least precise float type it went through:
+an f32 output computed from fp16 tensors is compared at fp16 tolerance
+(`precision_floor` finds that type in a module).
 """
 
 from __future__ import annotations
@@ -37,18 +41,40 @@ class Mismatch:
         )
 
 
-def tolerance(dtype: np.dtype) -> tuple[float, float]:
-    return TOLERANCES.get(np.dtype(dtype), (0.0, 0.0))
+def tolerance(dtype: np.dtype, floor: np.dtype | None = None) -> tuple[float, float]:
+    atol, rtol = TOLERANCES.get(np.dtype(dtype), (0.0, 0.0))
+    if floor is not None and atol > 0:
+        floor_atol, floor_rtol = TOLERANCES.get(np.dtype(floor), (0.0, 0.0))
+        atol, rtol = max(atol, floor_atol), max(rtol, floor_rtol)
+    return atol, rtol
 
 
-def worst_mismatch(name: str, expected: np.ndarray, actual: np.ndarray) -> Mismatch | None:
+def precision_floor(module) -> np.dtype | None:
+    """The least precise float element type of any tensor or memref in `module`."""
+    from xdsl.dialects.builtin import MemRefType, TensorType
+
+    from ..core import dtypes
+
+    found = {
+        dtypes.to_numpy_dtype(t.element_type)
+        for op in module.walk()
+        for t in (*(r.type for r in op.results), *(o.type for o in op.operands))
+        if isinstance(t, TensorType | MemRefType) and dtypes.is_float(t.element_type)
+    }
+    return min(found, key=lambda d: d.itemsize) if found else None
+
+
+def worst_mismatch(
+    name: str, expected: np.ndarray, actual: np.ndarray, floor: np.dtype | None = None
+) -> Mismatch | None:
     """The element furthest outside tolerance relative to its allowance, or None if
-    the shapes match and the arrays are identical."""
+    the shapes match and the arrays are identical. `floor`: a float type the result
+    went through, whose tolerance is the least allowed."""
     if expected.shape != actual.shape:
         return Mismatch(name, (), float("nan"), float("nan"), float("inf"))
     if expected.size == 0:
         return None
-    atol, rtol = tolerance(expected.dtype)
+    atol, rtol = tolerance(expected.dtype, floor)
     e = expected.astype(np.float64)
     a = actual.astype(np.float64)
     both_nan = np.isnan(e) & np.isnan(a)

@@ -83,6 +83,9 @@ class HardwarePreset:
     source: str  # the file it was read from
     burst_bytes: int  # a data transfer moves whole bursts of this many bytes per contiguous run
     row_overhead_cycles: int  # extra cycles per additional contiguous run of a 2-D transfer
+    l2_bytes: int = 0  # the shared L2 cache in front of the HBM (0: none; simulator/npu/l2.py)
+    l2_bytes_per_cycle: float = 0.0
+    l2_sector_bytes: int = 32
 
     def capacity(self, space: str) -> int:
         return self.buffers[space]
@@ -215,4 +218,15 @@ class _PresetReader:
             source=self.path,
             burst_bytes=int(self.number("transfer.burst_bytes", integer=True)),
             row_overhead_cycles=int(self.number("transfer.row_overhead_cycles", integer=True, strict=False)),
+            **self.l2(),
         )
+
+    def l2(self) -> dict:
+        """The optional `[l2]` table (no L2 cache without it)."""
+        if "l2" not in self.data:
+            return {}
+        return {
+            "l2_bytes": int(self.number("l2.capacity_bytes", integer=True)),
+            "l2_bytes_per_cycle": float(self.number("l2.bytes_per_cycle")),
+            "l2_sector_bytes": int(self.number("l2.sector_bytes", integer=True)),
+        }

@@ -10,7 +10,7 @@ from ..core.context import make_context
 from ..core.diagnostics import CompileError, argument_error
 from ..core.parsing import load_module
 from ..core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
-from ..simulator.compare import worst_mismatch
+from ..simulator.compare import precision_floor, worst_mismatch
 from ..simulator.run import execute
 from ..simulator.signature import (
     input_specs,
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
     if reference_module is not None:
         expected = execute(reference_module, inputs).results
-        return _check(execution.outputs, expected, execution.results)
+        return _check(execution.outputs, expected, execution.results, precision_floor(reference_module))
     return 0
 
 
@@ -93,8 +93,8 @@ def _write(path: str, text: str) -> None:
         raise CompileError(f"cannot write '{path}': {e.strerror}") from None
 
 
-def _check(specs, expected, actual) -> int:
-    mismatches = [worst_mismatch(s.name, e, a) for s, e, a in zip(specs, expected, actual)]
+def _check(specs, expected, actual, floor) -> int:
+    mismatches = [worst_mismatch(s.name, e, a, floor) for s, e, a in zip(specs, expected, actual)]
     failing = [m for m in mismatches if m is not None and m.ratio > 1.0]
     worst = max((m for m in mismatches if m is not None), key=lambda m: m.ratio, default=None)
     if failing:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
@@ -244,6 +245,66 @@ def from_physical(
     r = len(batch)
     x = x.transpose(*range(r), r + 1, r + 2, r, r + 3).reshape(*batch, m1 * m0, n1 * n0)
     return np.ascontiguousarray(x[..., : shape[-2], : shape[-1]])
+
+
+@dataclass(frozen=True)
+class DimLayout:
+    """Where index i of one logical dim lands in a format's memory image: it adds
+    `i * stride` for an unsplit dim, `(i // block) * block_stride + (i % block) *
+    stride` for a dim cut into blocks (the C of NC1HWC0 and FRACTAL_Z, the N of
+    FRACTAL_NZ). `padded` is the dim's extent in the image (>= `size`; the
+    indices in between are the zero padding). The offset of a logical index is the
+    sum over its dims: the strided form of `to_physical` that kernels address with."""
+
+    size: int
+    padded: int
+    stride: int
+    block: int = 0  # 0: not split
+    block_stride: int = 0
+
+    def offset(self, i: int) -> int:
+        if self.block:
+            return (i // self.block) * self.block_stride + (i % self.block) * self.stride
+        return i * self.stride
+
+
+def dim_layouts(
+    logical_shape: Sequence[int], fmt: Format | str, element_type: Attribute | np.dtype
+) -> tuple[DimLayout, ...]:
+    """Per logical dim, how it is laid out in `fmt` (see `DimLayout`); agrees with
+    `physical_shape` and `to_physical`."""
+    fmt = Format(fmt)
+    shape = tuple(logical_shape)
+    physical = physical_shape(shape, fmt, element_type)
+    if fmt == Format.ND:
+        strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+        return tuple(DimLayout(s, s, st) for s, st in zip(shape, strides))
+    if fmt == Format.NC1HWC0:
+        n, c, h, w = shape
+        _, c1, _, _, k = physical
+        return (
+            DimLayout(n, n, c1 * h * w * k),
+            DimLayout(c, c1 * k, 1, k, h * w * k),
+            DimLayout(h, h, w * k),
+            DimLayout(w, w, k),
+        )
+    if fmt == Format.FRACTAL_Z:
+        n, c, h, w = shape
+        _, n1, n0, k = physical
+        row = n1 * n0 * k  # one (c1, h, w) position holds every n
+        return (
+            DimLayout(n, n1 * n0, k),
+            DimLayout(c, -(-c // k) * k, 1, k, h * w * row),
+            DimLayout(h, h, w * row),
+            DimLayout(w, w, row),
+        )
+    *batch, n1, m1, m0, n0 = physical
+    matrix = n1 * m1 * m0 * n0
+    batch_layouts = tuple(
+        DimLayout(b, b, matrix * math.prod(batch[d + 1 :])) for d, b in enumerate(batch)
+    )
+    m, n = shape[-2:]
+    return (*batch_layouts, DimLayout(m, m1 * m0, n0), DimLayout(n, n1 * n0, 1, n0, m1 * m0 * n0))
 
 
 def physical_bytes(t: TensorType) -> int:

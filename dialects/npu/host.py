@@ -56,6 +56,12 @@ from .instruction import enclosing
 ARENA_ATTR = "npu.gm_arena_bytes"
 """Module attribute: the size in bytes of the GM arena holding `npu.gm_buffer`s."""
 
+ARENA_LOWER_BOUND_ATTR = "npu.gm_arena_lower_bound_bytes"
+"""Module attribute (set by `npu-plan-gm`): the most arena bytes live at any one time."""
+
+ARENA_NO_REUSE_ATTR = "npu.gm_arena_no_reuse_bytes"
+"""Module attribute (set by `npu-plan-gm`): the arena without any reuse (the sum of the buffers)."""
+
 OUTPUT_ATTR = "npu.output"
 """@main argument attribute (unit): this GM argument is an output."""
 

@@ -29,7 +29,7 @@ from xdsl.passes import ModulePass
 from ...core.diagnostics import op_error
 from ...core.passes import record_statistic
 from ...dialects import ge, npu
-from ...dialects.ge.formats import Format, format_of, physical_shape
+from ...dialects.ge.formats import Format, format_of, physical_shape, with_format
 from ...simulator.hardware import load_preset
 from ...simulator.signature import NAME_ATTR, input_specs, main_function, output_specs
 from .context import GmTensor, KernelContext, print_notes, template_for
@@ -69,7 +69,8 @@ class _HostPlanBuilder:
         self.buffers: dict[SSAValue, SSAValue] = {}  # graph value -> host GM memref
         self.inputs = input_specs(main)
         self.outputs = output_specs(main)
-        arg_types = [gm_memref(s.type) for s in self.inputs] + [gm_memref(s.type) for s in self.outputs]
+        # Results leave in ND (`copy_to_output` converts a formatted one).
+        arg_types = [gm_memref(s.type) for s in self.inputs] + [gm_memref(_nd(s.type)) for s in self.outputs]
         self.block = Block(arg_types=arg_types)
         for arg, spec in zip(self.block.args, [*self.inputs, *self.outputs]):
             arg.name_hint = _hint(spec.name)
@@ -162,7 +163,7 @@ class _HostPlanBuilder:
                 copy_to_output,
                 self.returned,
                 [(self.buffers[value], value.type, value)],
-                [(out, spec.type, value)],
+                [(out, _nd(spec.type), value)],
             )
 
     def _launch(self, name: str, write, where: Operation, ins: list, outs: list) -> None:
@@ -202,6 +203,10 @@ def _hint(name: str | None) -> str:
         return ""
     cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     return cleaned if cleaned[:1].isalpha() or cleaned[:1] == "_" else f"v{cleaned}"
+
+
+def _nd(t: TensorType) -> TensorType:
+    return with_format(t, Format.ND)
 
 
 def _is_nd(t) -> bool:

@@ -157,10 +157,14 @@ class KernelBuilder:
 
     @contextmanager
     def loop(self, start: Index, stop: Index, step: int = 1, name: str = "i") -> Iterator[Index]:
-        """`scf.for` from start to stop; a single static iteration emits no loop."""
+        """`scf.for` from start to stop; a single static iteration emits no loop, an
+        empty static range emits nothing (the body is written into a discarded block)."""
         if isinstance(start, int) and isinstance(stop, int) and stop - start <= step:
             if stop > start:
                 yield start
+            else:
+                with self._discarded():
+                    yield start
             return
         body = Block(arg_types=[IndexType()])
         body.args[0].name_hint = name
@@ -171,16 +175,30 @@ class KernelBuilder:
 
     @contextmanager
     def when(self, condition: SSAValue | bool) -> Iterator[None]:
-        """`scf.if condition` (a static True just emits, a static False skips)."""
+        """`scf.if condition` (a static True just emits, a static False discards)."""
         if isinstance(condition, bool):
             if condition:
                 yield
+            else:
+                with self._discarded():
+                    yield
             return
         then = Block()
         then.add_op(scf.YieldOp())
         self._insert(scf.IfOp(condition, [], Region(then), Region()))
         with self._inside(then):
             yield
+
+    @contextmanager
+    def _discarded(self) -> Iterator[None]:
+        """Emission into a block that is thrown away (code that can never run)."""
+        scratch = Block()
+        scratch.add_op(scf.YieldOp())
+        with self._inside(scratch):
+            yield
+        for op in reversed(list(scratch.ops)):
+            op.detach()
+            op.erase(safe_erase=False)
 
     @contextmanager
     def _inside(self, block: Block) -> Iterator[None]:

@@ -1,266 +1,533 @@
 """The row-tile kernel: every vector kernel that works row by row.
 
-The output is seen as a 2-D array of R rows by C columns. Each operand plays a
-role in that view:
+Its operands are seen through a `RowView` (`row_view.py`: rows, columns, and
+each operand's role: FULL, ROW, COL, SCALAR; plain, transposed or blocked
+layouts). Rows are cut into tiles of `tile_rows`; the tiles are shared out
+among the cores (`block_dim` of them), each core looping over its tiles: copy
+the FULL and COL inputs of the tile into UB (MTE2), run the body on the vector
+unit, copy the outputs back (MTE3). ROW and SCALAR inputs are loaded once (and
+an optional `prologue` prepares them once, e.g. batch_norm's per-channel
+factors). The body is any function of the tiles (`emit_elementwise` for one
+op, a whole fused group, a softmax...), so the tiling and data movement are
+written once. The tail tile (fewer rows) runs under `scf.if` with buffers of
+its own, so the loop's buffers stay private to it.
 
-* FULL:   an R x C tensor like the output;
-* ROW:    one row of C values used by every row (a bias over the last dim);
-* COL:    one value per row (a per-row scalar, or the result of a row reduction);
-* SCALAR: one value for everything (an immediate if it is a constant).
-
-Rows are cut into tiles of `tile_rows`; the tiles are shared out among the cores
-(`block_dim` of them), each core looping over its tiles: copy the FULL and COL
-inputs of the tile into UB (MTE2), run the body on the vector unit, copy the
-outputs back (MTE3). ROW and SCALAR inputs are loaded once. The body is any
-function of the tiles (`emit_elementwise` for one op, a whole fused group, a
-softmax...), so the tiling and data movement are written once.
-
-When every operand is FULL (same shape and format) or a SCALAR, the physical
-buffers are processed flat, whatever their format, in rows of W elements.
-
-Tile size: the largest number of rows whose buffers fit UB, counting the FULL
-and COL buffers twice (npu-double-buffer gives them a second copy), temporaries
-once; then no larger than needed to give every core at least two tiles, so
-loads overlap compute. `k.explain` records the decision.
+Tile size: the largest number of rows whose buffers fit UB, counting every
+buffer private to the tile loop twice (npu-double-buffer gives them a second
+copy): FULL and COL buffers and the temporaries (peak use, counted by a dry run
+of the body); then no larger than needed to give every core at least two tiles,
+so loads overlap compute, and even across the cores; then adjusted to what the
+layout needs (whole blocks, whole periods, whole NZ matrices). `k.explain`
+records it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from enum import Enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from xdsl.ir import Attribute
 
 from ...core import dtypes
 from ...dialects import npu
-from .context import GmTensor, KernelContext
+from .context import KernelContext
 from .kernel_builder import Index, KernelBuilder
-from .vector_emitter import Operand, Tile, VectorEmitter
-
-
-class Role(Enum):
-    FULL = "full"
-    ROW = "row"
-    COL = "col"
-    SCALAR = "scalar"
-
-
-@dataclass(frozen=True)
-class RowOperand:
-    tensor: GmTensor
-    role: Role
-    immediate: float | None = None  # a SCALAR known at compile time
-
+from .row_view import (  # noqa: F401  (the view is part of this module's API)
+    Blocked,
+    Role,
+    RowOperand,
+    RowView,
+    blocked_view,
+    nz_rows,
+    operand_role,
+    row_view,
+)
+from .vector_emitter import UB_ALIGN_BYTES, Operand, Tile, VectorEmitter
 
 Body = Callable[[VectorEmitter, list[Operand], list[Tile]], None]
+Prologue = Callable[[VectorEmitter, list[Operand]], list[Operand]]
+"""Runs once before the tiles on an emitter of one row of C: returns the inputs
+the body gets instead (e.g. a ROW operand widened to fp32)."""
+
+TEMP_COPIES = 2
+"""`npu-double-buffer` gives every buffer private to the tile loop a second copy,
+temporaries included, or none if they would not fit: budget for two."""
 
 MIN_TILE_BYTES = 4096
 """Smallest tile worth a transfer: below it the fixed latency dominates."""
 
-_FLAT_WIDTH = 256
+
+# ---- temporaries -------------------------------------------------------------------------
 
 
-# ---- the 2-D view ---------------------------------------------------------------------
+@dataclass
+class _TempPool:
+    """Temporaries of a body: full tiles and per-row ones, by element type. A
+    released temporary is reused by a later request of the same kind; `reset`
+    starts a new tile (the body asks in the same order every time)."""
+
+    make: Callable[[str, Attribute], Tile]
+    buffers: dict[tuple[str, Attribute], list[Tile]] = field(default_factory=dict)
+    busy: set[int] = field(default_factory=set)
+
+    def get(self, kind: str, element_type: Attribute) -> Tile:
+        pool = self.buffers.setdefault((kind, element_type), [])
+        for tile in pool:
+            if id(tile.buffer) not in self.busy:
+                self.busy.add(id(tile.buffer))
+                return tile
+        tile = self.make(kind, element_type)
+        pool.append(tile)
+        self.busy.add(id(tile.buffer))
+        return tile
+
+    def release(self, tile: Tile) -> None:
+        self.busy.discard(id(tile.buffer))
+
+    def reset(self) -> None:
+        self.busy.clear()
+
+    def emitter(self, b: KernelBuilder, rows: int, cols: int) -> VectorEmitter:
+        return VectorEmitter(
+            b, rows, cols, lambda t: self.get("full", t), lambda t: self.get("col", t), self.release
+        )
+
+    def counts(self) -> dict[tuple[str, Attribute], int]:
+        return {key: len(tiles) for key, tiles in self.buffers.items()}
 
 
-@dataclass(frozen=True)
-class RowView:
-    rows: int
-    cols: int
-    inputs: list[RowOperand]
-    outputs: list[RowOperand]
-    flat: bool
+def count_temps(view: RowView, body: Body, prologue: Prologue | None = None) -> dict[tuple[str, Attribute], int]:
+    """How many temporaries of each kind ("full", "col", "setup") and element type
+    the body (and prologue) keep alive at once (a dry run)."""
+    scratch = KernelBuilder("scratch", [])
+    rows = view.chunk if view.inner > 1 else (view.blocked.blocks if view.blocked else 1)
 
+    def make(kind: str, element_type: Attribute) -> Tile:
+        if kind == "col":
+            return Tile(scratch.alloc([rows], element_type, "ub"), 0, 1, col_stride=0)
+        return Tile(scratch.alloc([view.cols], element_type, "ub"), 0, view.cols)
 
-def row_view(k: KernelContext, output_roles: Sequence[Role] | None = None) -> RowView:
-    """The view of the op's tensors, or a located error if an operand fits no role."""
-    out = k.outputs[0]
-    if output_roles is None and all(_same_layout(t, out) or t.numel == 1 for t in k.inputs) and all(
-        _same_layout(t, out) for t in k.outputs
-    ):
-        physical = out.physical_numel
-        width = max(w for w in range(1, min(_FLAT_WIDTH, physical) + 1) if physical % w == 0)
-        inputs = [_scalar(t) if t.numel == 1 and not _same_layout(t, out) else RowOperand(t, Role.FULL) for t in k.inputs]
-        return RowView(physical // width, width, inputs, [RowOperand(t, Role.FULL) for t in k.outputs], flat=True)
-    for t in [*k.inputs, *k.outputs]:
-        if t.format.value != "ND" and t.numel != 1:
-            raise k.unsupported(f"broadcasting with a {t.format.value} operand ({t.type})")
-    shape = out.shape
-    cols = shape[-1] if shape else 1
-    rows = math.prod(shape[:-1]) if shape else 1
-    inputs = [_role(t, shape, k) for t in k.inputs]
-    roles = output_roles or [Role.FULL] * len(k.outputs)
-    return RowView(rows, cols, inputs, [RowOperand(t, r) for t, r in zip(k.outputs, roles)], flat=False)
+    def operand(op: RowOperand) -> Operand:
+        if op.immediate is not None:
+            return op.immediate
+        buffer = scratch.alloc([view.cols], op.tensor.element_type, "ub")
+        if op.role == Role.FULL:
+            return Tile(buffer, 0, op.columns(view.cols))
+        if op.role == Role.ROW:
+            return Tile(buffer, 0, 0)
+        return Tile(buffer, 0, 1 if op.role == Role.COL else 0, col_stride=0)
 
-
-def _same_layout(t: GmTensor, out: GmTensor) -> bool:
-    return t.shape == out.shape and t.format == out.format and t.physical_shape == out.physical_shape
-
-
-def _scalar(t: GmTensor) -> RowOperand:
-    return RowOperand(t, Role.SCALAR, t.splat())
-
-
-def _role(t: GmTensor, shape: tuple[int, ...], k: KernelContext) -> RowOperand:
-    rank = len(shape)
-    padded = (1,) * (rank - len(t.shape)) + t.shape
-    if t.numel == 1:
-        return _scalar(t)
-    if padded == shape:
-        return RowOperand(t, Role.FULL)
-    if padded[-1] == shape[-1] and all(d == 1 for d in padded[:-1]):
-        return RowOperand(t, Role.ROW)
-    if padded[-1] == 1 and padded[:-1] == shape[:-1]:
-        return RowOperand(t, Role.COL)
-    raise k.unsupported(f"operand of shape {list(t.shape)} broadcasts to {list(shape)} in no supported way")
+    setup = _TempPool(make)
+    inputs = [operand(op) for op in view.inputs]
+    if prologue is not None:
+        inputs = prologue(setup.emitter(scratch, 1, view.cols), inputs)
+    pool = _TempPool(make)
+    outputs = [operand(op) for op in view.outputs]
+    body(pool.emitter(scratch, rows, view.cols), inputs, outputs)
+    counts = pool.counts()
+    for (_, element_type), n in setup.counts().items():
+        counts[("setup", element_type)] = counts.get(("setup", element_type), 0) + n
+    return counts
 
 
 # ---- tiling -----------------------------------------------------------------------------
 
 
-def _row_bytes(view: RowView, temps: dict[Attribute, int]) -> tuple[int, int]:
-    """(bytes per tile row, bytes loaded once) of the UB buffers."""
+def _row_bytes(view: RowView, temps: dict) -> tuple[int, int]:
+    """(bytes per tile row, bytes allocated once) of the UB buffers."""
+    row_elements = view.cols * view.chunk
+    staged = 3 if view.inner > 1 else 2  # transposed: two staging copies and the body tile
     per_row = fixed = 0
     for op in [*view.inputs, *view.outputs]:
         size = op.tensor.itemsize
-        if op.role == Role.FULL:
-            per_row += 2 * view.cols * size
-        elif op.role == Role.COL:
-            per_row += 2 * size
+        if op.repeat is not None:
+            fixed += op.columns(view.cols) * size
+        elif op.role == Role.FULL and op.period is not None:
+            per_row += row_elements * size
+        elif op.role == Role.FULL:
+            per_row += staged * op.columns(view.cols) * view.chunk * size
+        if (converter := nz_rows(view, op)) is not None:  # its NZ staging, padding included
+            per_row += 2 * converter.staged_per_row() * size
+        elif op.role == Role.COL and op.repeat is None:
+            if op.period is not None:
+                fixed += op.period * size
+                per_row += size
+            else:
+                per_row += staged * view.chunk * size
         elif op.role == Role.ROW:
             fixed += view.cols * size
+            if view.blocked is not None:
+                per_row += view.cols * size  # expanded to a whole tile
         elif op.immediate is None:
-            fixed += 32
-    for element_type, count in temps.items():
-        per_row += count * view.cols * dtypes.byte_width(element_type)
+            fixed += UB_ALIGN_BYTES
+    for (kind, element_type), count in temps.items():
+        width = dtypes.byte_width(element_type)
+        if kind == "full":
+            per_row += TEMP_COPIES * count * row_elements * width
+        elif kind == "col":
+            per_row += TEMP_COPIES * count * view.chunk * width
+        elif view.blocked is not None:
+            per_row += count * row_elements * width  # a setup temporary is a whole tile
+        else:
+            fixed += count * view.cols * width
     return per_row, fixed
 
 
-def choose_tile_rows(k: KernelContext, view: RowView, temps: dict[Attribute, int]) -> int:
+def rows_that_fit(k: KernelContext, view: RowView, temps: dict) -> int:
+    """How many view rows fit UB with their buffers and temporaries (0: not one)."""
     per_row, fixed = _row_bytes(view, temps)
     buffers = len(view.inputs) + len(view.outputs) + sum(temps.values())
-    budget = k.hw.capacity("ub") - fixed - buffers * k.hw.alignment["ub"]
-    fits = budget // max(per_row, 1)
+    budget = k.hw.capacity("ub") - fixed - 2 * buffers * k.hw.alignment["ub"]
+    return max(0, budget // max(per_row, 1))
+
+
+def fits(k: KernelContext, view: RowView, body: Body, prologue: Prologue | None = None) -> bool:
+    """Whether one row of `view` (with what `body` needs) fits UB."""
+    return rows_that_fit(k, view, count_temps(view, body, prologue)) >= 1
+
+
+def choose_tile_rows(k: KernelContext, view: RowView, temps: dict) -> int:
+    per_row, fixed = _row_bytes(view, temps)
+    fits = rows_that_fit(k, view, temps)
     if fits < 1:
         raise k.unsupported(
-            f"one row of {view.cols} elements needs {per_row} bytes of UB with its temporaries; "
-            f"UB has {k.hw.capacity('ub')}"
+            f"one row of {view.cols * view.chunk} elements needs {per_row} bytes of UB with its temporaries "
+            f"and {fixed} bytes of parameters; UB has {k.hw.capacity('ub')}"
         )
+    total_rows = view.tile_rows_of_view
     itemsize = max(op.tensor.itemsize for op in view.outputs)
-    least = max(1, math.ceil(MIN_TILE_BYTES / (view.cols * itemsize)))
-    spread = math.ceil(view.rows / (2 * k.hw.core_count))
-    rows = max(1, min(fits, view.rows, max(least, spread)))
+    least = max(1, math.ceil(MIN_TILE_BYTES / (view.cols * view.chunk * itemsize)))
+    spread = math.ceil(total_rows / (2 * k.hw.core_count))
+    wanted = max(1, min(fits, total_rows, max(least, spread)))
+    rows = _legal_rows(_balanced(wanted, total_rows, k.hw.core_count), fits, view)
+    if rows < 1:
+        raise k.unsupported(f"a tile of whole NZ matrices does not fit UB ({fits} rows do)")
     k.explain(
-        f"{view.rows} x {view.cols} {'(flat)' if view.flat else ''} in tiles of {rows} rows: "
+        f"{view.rows} x {view.cols} {_layout_name(view)} in tiles of {rows} rows: "
         f"{fits} rows fit UB ({per_row} B/row, {fixed} B fixed), {spread} rows give every core two tiles"
     )
     return rows
 
 
+def _balanced(wanted: int, total_rows: int, cores: int) -> int:
+    """At most `wanted` rows such that each core's share is close to a whole number
+    of tiles (so no core does a tile more than the others)."""
+    share = math.ceil(total_rows / cores)
+    return math.ceil(share / math.ceil(share / wanted))
+
+
+def _layout_name(view: RowView) -> str:
+    if view.flat:
+        return "(flat)"
+    if view.inner > 1:
+        return f"(slabs of {view.cols} x {view.inner}, {view.chunk} columns a tile, transposed in UB)"
+    if view.blocked is not None:
+        b = view.blocked
+        return f"(blocked {b.batch} x {b.blocks} x {b.rows} x {b.c0})"
+    return ""
+
+
+def _legal_rows(wanted: int, fits: int, view: RowView) -> int:
+    """The tile rows closest to `wanted` (never above `fits`) that the layout allows:
+    one chunk of a slab at a time; whole blocks or divisors of a block's rows;
+    whole periods or divisors of a period."""
+    if view.chunk < view.inner:
+        return 1
+    periods = [view.blocked.rows] if view.blocked is not None else []
+    periods += [op.period for op in view.inputs if op.period is not None and op.repeat is None and op.period < view.rows]
+    converters = [c for op in [*view.inputs, *view.outputs] if (c := nz_rows(view, op)) is not None]
+    periods += [c.period() for c in converters if c.period() is not None and c.period() < view.rows]
+    rows = wanted
+    for p in sorted(set(periods)):
+        rows = _fit_period(rows, p)
+    for q in {op.repeat for op in view.inputs if op.repeat}:  # a tile within one operand row
+        rows = max(d for d in range(1, min(rows, q) + 1) if q % d == 0)
+    if any(not (rows % p == 0 or p % rows == 0) for p in periods):
+        rows = 1
+    for c in converters:
+        if not c.tile_rows_ok(rows):
+            rows = c.period()  # whole matrices: the padding rows go with them
+    return max(1, min(rows, fits)) if all(c.tile_rows_ok(min(rows, fits)) for c in converters) else 0
+
+
+def _fit_period(rows: int, period: int) -> int:
+    if rows >= period:
+        return rows // period * period
+    return max(d for d in range(1, rows + 1) if period % d == 0)
+
+
 # ---- emission ---------------------------------------------------------------------------
 
 
-def count_temps(view: RowView, body: Body) -> dict[Attribute, int]:
-    """How many temporaries of each element type the body asks for (a dry run)."""
-    counts: dict[Attribute, int] = {}
-    scratch = KernelBuilder("scratch", [])
-
-    def temp(element_type: Attribute) -> Tile:
-        counts[element_type] = counts.get(element_type, 0) + 1
-        return Tile(scratch.alloc([view.cols], element_type, "ub"), 0, view.cols)
-
-    inputs = [
-        op.immediate if op.immediate is not None else Tile(scratch.alloc([view.cols], op.tensor.element_type, "ub"))
-        for op in view.inputs
-    ]
-    outputs = [Tile(scratch.alloc([view.cols], op.tensor.element_type, "ub")) for op in view.outputs]
-    body(VectorEmitter(scratch, 1, view.cols, temp), inputs, outputs)
-    return counts
-
-
-def emit_row_kernel(k: KernelContext, view: RowView, body: Body) -> None:
-    temps_needed = count_temps(view, body)
+def emit_row_kernel(k: KernelContext, view: RowView, body: Body, prologue: Prologue | None = None) -> None:
+    temps_needed = count_temps(view, body, prologue)
     tile_rows = choose_tile_rows(k, view, temps_needed)
-    _RowKernel(k, view, body, tile_rows).emit()
+    _RowKernel(k, view, body, tile_rows, prologue).emit()
 
 
 class _RowKernel:
-    def __init__(self, k: KernelContext, view: RowView, body: Body, tile_rows: int):
+    def __init__(self, k: KernelContext, view: RowView, body: Body, tile_rows: int, prologue: Prologue | None):
         self.k, self.b, self.view, self.body, self.tile_rows = k, k.b, view, body, tile_rows
+        self.prologue = prologue
         self.cols = view.cols
-        self.full_tiles, self.tail_rows = divmod(view.rows, tile_rows)
+        self.full_tiles, self.tail_rows = divmod(view.tile_rows_of_view, tile_rows)
         tiles = self.full_tiles + (1 if self.tail_rows else 0)
+        self.nz = {id(op): c for op in [*view.inputs, *view.outputs] if (c := nz_rows(view, op))}
         self.per_core = math.ceil(tiles / k.hw.core_count)
         k.block_dim = math.ceil(tiles / self.per_core)
-        self.temps: list[Tile] = []
-        self.temp_cursor = 0
+
+    # ---- shapes of one tile ------------------------------------------------------------
+
+    def _body_shape(self, rows: int) -> tuple[int, int]:
+        """(rows, cols) the body's instructions cover for a tile of `rows` view rows."""
+        view = self.view
+        if view.inner > 1:
+            return view.chunk * rows, self.cols
+        if view.blocked is not None:
+            b = view.blocked
+            return b.blocks * max(1, rows // b.rows), min(rows, b.rows) * b.c0
+        return rows, self.cols
+
+    def _tile_elements(self) -> int:
+        rows, cols = self._body_shape(self.tile_rows)
+        return rows * cols
+
+    def _make_temp(self, rows: int, kind: str, element_type: Attribute) -> Tile:
+        rows, cols = self._body_shape(rows)
+        if kind == "col":
+            return Tile(self.b.alloc([rows], element_type, "ub"), 0, 1, col_stride=0)
+        return Tile(self.b.alloc([rows * cols], element_type, "ub"), 0, cols)
+
+    # ---- driving ------------------------------------------------------------------------
 
     def emit(self) -> None:
+        """Inputs loaded once (ROW, SCALAR, whole periods) first, then the tiles: a
+        loop over each core's full tiles, and the tail tile under `scf.if`. The loop
+        and the tail have buffers of their own, so the loop's are private to it
+        (what `npu-double-buffer` needs to give them a second copy)."""
         b = self.b
-        self.in_tiles = [self._input_buffer(op) for op in self.view.inputs]
-        self.out_tiles = [self._buffer(op) for op in self.view.outputs]
+        self.once = [self._input_buffer(op) for op in self.view.inputs]
+        loop_set = _TileSet(self, self.tile_rows)
+        inputs = loop_set.inputs(self.once)
+        if self.prologue is not None:
+            self.prepared = self.prologue(self._setup_emitter(), inputs)
+            self.placeholders = inputs
         start = b.mul(b.block_idx(), self.per_core) if self.k.block_dim > 1 else 0
         stop = b.min(b.add(start, self.per_core), self.full_tiles) if self.k.block_dim > 1 else self.full_tiles
-        with b.loop(start, stop, name="tile") as t:
-            self._tile(b.mul(t, self.tile_rows), self.tile_rows)
+        if self.full_tiles:
+            with b.loop(start, stop, name="tile") as t:
+                self._tile(loop_set, b.mul(t, self.tile_rows), self.tile_rows)
         if self.tail_rows:
             owner = self.full_tiles // self.per_core
             condition = b.equals(b.block_idx(), owner) if self.k.block_dim > 1 else True
             with b.when(condition):
-                self._tile(self.full_tiles * self.tile_rows, self.tail_rows)
+                self._tile(_TileSet(self, self.tail_rows), self.full_tiles * self.tile_rows, self.tail_rows)
 
-    def _buffer(self, op: RowOperand) -> Tile:
-        element_type = op.tensor.element_type
+    def _setup_emitter(self) -> VectorEmitter:
+        """The prologue's emitter: one row of C (ROW operands), or a whole tile in
+        the blocked layout (whose ROW operands are expanded to a tile)."""
+        b = self.b
+        if self.view.blocked is None:
+            return _TempPool(lambda kind, t: Tile(b.alloc([self.cols], t, "ub"), 0, 0)).emitter(b, 1, self.cols)
+        rows, cols = self._body_shape(self.tile_rows)
+        return _TempPool(lambda kind, t: Tile(b.alloc([rows * cols], t, "ub"), 0, cols)).emitter(b, rows, cols)
+
+    def _width(self, op: RowOperand) -> int:
+        return op.columns(self.cols)
+
+    def is_staged(self, op: RowOperand, rows: int) -> bool:
+        """Transposed layouts move FULL operands (and COL ones of several slabs)
+        through a staging buffer in GM order."""
+        if self.view.inner == 1 or op.period is not None:
+            return False
         if op.role == Role.FULL:
-            return Tile(self.b.alloc([self.tile_rows * self.cols], element_type, "ub"), 0, self.cols)
+            return self.view.chunk > 1
+        return op.role == Role.COL and rows > 1
+
+    def _buffer(self, op: RowOperand, rows: int | None = None) -> Tile:
+        element_type = op.tensor.element_type
+        rows, cols = self._body_shape(rows or self.tile_rows)
+        if op.repeat is not None:  # one operand row per tile, read by every row of it
+            count = max(op.columns(cols), _block_elements(element_type))
+            return Tile(self.b.alloc([count], element_type, "ub"), 0, 0, col_stride=1 if op.role == Role.FULL else 0)
+        if op.role == Role.FULL:
+            cols = op.columns(cols) if op.width else cols
+            return Tile(self.b.alloc([rows * cols], element_type, "ub"), 0, cols)
         if op.role == Role.COL:
-            return Tile(self.b.alloc([self.tile_rows], element_type, "ub"), 0, 1, col_stride=0)
+            return Tile(self.b.alloc([rows], element_type, "ub"), 0, 1, col_stride=0)
         if op.role == Role.ROW:
             return Tile(self.b.alloc([self.cols], element_type, "ub"), 0, 0)
         return Tile(self.b.alloc([_block_elements(element_type)], element_type, "ub"), 0, 0, col_stride=0)
 
-    def _input_buffer(self, op: RowOperand) -> Operand:
-        """UB home of an input; ROW and SCALAR inputs are loaded here, once."""
+    def _loaded_per_tile(self, op: RowOperand) -> bool:
+        if op.role not in (Role.FULL, Role.COL):
+            return False
+        return op.repeat is not None or op.period is None or self.tile_rows < op.period
+
+    def _input_buffer(self, op: RowOperand) -> Operand | None:
+        """UB home of an input loaded once (ROW, SCALAR, whole periods), loaded
+        here; None for those loaded with each tile."""
         if op.immediate is not None:
             return op.immediate
+        if self._loaded_per_tile(op):
+            return None
         tile = self._buffer(op)
         if op.role == Role.ROW:
-            self.b.emit(npu.CopyOp, op.tensor.value, 0, tile.buffer, 0, cols=self.cols)
+            self.b.emit(npu.CopyOp, op.tensor.value, 0, tile.buffer, 0, cols=op.tensor.numel)
+            if self.view.blocked is not None:
+                return self._expand_blocked_row(op, tile)
         elif op.role == Role.SCALAR:
             self.b.emit(npu.CopyOp, op.tensor.value, 0, tile.buffer, 0, cols=1)
+        elif op.period is not None and op.repeat is None and self.tile_rows >= op.period:
+            # every tile starts at a multiple of the period: the same values each time
+            repeats = self.tile_rows // op.period
+            count = op.period * self._width(op)
+            strides = {"strides": [0, count]} if repeats > 1 else {}
+            self.b.emit(npu.CopyOp, op.tensor.value, 0, tile.buffer, 0, rows=repeats, cols=count, **strides)
         return tile
 
-    def _temp(self, element_type: Attribute) -> Tile:
-        """Temporaries are allocated on first use and reused by every tile (the body
-        asks for them in the same order each time)."""
-        index = self.temp_cursor
-        self.temp_cursor += 1
-        if index == len(self.temps):
-            buffer = self.b.alloc([self.tile_rows * self.cols], element_type, "ub")
-            self.temps.append(Tile(buffer, 0, self.cols))
-        return self.temps[index]
-
-    def _tile(self, row0: Index, rows: int) -> None:
-        b = self.b
-        for op, tile in zip(self.view.inputs, self.in_tiles):
-            if op.role in (Role.FULL, Role.COL) and isinstance(tile, Tile):
-                self._transfer(op, row0, rows, gm_to_ub=True, tile=tile)
-        self.temp_cursor = 0
-        self.body(VectorEmitter(b, rows, self.cols, self._temp), self.in_tiles, self.out_tiles)
-        for op, tile in zip(self.view.outputs, self.out_tiles):
-            self._transfer(op, row0, rows, gm_to_ub=False, tile=tile)
-
-    def _transfer(self, op: RowOperand, row0: Index, rows: int, gm_to_ub: bool, tile: Tile) -> None:
-        """A tile of rows between GM and UB: contiguous in both for FULL and COL."""
-        width = self.cols if op.role == Role.FULL else 1
-        gm_offset = self.b.mul(row0, width)
-        count = rows * width
-        if gm_to_ub:
-            self.b.emit(npu.CopyOp, op.tensor.value, gm_offset, tile.buffer, 0, cols=count)
+    def _expand_blocked_row(self, op: RowOperand, raw: Tile) -> Tile:
+        """A bias over the blocked dim, as (J blocks x t rows x c0) like a tile: block j
+        repeats bias[j*c0 : (j+1)*c0] on each of its rows. Padded channels are zero."""
+        b, blocked = self.b, self.view.blocked
+        element_type = op.tensor.element_type
+        rows, cols = self._body_shape(self.tile_rows)
+        padded = blocked.blocks * blocked.c0
+        if op.tensor.numel < padded:
+            source = Tile(b.alloc([padded], element_type, "ub"), 0, 0)
+            b.emit(npu.VDupOp, source.buffer, 0, cols=padded, value=0.0)
+            b.emit(npu.VCopyOp, raw.buffer, 0, source.buffer, 0, cols=op.tensor.numel)
         else:
-            self.b.emit(npu.CopyOp, tile.buffer, 0, op.tensor.value, gm_offset, cols=count)
+            source = raw
+        expanded = b.alloc([rows * cols], element_type, "ub")
+        c0, blocks = blocked.c0, blocked.blocks
+        b.emit(npu.VCopyOp, source.buffer, 0, expanded, 0, rows=blocks, cols=c0, strides=[c0, cols])
+        filled = c0
+        while filled < cols:  # double the filled columns of every block row
+            step = min(filled, cols - filled)
+            b.emit(npu.VCopyOp, expanded, 0, expanded, filled, rows=blocks, cols=step, strides=[cols, cols])
+            filled += step
+        filled_rows = blocks
+        while filled_rows < rows:  # whole batches in one tile: repeat the blocks
+            step = min(filled_rows, rows - filled_rows)
+            b.emit(npu.VCopyOp, expanded, 0, expanded, filled_rows * cols, cols=step * cols)
+            filled_rows += step
+        return Tile(expanded, 0, cols)
+
+    # ---- one tile ------------------------------------------------------------------------
+
+    def _tile(self, tiles: "_TileSet", row0: Index, rows: int) -> None:
+        b = self.b
+        body_rows, body_cols = self._body_shape(rows)
+        loaded = tiles.inputs(self.once)
+        for op, tile in zip(self.view.inputs, loaded):
+            if self._loaded_per_tile(op):
+                self._load(tiles, op, row0, rows, tile)
+        if self.prologue is not None:  # the prologue's results, with this tile's own inputs
+            mapping = {id(p): t for p, t in zip(self.placeholders, loaded)}
+            loaded = [mapping.get(id(t), t) for t in self.prepared]
+        tiles.pool.reset()
+        outputs = [self._fitted(op, tile, rows) for op, tile in zip(self.view.outputs, tiles.outputs)]
+        self.body(tiles.pool.emitter(b, body_rows, body_cols), loaded, outputs)
+        for op, tile in zip(self.view.outputs, outputs):
+            self._store(tiles, op, row0, rows, tile)
+
+    def _fitted(self, op: RowOperand, tile: Tile, rows: int) -> Tile:
+        """A FULL tile's row stride follows the tile's body shape."""
+        if op.role != Role.FULL or op.repeat is not None:
+            return tile
+        return Tile(tile.buffer, 0, op.width or self._body_shape(rows)[1])
+
+    def _load(self, tiles: "_TileSet", op: RowOperand, row0: Index, rows: int, home: Tile) -> None:
+        b = self.b
+        if op.repeat is not None:
+            row = b.floordiv(row0, op.repeat)
+            width = self._width(op)
+            b.emit(npu.CopyOp, op.tensor.value, b.mul(b.rem(row, op.period) if op.period else row, width), home.buffer, 0, cols=width)
+            return
+        if op.period is not None:
+            width = self._width(op)
+            b.emit(npu.CopyOp, op.tensor.value, b.mul(b.rem(row0, op.period), width), home.buffer, 0, cols=rows * width)
+            return
+        if id(op) in tiles.nz:
+            self.nz[id(op)].load(b, row0, rows, tiles.nz[id(op)], home)
+            return
+        staging = tiles.staging.get(id(op))
+        self._transfer(op, row0, rows, staging if staging is not None else home, gm_to_ub=True)
+        if staging is not None:
+            self._transpose(op, rows, staging, home, into_body=True)
+
+    def _store(self, tiles: "_TileSet", op: RowOperand, row0: Index, rows: int, tile: Tile) -> None:
+        if id(op) in tiles.nz:
+            self.nz[id(op)].store(self.b, row0, rows, tiles.nz[id(op)], tile)
+            return
+        staging = tiles.staging.get(id(op))
+        if staging is not None:
+            self._transpose(op, rows, tile, staging, into_body=False)
+            tile = staging
+        self._transfer(op, row0, rows, tile, gm_to_ub=False)
+
+    def _transpose(self, op: RowOperand, rows: int, src: Tile, dst: Tile, into_body: bool) -> None:
+        """Between the GM order of a tile (rows of slabs: t*C x I, or t x I per-row
+        values) and the body's order (I x t*C, or I x t)."""
+        width = self._width(op)
+        chunk = self.view.chunk
+        shape = (rows * width, chunk) if into_body else (chunk, rows * width)
+        self.b.emit(npu.VTransposeOp, src.buffer, 0, dst.buffer, 0, rows=shape[0], cols=shape[1])
+
+    def _transfer(self, op: RowOperand, row0: Index, rows: int, tile: Tile, gm_to_ub: bool) -> None:
+        """A tile between GM and UB, in the order it has in GM."""
+        gm_offset, copy_rows, copy_cols, gm_stride = self._gm_pattern(op, row0, rows)
+        strides = {"strides": [gm_stride, copy_cols] if gm_to_ub else [copy_cols, gm_stride]} if copy_rows > 1 else {}
+        if gm_to_ub:
+            self.b.emit(npu.CopyOp, op.tensor.value, gm_offset, tile.buffer, 0, rows=copy_rows, cols=copy_cols, **strides)
+        else:
+            self.b.emit(npu.CopyOp, tile.buffer, 0, op.tensor.value, gm_offset, rows=copy_rows, cols=copy_cols, **strides)
+
+    def _gm_pattern(self, op: RowOperand, row0: Index, rows: int) -> tuple[Index, int, int, int]:
+        """(GM offset, rows, cols, GM row stride) of a tile of `rows` view rows."""
+        b, view = self.b, self.view
+        width = self._width(op)
+        if view.inner > 1:
+            chunk = view.chunk
+            if chunk == view.inner:
+                return b.mul(row0, width * chunk), 1, rows * width * chunk, 0
+            chunks = view.inner // chunk
+            slab = b.mul(b.floordiv(row0, chunks), width * view.inner)
+            offset = b.add(slab, b.mul(b.rem(row0, chunks), chunk))
+            return offset, width, chunk, view.inner
+        if view.blocked is not None and op.role == Role.FULL:
+            blocked = view.blocked
+            block = blocked.rows * blocked.c0
+            if rows >= blocked.rows:
+                return b.mul(row0, blocked.blocks * blocked.c0), 1, rows * blocked.blocks * blocked.c0, 0
+            batch = b.mul(b.floordiv(row0, blocked.rows), blocked.blocks * block)
+            offset = b.add(batch, b.mul(b.rem(row0, blocked.rows), blocked.c0))
+            return offset, blocked.blocks, rows * blocked.c0, block
+        return b.mul(row0, width), 1, rows * width, 0
+
+
+class _TileSet:
+    """The buffers one tile shape works in: homes of the inputs loaded per tile,
+    the outputs, staging buffers, NZ staging and temporaries. The loop's tiles
+    and the tail tile each have their own."""
+
+    def __init__(self, kernel: _RowKernel, rows: int):
+        view, b = kernel.view, kernel.b
+        self.homes = {id(op): kernel._buffer(op, rows) for op in view.inputs if kernel._loaded_per_tile(op)}
+        self.outputs = [kernel._buffer(op, rows) for op in view.outputs]
+        operands = [*view.inputs, *view.outputs]
+        self.staging = {id(op): kernel._buffer(op, rows) for op in operands if kernel.is_staged(op, rows)}
+        self.nz = {
+            key: b.alloc([c.staging_elements(rows)], c.tensor.element_type, "ub") for key, c in kernel.nz.items()
+        }
+        self.pool = _TempPool(lambda kind, t: kernel._make_temp(rows, kind, t))
+        self._ops = view.inputs
+
+    def inputs(self, once: list[Operand | None]) -> list[Operand]:
+        """The body's inputs: this set's homes for those loaded per tile."""
+        return [self.homes[id(op)] if tile is None else tile for op, tile in zip(self._ops, once)]
 
 
 def _block_elements(element_type: Attribute) -> int:

@@ -53,6 +53,12 @@ class Tile:
 
 Operand = Tile | float
 
+UB_ALIGN_BYTES = 32
+"""Every vector operand must start on a 32-byte boundary of UB."""
+
+REPEAT_BYTES = 256
+"""Bytes one vector repeat processes (8 blocks of 32 B); folds stop at one repeat a row."""
+
 _BINARY: dict[str, type] = {
     "ge.add": npu.VAddOp,
     "ge.sub": npu.VSubOp,
@@ -84,13 +90,56 @@ _UNARY: dict[str, type] = {
 
 
 class VectorEmitter:
-    """Vector instructions over `rows x cols`; temporaries come from `temp`."""
+    """Vector instructions over `rows x cols`; temporaries come from `temp`.
 
-    def __init__(self, b: KernelBuilder, rows: int, cols: int, temp: Callable[[Attribute], Tile]):
+    `temp(element_type)` gives a rows x cols scratch tile; `col_temp(element_type)`
+    (optional) one value per row; `release(tile)` (optional) hands a temporary
+    back so a later `temp` call of the same body may reuse it. Kernels that do
+    not pass them still work: a full temporary then also serves as a per-row
+    one, and nothing is reused.
+    """
+
+    def __init__(
+        self,
+        b: KernelBuilder,
+        rows: int,
+        cols: int,
+        temp: Callable[[Attribute], Tile],
+        col_temp: Callable[[Attribute], Tile] | None = None,
+        release: Callable[[Tile], None] | None = None,
+    ):
         self.b = b
         self.rows = rows
         self.cols = cols
         self.temp = temp
+        self._col_temp = col_temp
+        self._release = release
+
+    # ---- shapes ----------------------------------------------------------------------
+
+    def with_cols(self, cols: int) -> "VectorEmitter":
+        """The same rows and temporaries, `cols` columns (a slice of each row)."""
+        return VectorEmitter(self.b, self.rows, cols, self.temp, self._col_temp, self._release)
+
+    def per_row(self) -> "VectorEmitter":
+        """An emitter over the per-row values: one row of `rows` elements. Per-row
+        tiles (column stride 0) given to it are read as that row."""
+        emitter = _PerRowEmitter(self.b, 1, self.rows, lambda t: as_row(self.col_temp(t)), None, self.release)
+        return emitter
+
+    def col_temp(self, element_type: Attribute) -> Tile:
+        """A temporary holding one value per row."""
+        if self._col_temp is not None:
+            return self._col_temp(element_type)
+        full = self.temp(element_type)
+        return Tile(full.buffer, full.offset, 1, col_stride=0)
+
+    def release(self, tile: Operand) -> None:
+        """`tile` (a temporary) is dead: a later temporary may reuse its buffer."""
+        if self._release is not None and isinstance(tile, Tile):
+            self._release(tile)
+
+    # ---- instructions -------------------------------------------------------------------
 
     def instr(self, cls: type, *tiles: Tile, **attrs) -> None:
         operands: list = []
@@ -140,6 +189,14 @@ class VectorEmitter:
             return
         self.instr(npu.VCastOp, src, dst, **({"round": rounding} if rounding != "rint" else {}))
 
+    def widened_any(self, src: Tile) -> Tile:
+        """`src` converted to fp32 whatever its type (a temporary unless it is fp32)."""
+        if src.element_type == f32:
+            return src
+        wide = self.temp(f32)
+        self.cast(src, wide)
+        return wide
+
     def widened(self, src: Tile) -> Tile:
         """`src` in fp32 (a temporary when it is fp16)."""
         if src.element_type != f16:
@@ -148,10 +205,103 @@ class VectorEmitter:
         self.cast(src, wide)
         return wide
 
+    # ---- row reductions -----------------------------------------------------------------
+
+    def reduce_rows(self, kind: str, src: Tile, dst: Tile, consume: bool = False, fold: bool = True) -> None:
+        """`dst[r]` = sum / max / min of row r of `src` (`dst` holds one value per row,
+        in `src`'s element type; the vector unit accumulates in fp32 and rounds once).
+
+        Wide rows (4 repeats or more) are first folded in halves with
+        full-width `vadd` / `vmax` (2 cycles a repeat) down to one repeat per
+        row, then reduced across the lanes (`vreduce_*`, 7 cycles a repeat):
+        about 3x cheaper than reducing the whole row across lanes. Every fold keeps its offsets 32-byte aligned;
+        columns beyond the last aligned block are reduced on their own. The
+        folds write a temporary, or `src` itself if `consume` (it is dead after).
+        Folded partial sums are rounded to `src`'s type: `fold=False` reduces
+        each row in one instruction (one rounding, e.g. an fp16 sum that may
+        cancel).
+        """
+        combine, across = _REDUCTIONS[kind]
+        width = dtypes.byte_width(src.element_type)
+        align, lanes = UB_ALIGN_BYTES // width, REPEAT_BYTES // width
+        aligned = self.cols - self.cols % align
+        if not fold or aligned < 4 * lanes or src.row_stride == 0:
+            self._across(across, src, self.cols, dst)
+            return
+        scratch = src if consume else self.temp(src.element_type)
+        n = self._fold(combine, src, scratch, aligned, align, lanes)
+        self._across(across, scratch, n, dst)
+        if not consume:
+            self.release(scratch)
+        if aligned < self.cols:
+            rest = self.col_temp(dst.element_type)
+            tail = replace(src, offset=self.b.add(src.offset, aligned))
+            self._across(across, tail, self.cols - aligned, rest)
+            self.per_row().instr(combine, dst, rest, dst)
+            self.release(rest)
+
+    def _fold(self, combine: type, src: Tile, scratch: Tile, n: int, align: int, lanes: int) -> int:
+        """Fold the first `n` columns of `src` into `scratch` until at most `lanes`
+        remain; returns how many."""
+        current = src
+        while n > lanes:
+            kept = -(-((n + 1) // 2) // align) * align
+            folded = n - kept
+            self.with_cols(folded).instr(combine, current, self._shifted(current, kept), scratch)
+            if current is not scratch and kept > folded:
+                self.with_cols(kept - folded).instr(npu.VCopyOp, self._shifted(current, folded), self._shifted(scratch, folded))
+            current, n = scratch, kept
+        return n
+
+    def _shifted(self, tile: Tile, columns: int) -> Tile:
+        return replace(tile, offset=self.b.add(tile.offset, columns))
+
+    def _across(self, cls: type, src: Tile, cols: int, dst: Tile) -> None:
+        """One `vreduce_*` over `cols` columns of every row into a per-row tile."""
+        explicit = {}
+        stride = src.row_stride if self.rows > 1 else cols
+        if stride != cols:
+            explicit["strides"] = [stride, 1]
+        self.b.emit(cls, src.buffer, src.offset, dst.buffer, dst.offset, rows=self.rows, cols=cols, **explicit)
+
+
+class _PerRowEmitter(VectorEmitter):
+    """`VectorEmitter.per_row`: per-row tiles are read as one contiguous row."""
+
+    def instr(self, cls: type, *tiles: Tile, **attrs) -> None:
+        super().instr(cls, *(as_row(t) for t in tiles), **attrs)
+
+
+def as_row(tile: Tile) -> Tile:
+    """A per-row tile (one value per row) as a contiguous row of those values."""
+    if tile.col_stride == 0 and tile.row_stride == 1:
+        return Tile(tile.buffer, tile.offset, 0, 1)
+    return tile
+
+
+def as_col(tile: Tile) -> Tile:
+    """A contiguous row of values read as one value per row (the inverse of `as_row`)."""
+    return Tile(tile.buffer, tile.offset, 1, col_stride=0)
+
+
+_REDUCTIONS: dict[str, tuple[type, type]] = {
+    "sum": (npu.VAddOp, npu.VReduceSumOp),
+    "max": (npu.VMaxOp, npu.VReduceMaxOp),
+    "min": (npu.VMinOp, npu.VReduceMinOp),
+}
+"""Reduction kind -> (the elementwise op that folds two halves, the across-lanes op)."""
+
+
+class VectorUnsupported(NotImplementedError):
+    """An op (or operand kind) the vector unit has no way to compute; templates turn
+    it into a located `k.unsupported` error."""
+
 
 def emit_elementwise(v: VectorEmitter, name: str, a: SimpleNamespace, inputs: Sequence[Operand], dst: Tile) -> None:
     """`dst = <ge op name>(inputs)` over the emitter's rows x cols."""
-    if name in _BINARY:
+    if name == "ge.div" and not dtypes.is_float(dst.element_type):
+        _emit_integer_divide(v, inputs[0], inputs[1], dst)
+    elif name in _BINARY:
         v.binary(_BINARY[name], inputs[0], inputs[1], dst)
     elif name in _UNARY:
         v.instr(_UNARY[name], _tile(inputs[0]), dst)
@@ -173,12 +323,12 @@ def emit_elementwise(v: VectorEmitter, name: str, a: SimpleNamespace, inputs: Se
         x, y = (_materialized(v, t, dst.element_type) for t in (x, y))
         v.instr(npu.VSelOp, _tile(cond), x, y, dst)
     else:
-        raise NotImplementedError(name)
+        raise VectorUnsupported(f"'{name}' has no vector form")
 
 
 def _tile(operand: Operand) -> Tile:
     if not isinstance(operand, Tile):
-        raise NotImplementedError("a scalar immediate where the instruction needs a tile")
+        raise VectorUnsupported("a scalar immediate where the instruction needs a tile")
     return operand
 
 
@@ -188,6 +338,18 @@ def _materialized(v: VectorEmitter, operand: Operand, element_type: Attribute) -
     t = v.temp(element_type)
     v.fill(t, float(operand))
     return t
+
+
+def _emit_integer_divide(v: VectorEmitter, x: Operand, y: Operand, dst: Tile) -> None:
+    """ONNX integer Div (truncating) through fp32: exact for |x| < 2**24, where a
+    correctly rounded quotient never crosses an integer."""
+    wide = [_materialized(v, o, f32) if not isinstance(o, Tile) else v.widened_any(o) for o in (x, y)]
+    quotient = v.temp(f32)
+    v.instr(npu.VDivOp, wide[0], wide[1], quotient)
+    v.cast(quotient, dst, "trunc")
+    for t in (*wide, quotient):
+        if t is not x and t is not y:
+            v.release(t)
 
 
 def _emit_in_fp32(v: VectorEmitter, dst: Tile, x: Operand, body: Callable[[VectorEmitter, Tile, Tile], None]) -> None:

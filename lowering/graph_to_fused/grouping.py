@@ -44,6 +44,7 @@ def build_group(ops: Sequence[Operation]) -> tuple[GroupOp, list[SSAValue]]:
 def replace_by_group(ops: Sequence[Operation], block: Block) -> GroupOp:
     """Replaces `ops` of `block` by one `fused.group`."""
     group, replaced = build_group(ops)
+    group.location = ops[-1].location
     block.insert_op_before(group, ops[0])
     for old, new in zip(replaced, group.results):
         old.replace_all_uses_with(new)

@@ -93,6 +93,9 @@ def apply_match(m: Match, block: Block) -> Operation:
     root = max(m.ops, key=order.__getitem__)
     dropped_operands = external_operands(m.ops)
     new_ops = m.build()
+    for new_op in new_ops:
+        # Diagnostics at later levels point at the source line of the fused chain.
+        new_op.location = root.location
     block.insert_ops_before(new_ops, root)
     fused = new_ops[-1]
     read_through_format_changes(fused)

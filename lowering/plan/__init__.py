@@ -1,1 +1,27 @@
-"""The whole-graph execution plan: where GM buffers live, which stream runs what."""
+"""The whole-graph execution plan: where GM buffers live, which stream runs what.
+
+* `launches.py`: the host plan as the planners see it (buffers, launches, order);
+* `streams.py`: `npu-assign-streams`, streams and events;
+* `lifetimes.py`: buffer lifetimes under the concurrent schedule, the lower bound;
+* `placement.py`: the placement strategies;
+* `in_place.py`: outputs written over inputs that die at the same launch;
+* `memory.py`: `npu-plan-gm`, the GM arena plan.
+"""
+
+from __future__ import annotations
+
+
+def stages_before_plan(pipeline) -> list:
+    """The leaf passes of a compile pipeline (`ge-compile`, `ge-lower-to-npu`) up to,
+    not including, the execution plan: what benchmarks and tests plan several ways."""
+    from ...core.passes import PipelinePass
+    from .memory import PlanGmPass
+    from .streams import AssignStreamsPass
+
+    stages = []
+    for stage in pipeline.stages():
+        if isinstance(stage, PipelinePass):
+            stages += stages_before_plan(stage)
+        elif not isinstance(stage, (AssignStreamsPass, PlanGmPass)):
+            stages.append(stage)
+    return stages

@@ -15,6 +15,7 @@ How it is built (one concept per file):
   flags, deadlock detection;
 * `hazards.py`: race detection with vector clocks over the pipes;
 * `costs.py`: the cost model in closed form; `hbm.py`: the HBM all cores share;
+  `l2.py`: the L2 cache in front of it (presets with an `[l2]` table);
 * `report.py`: `--report` text, `--json`, `--trace`.
 
 Every error in the program (out of bounds, misaligned, over capacity, race,
@@ -33,9 +34,10 @@ from xdsl.dialects.builtin import ModuleOp
 from ...core.diagnostics import CompileError
 from ..hardware import HardwarePreset, load_preset
 from ..signature import input_specs, is_npu_host, main_function
-from .hbm import SharedHbm
+from .blas import single_threaded_blas
+from .l2 import GlobalMemory
 from .plan import HostPlan, run_plan
-from .report import KernelRecord, SimulationReport
+from .report import KernelRecord, SimulationReport, planned_arena
 
 
 @dataclass
@@ -53,13 +55,14 @@ def simulate(
 ) -> Simulation:
     """Run `module`'s `@main` host plan on positional `inputs` (the non-output arguments)."""
     preset = hw if isinstance(hw, HardwarePreset) else load_preset(hw)
+    single_threaded_blas()
     main = main_function(module)
     if not is_npu_host(main):
         raise CompileError("@main is not an npu host plan (its arguments must be GM memrefs)", main)
     specs = input_specs(main)
     if len(inputs) != len(specs):
         raise CompileError(f"@main takes {len(specs)} inputs, got {len(inputs)}", main)
-    plan = HostPlan(module, main, preset, SharedHbm(preset.hbm_bytes_per_cycle))
+    plan = HostPlan(module, main, preset, GlobalMemory(preset))
     plan.allocate(list(inputs))
     kernels: list[KernelRecord] = []
     events: list | None = [] if trace else None
@@ -71,5 +74,5 @@ def simulate(
 
     with np.errstate(all="ignore"):
         total = run_plan(plan, check_races, trace, record)
-    report = SimulationReport(preset, total, kernels, plan.peak_gm_bytes, plan.arena_bytes, events)
+    report = SimulationReport(preset, total, kernels, plan.peak_gm_bytes, plan.arena_bytes, events, **planned_arena(module))
     return Simulation(plan.outputs(), report)

@@ -10,6 +10,7 @@ vary: they are captured at issue, checked, and used when the pipe runs it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ...core.diagnostics import location_of, op_error
 from ...dialects import npu
@@ -17,6 +18,20 @@ from .costs import mmad_cycles, mmad_min_cycles, transfer_cost, vector_cycles, v
 from .hazards import PIPE_INDEX, S, Record
 
 Step = Callable[[object], None]
+
+
+@dataclass(frozen=True)
+class GmSide:
+    """What a transfer touching GM needs at run time: its unloaded data phase, the
+    bytes it moves (bursts), its latency, which access is the GM one, whether it
+    writes GM, and the bytes of each contiguous run there."""
+
+    data_cycles: int
+    moved_bytes: int
+    latency: int
+    access: int
+    writes: bool
+    run_bytes: int
 
 
 class InstructionDecoder:
@@ -90,7 +105,7 @@ class InstructionDecoder:
     # ---- cost and statistics ----------------------------------------------------------
 
     def _cost(self, op: npu.InstructionOp, a):
-        """(cycles, (data cycles, HBM bytes, latency) for GM paths or None, statistics)."""
+        """(cycles, a `GmSide` for transfers touching GM or None, statistics)."""
         hw = self.hw
         if isinstance(op, npu.TransferOp):
             accesses = op.accesses(a)
@@ -110,11 +125,12 @@ class InstructionDecoder:
                 stats.append((self.stat("gm_read"), nbytes))
             if dst == "gm":
                 stats.append((self.stat("gm_written"), nbytes))
-            hbm = None
+            gm = None
             if "gm" in (src, dst):
-                hbm = (cost.data_cycles, cost.moved_bytes, cost.latency)
-                stats.append((self.stat("hbm_bytes"), cost.moved_bytes))
-            return cost.cycles, hbm, stats
+                side = 0 if src == "gm" else 1
+                run_bytes = accesses[side].pattern.runs()[1] * self.buffer(op.operands[accesses[side].operand]).itemsize
+                gm = GmSide(cost.data_cycles, cost.moved_bytes, cost.latency, side, dst == "gm", run_bytes)
+            return cost.cycles, gm, stats
         if isinstance(op, npu.MmadOp):
             rate = op.rate_key()
             cycles = mmad_cycles(hw, a.m, a.n, a.k, rate)
@@ -131,26 +147,25 @@ class InstructionDecoder:
         a = op.attr_values()
         pipe = PIPE_INDEX[op.pipe_name()]
         slots, offset_regs, views, hazard_specs, checks = self._operands(op, a, pipe)
-        cycles, hbm_cost, stats = self._cost(op, a)
+        cycles, gm, stats = self._cost(op, a)
         kernel = op.kernel(a)
         check = self._issue_checks(op, checks)
         regs, bufs, bases = self.regs, self.bufs, self.bases
         issue_cost = self.hw.scalar_instruction_cycles
         name = op.name
-        hbm = self.hbm
         operands = tuple(zip(views, slots))
         hazard_operands = tuple(zip(hazard_specs, slots))
-        if hbm_cost is not None:
-            data_cycles, hbm_bytes, latency = hbm_cost
+        if gm is not None:
+            gm_transfer = self._gm_transfer(gm, hazard_specs[gm.access], slots[gm.access])
 
         def execute(core, issued: int, scalar_clock, offsets) -> None:
             pipe_free = core.pipe_free
             free = pipe_free[pipe]
             start = issued if issued > free else free
-            if hbm_cost is None:
+            if gm is None:
                 end = start + cycles
             else:
-                end = hbm.transfer(start, data_cycles, hbm_bytes) + latency
+                end = gm_transfer(core, start, offsets[gm.access])
             pipe_free[pipe] = end
             core.busy[pipe] += end - start
             hz = core.hz
@@ -183,6 +198,28 @@ class InstructionDecoder:
                 execute(core, core.s_time, core.s_clock, offsets)
 
         return issue
+
+    def _gm_transfer(self, gm: "GmSide", hazard_spec, slot: int):
+        """The run-time part of a transfer touching GM: its HBM / L2 booking (by the
+        addresses it touches, when the preset has an L2) and the bytes it moved on
+        each. Returns `run(core, start, gm_offset) -> end`."""
+        memory, bases = self.memory, self.bases
+        pattern, itemsize = hazard_spec[2], hazard_spec[3]
+        hbm_index, l2_index, compulsory_index = (self.stat(s) for s in ("hbm_bytes", "l2_hit_bytes", "hbm_compulsory"))
+        cached = memory.l2 is not None
+
+        def run(core, start: int, offset: int) -> int:
+            starts = pattern.run_starts(offset) * itemsize + bases[slot] if cached else None
+            end, hbm_bytes, hit_bytes, compulsory = memory.transfer(
+                start, gm.data_cycles, gm.moved_bytes, starts, gm.run_bytes, gm.writes
+            )
+            totals = core.stats
+            totals[hbm_index] += hbm_bytes
+            totals[l2_index] += hit_bytes
+            totals[compulsory_index] += compulsory
+            return end + gm.latency
+
+        return run
 
     # ---- the scalar read ---------------------------------------------------------------
 

@@ -40,7 +40,7 @@ from ...dialects import npu
 from ..hardware import HardwarePreset
 from ..signature import npu_argument_roles
 from .hazards import describe
-from .hbm import SharedHbm
+from .l2 import GlobalMemory
 from .program import KernelProgram, LocalMemory, decode_kernel
 
 ARG_ALIGNMENT = 512
@@ -114,12 +114,12 @@ def _label(value: SSAValue, fallback: str) -> str:
 class HostPlan:
     """The analysed plan of one module (see the module docstring)."""
 
-    def __init__(self, module: ModuleOp, main: func.FuncOp, hw: HardwarePreset, hbm: SharedHbm):
+    def __init__(self, module: ModuleOp, main: func.FuncOp, hw: HardwarePreset, memory: GlobalMemory):
         self.module = module
         self.main = main
         self.hw = hw
         self.programs: dict[str, KernelProgram] = {}
-        self._hbm = hbm
+        self._memory = memory
         self.buffers: list[GmBuffer] = []
         self.steps: list[Launch | EventStep] = []
         self.arena_bytes = 0
@@ -132,7 +132,7 @@ class HostPlan:
     def program(self, kernel: npu.KernelOp) -> KernelProgram:
         name = kernel.sym_name.data
         if name not in self.programs:
-            self.programs[name] = decode_kernel(kernel, self.hw, self._hbm)
+            self.programs[name] = decode_kernel(kernel, self.hw, self._memory)
         return self.programs[name]
 
     def _read_plan(self) -> None:

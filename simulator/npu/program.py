@@ -27,13 +27,14 @@ from ...dialects import npu
 from ..hardware import PATHS, SPACES, HardwarePreset
 from .core import Core
 from .hazards import Hazards
-from .hbm import SharedHbm
+from .l2 import GlobalMemory
 from .instructions import InstructionDecoder
 from .scalar import ScalarDecoder, constant_value, unsupported
 
-STATS = (*PATHS, "gm_read", "gm_written", "hbm_bytes", "cube_min", "vector_min", "flag_waits")
-"""What each core counts while it runs: bytes per path, GM bytes, the roofline
-terms, and the number of wait_flags it executed (each costs the flag latency)."""
+STATS = (*PATHS, "gm_read", "gm_written", "hbm_bytes", "l2_hit_bytes", "hbm_compulsory", "cube_min", "vector_min", "flag_waits")
+"""What each core counts while it runs: bytes per path, GM bytes (logical; crossing
+the HBM; served by the L2; compulsory HBM reads), the roofline terms, and the number
+of wait_flags it executed (each costs the flag latency)."""
 
 STAT_INDEX = {name: i for i, name in enumerate(STATS)}
 SPACE_INDEX = {name: i for i, name in enumerate(SPACES)}
@@ -72,8 +73,11 @@ class LocalMemory:
     """The local buffers of a core (one set, reused by every block in turn)."""
 
     def __init__(self, hw: HardwarePreset, slack_bytes: int):
+        # Rounded to 64 bytes so that a view of any element type fits whole elements.
         self.spaces = {
-            space: np.zeros(hw.capacity(space) + slack_bytes, dtype=np.uint8) for space in SPACES if space != "gm"
+            space: np.zeros(-(-(hw.capacity(space) + slack_bytes) // 64) * 64, dtype=np.uint8)
+            for space in SPACES
+            if space != "gm"
         }
 
     def poison(self, extents: dict[str, int]) -> None:
@@ -136,9 +140,9 @@ class KernelProgram:
 class KernelDecoder(ScalarDecoder, InstructionDecoder):
     """Decodes one `npu.kernel` for one preset (see the module docstring)."""
 
-    def __init__(self, hw: HardwarePreset, hbm: SharedHbm):
+    def __init__(self, hw: HardwarePreset, memory: GlobalMemory):
         self.hw = hw
-        self.hbm = hbm
+        self.memory = memory
         self.regs: list = []
         self._regs: dict[SSAValue, int] = {}
         self._constants: dict[SSAValue, object] = {}
@@ -268,6 +272,6 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
         )
 
 
-def decode_kernel(kernel: npu.KernelOp, hw: HardwarePreset, hbm: SharedHbm) -> KernelProgram:
-    return KernelDecoder(hw, hbm).decode(kernel)
+def decode_kernel(kernel: npu.KernelOp, hw: HardwarePreset, memory: GlobalMemory) -> KernelProgram:
+    return KernelDecoder(hw, memory).decode(kernel)
 

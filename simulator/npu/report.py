@@ -9,16 +9,21 @@ Definitions:
   kernel like msprof's op summary ratios (aic_mte2_ratio ...);
 * bytes per path: the logical bytes moved (rows x cols x element size), so the
   total equals the sum of the instructions' sizes; `hbm_bytes` counts the
-  32-byte bursts actually crossing the HBM;
+  32-byte bursts actually crossing the HBM, `l2_hit_bytes` those the L2 served
+  instead (presets with an L2, `l2.py`);
 * roofline_cycles = max(cube MACs at the cube's peak / cores, vector repeats at
   one per cycle x slope / cores, GM bytes / HBM bytes per cycle): a lower bound
-  no schedule of this module on this hardware can beat.
+  no schedule of this module on this hardware can beat. With an L2 the GM bytes
+  are the compulsory ones (bytes read from the HBM for the first time, and every
+  byte written), since re-reads may hit the cache.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import IntegerAttr
 
 from ..hardware import PATHS, HardwarePreset
 from .hazards import PIPE_NAMES
@@ -74,12 +79,17 @@ class KernelRecord:
 
 @dataclass
 class SimulationReport:
+    """Everything `ge-sim` reports about one run. The GM plan's lower bound and
+    no-reuse size come from the module (`planned_arena`) when npu-plan-gm made it."""
+
     hw: HardwarePreset
     total_cycles: int
     kernels: list[KernelRecord]
     peak_gm_bytes: int
     arena_bytes: int
     trace_events: list | None = field(default=None)
+    arena_lower_bound_bytes: int | None = None  # recorded by npu-plan-gm, if it ran
+    arena_no_reuse_bytes: int | None = None
 
     # ---- totals -----------------------------------------------------------------------
 
@@ -121,6 +131,25 @@ class SimulationReport:
     def gm_bytes_written(self) -> int:
         return int(self.stat("gm_written"))
 
+    def _with_fixed(self, arena: int | None) -> int | None:
+        """An arena size plus the GM outside the arena (inputs, outputs, constants)."""
+        return None if arena is None else arena + self.peak_gm_bytes - self.arena_bytes
+
+    @property
+    def gm_lower_bound_bytes(self) -> int | None:
+        """The most GM bytes live at any one time (arena lower bound + the rest)."""
+        return self._with_fixed(self.arena_lower_bound_bytes)
+
+    @property
+    def gm_no_reuse_bytes(self) -> int | None:
+        return self._with_fixed(self.arena_no_reuse_bytes)
+
+    @property
+    def _read_bound_bytes(self) -> float:
+        """GM bytes any schedule must read from the HBM: all of them without an L2,
+        the compulsory misses with one."""
+        return self.stat("hbm_compulsory") if self.hw.l2_bytes else self.gm_bytes_read
+
     def bytes_per_path(self) -> dict[str, int]:
         stats = self.stats
         return {p: int(stats[STAT_INDEX[p]]) for p in PATHS}
@@ -134,7 +163,7 @@ class SimulationReport:
         terms = {
             "cube_cycles": self.stat("cube_min") / cores,
             "vector_cycles": self.stat("vector_min") / cores,
-            "memory_cycles": (self.gm_bytes_read + self.gm_bytes_written) / self.hw.hbm_bytes_per_cycle,
+            "memory_cycles": (self._read_bound_bytes + self.gm_bytes_written) / self.hw.hbm_bytes_per_cycle,
         }
         bound = max(terms, key=terms.get)
         return {**terms, "roofline_cycles": terms[bound], "bound": bound.removesuffix("_cycles")}
@@ -159,6 +188,7 @@ class SimulationReport:
             f"{100 * achieved:.1f}% of it achieved",
             f"gm: read {self.gm_bytes_read} B, written {self.gm_bytes_written} B, "
             f"peak {self.peak_gm_bytes} B (arena {self.arena_bytes} B)",
+            *self._gm_plan_line(),
             f"instructions: {self.instructions} in {len(self.kernels)} launches, "
             f"{sum(len(k.cores) for k in self.kernels)} blocks",
             "",
@@ -172,6 +202,15 @@ class SimulationReport:
                 lines.append(f"{path:<11}{nbytes:>14}")
         lines += ["", self._kernel_table()]
         return "\n".join(lines)
+
+    def _gm_plan_line(self) -> list[str]:
+        if self.arena_lower_bound_bytes is None or self.arena_no_reuse_bytes is None:
+            return []
+        return [
+            f"gm plan: peak {self.peak_gm_bytes} B, lower bound {self.gm_lower_bound_bytes} B, "
+            f"no reuse {self.gm_no_reuse_bytes} B (arena {self.arena_bytes} B, lower bound "
+            f"{self.arena_lower_bound_bytes} B, no reuse {self.arena_no_reuse_bytes} B)"
+        ]
 
     def _kernel_table(self) -> str:
         ratio_columns = ("cube", "vec", "mte1", "mte2", "mte3", "fix", "scalar")
@@ -206,8 +245,13 @@ class SimulationReport:
             "gm_bytes_read": self.gm_bytes_read,
             "gm_bytes_written": self.gm_bytes_written,
             "hbm_bytes": int(self.stat("hbm_bytes")),
+            "l2_hit_bytes": int(self.stat("l2_hit_bytes")),
             "peak_gm_bytes": self.peak_gm_bytes,
+            "gm_lower_bound_bytes": self.gm_lower_bound_bytes,
+            "gm_no_reuse_bytes": self.gm_no_reuse_bytes,
             "arena_bytes": self.arena_bytes,
+            "arena_lower_bound_bytes": self.arena_lower_bound_bytes,
+            "arena_no_reuse_bytes": self.arena_no_reuse_bytes,
             "bytes_per_path": self.bytes_per_path(),
             "instructions": self.instructions,
             "roofline_cycles": roof["roofline_cycles"],
@@ -270,3 +314,16 @@ class SimulationReport:
 
     def trace_text(self) -> str:
         return json.dumps(self.chrome_trace())
+
+
+def planned_arena(module) -> dict[str, int]:
+    """The arena statistics npu-plan-gm recorded on `module`, as SimulationReport fields."""
+    from ...dialects.npu.host import ARENA_LOWER_BOUND_ATTR, ARENA_NO_REUSE_ATTR
+
+    fields = {ARENA_LOWER_BOUND_ATTR: "arena_lower_bound_bytes", ARENA_NO_REUSE_ATTR: "arena_no_reuse_bytes"}
+    found = {}
+    for attr, name in fields.items():
+        value = module.attributes.get(attr)
+        if isinstance(value, IntegerAttr):
+            found[name] = value.value.data
+    return found

@@ -26,7 +26,7 @@ from gecomp.dialects.fused import GroupOp
 from gecomp.lowering.graph_to_fused.fusion_graph import make_part
 from gecomp.lowering.graph_to_fused.legality import Constraints, problem
 from gecomp.lowering.graph_to_fused.traffic import estimate
-from gecomp.simulator.compare import worst_mismatch
+from gecomp.simulator.compare import precision_floor, worst_mismatch
 from gecomp.simulator.reference import run_reference
 
 PROPERTY_SETTINGS = settings(
@@ -67,12 +67,13 @@ def compile_module(module, pipeline: str) -> None:
 def check_fusion(g: RandomGraph, pipeline: str) -> None:
     module = g.module()
     expected = run_reference(module, list(g.inputs))
+    floor = precision_floor(module)
     before = estimate(module)
     compile_module(module, pipeline)
     actual = run_reference(module, list(g.inputs))
     for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
         assert a.dtype == e.dtype and a.shape == e.shape, f"result{i}: {a.dtype}{a.shape} vs {e.dtype}{e.shape}"
-        mismatch = worst_mismatch(f"result{i}", e, a)
+        mismatch = worst_mismatch(f"result{i}", e, a, floor)
         assert mismatch is None or mismatch.ratio <= 1.0, f"{pipeline}: {mismatch}\n{module}"
     for op in module.walk():
         if isinstance(op, GroupOp):

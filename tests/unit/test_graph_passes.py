@@ -15,7 +15,7 @@ from gecomp.core.parsing import load_module, parse_module, verify_module
 from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from gecomp.dialects.ge import ConstOp, RandomAttr, TransDataOp
 from gecomp.dialects.ge.formats import Format, format_of
-from gecomp.simulator.compare import worst_mismatch
+from gecomp.simulator.compare import precision_floor, worst_mismatch
 from gecomp.simulator.reference import run_reference
 from gecomp.simulator.signature import input_specs, main_function, random_inputs
 from gecomp.tools import ge_opt, ge_sim
@@ -45,8 +45,9 @@ def op_names(module) -> list[str]:
 
 def assert_same_numbers(before, after, seed: int = 0):
     inputs = random_inputs(input_specs(main_function(before)), seed)
+    floor = precision_floor(before)
     for i, (e, a) in enumerate(zip(run_reference(before, inputs), run_reference(after, inputs), strict=True)):
-        mismatch = worst_mismatch(f"result{i}", e, a)
+        mismatch = worst_mismatch(f"result{i}", e, a, floor)
         assert mismatch is None or mismatch.ratio <= 1.0, str(mismatch)
 
 

@@ -25,7 +25,7 @@ from random_graphs import GENERATED_OPS, RandomGraph, graphs, graphs_with
 from gecomp.core.context import make_context
 from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from gecomp.dialects.ge import GE_OPS
-from gecomp.simulator.compare import worst_mismatch
+from gecomp.simulator.compare import precision_floor, worst_mismatch
 from gecomp.simulator.reference import run_reference
 
 PROPERTY_SETTINGS = settings(
@@ -48,11 +48,12 @@ def optimise(module, pipeline: str = "ge-graph-opt") -> None:
 def assert_same_numbers(g: RandomGraph, pipeline: str):
     module = g.module()
     expected = run_reference(module, list(g.inputs))
+    floor = precision_floor(module)
     optimise(module, pipeline)
     actual = run_reference(module, list(g.inputs))
     for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
         assert a.dtype == e.dtype, f"result{i}: {a.dtype} instead of {e.dtype}"
-        mismatch = worst_mismatch(f"result{i}", e, a)
+        mismatch = worst_mismatch(f"result{i}", e, a, floor)
         assert mismatch is None or mismatch.ratio <= 1.0, f"{pipeline}: {mismatch}\n{module}"
     return module
 

@@ -94,41 +94,65 @@ def _encloses(outer: Block, inner: Block | None) -> bool:
     return False
 
 
-def _atom_range(atom: SSAValue) -> Interval:
-    return induction_range(atom) or UNBOUNDED
+class IndexFacts:
+    """What offset comparisons ask about atoms and loops, computed once per kernel."""
 
+    def __init__(self):
+        self._ranges: dict[SSAValue, Interval] = {}
+        self._distances: dict[scf.ForOp, Interval | None] = {}
+        self._shared: dict[tuple[SSAValue, Block], bool] = {}
 
-def _iteration_distance(loop: scf.ForOp) -> Interval | None:
-    """How far the induction variable advances between two different iterations
-    (None: the loop never runs two iterations)."""
-    step = constant_int(loop.step)
-    if step is None:
-        return UNBOUNDED
-    trips = trip_count(loop)
-    if trips is None:
-        return Interval(step, None)
-    if trips < 2:
-        return None
-    return Interval(step, step * (trips - 1))
+    def range(self, atom: SSAValue) -> Interval:
+        found = self._ranges.get(atom)
+        if found is None:
+            found = self._ranges[atom] = induction_range(atom) or UNBOUNDED
+        return found
 
+    def distance(self, loop: scf.ForOp) -> Interval | None:
+        """How far the induction variable advances between two different iterations
+        (None: the loop never runs two iterations)."""
+        if loop not in self._distances:
+            self._distances[loop] = self._distance(loop)
+        return self._distances[loop]
 
-def offset_difference(x: Affine, y: Affine, relation: Relation) -> Interval | None:
-    """The range of (y's offset - x's offset); None if no such pair of instances exists."""
-    total = Interval.point(y.const - x.const)
-    carried_iv = relation.carried.body.block.args[0] if relation.carried is not None else None
-    for atom in set(x.terms) | set(y.terms):
-        cx, cy = x.terms.get(atom, 0), y.terms.get(atom, 0)
-        if atom is carried_iv:
-            distance = _iteration_distance(relation.carried)
-            if distance is None:
-                return None
-            total = total + _atom_range(atom).scaled(cy - cx) + distance.scaled(cy)
-        elif _encloses(_defining_block(atom), relation.shared):
-            total = total + _atom_range(atom).scaled(cy - cx)
-        else:
-            values = _atom_range(atom)
-            total = total + values.scaled(cy) + values.scaled(-cx)
-    return total
+    @staticmethod
+    def _distance(loop: scf.ForOp) -> Interval | None:
+        step = constant_int(loop.step)
+        if step is None:
+            return UNBOUNDED
+        trips = trip_count(loop)
+        if trips is None:
+            return Interval(step, None)
+        if trips < 2:
+            return None
+        return Interval(step, step * (trips - 1))
+
+    def shared(self, atom: SSAValue, block: Block) -> bool:
+        """Whether `atom` has one value throughout an execution of `block`."""
+        key = (atom, block)
+        found = self._shared.get(key)
+        if found is None:
+            found = self._shared[key] = _encloses(_defining_block(atom), block)
+        return found
+
+    def difference(self, x: Affine, y: Affine, relation: Relation) -> Interval | None:
+        """The range of (y's offset - x's offset); None if no such pair of instances exists."""
+        total = Interval.point(y.const - x.const)
+        carried_iv = relation.carried.body.block.args[0] if relation.carried is not None else None
+        for atom in set(x.terms) | set(y.terms):
+            cx, cy = x.terms.get(atom, 0), y.terms.get(atom, 0)
+            if atom is carried_iv:
+                distance = self.distance(relation.carried)
+                if distance is None:
+                    return None
+                total = total + self.range(atom).scaled(cy - cx) + distance.scaled(cy)
+            elif self.shared(atom, relation.shared):
+                if cx != cy:
+                    total = total + self.range(atom).scaled(cy - cx)
+            else:
+                values = self.range(atom)
+                total = total + values.scaled(cy) + values.scaled(-cx)
+        return total
 
 
 def _apart(x: MemoryAccess, y: MemoryAccess, difference: Interval) -> bool:
@@ -154,6 +178,7 @@ class KernelAccesses:
     def __init__(self, kernel: npu.KernelOp, liveness: Liveness | None = None):
         self.kernel = kernel
         self.affine = AffineCache()
+        self.facts = IndexFacts()
         self.liveness = liveness or Liveness(kernel)
         self.gm_class = gm_alias_classes(kernel)
         self.by_instruction: dict[npu.InstructionOp, list[MemoryAccess]] = {
@@ -208,7 +233,7 @@ class KernelAccesses:
                     if self.may_share_bytes(x, y):
                         return True
                     continue
-                difference = offset_difference(x.offset, y.offset, relation)
+                difference = self.facts.difference(x.offset, y.offset, relation)
                 if difference is not None and not _apart(x, y, difference):
                     return True
         return False

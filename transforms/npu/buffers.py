@@ -12,9 +12,13 @@ Three passes share these facts, so they live in one place:
 
 Positions are a pre-order numbering of the kernel's ops (`linear_positions`): an
 op spans [first, last], its nested ops inside. A buffer is live from its first
-to its last use, and a use inside a loop keeps it live for the whole loop unless
-the buffer is iteration-private to that loop (then nothing flows from one
-iteration to the next through it).
+to its last use, and a use inside a loop keeps it live for the whole loop: even
+a buffer each iteration overwrites must not share bytes with another buffer of
+the same loop body, or the pipes could no longer work on different iterations at
+once (the ping and pong buffers of a double-buffered loop are exactly such a
+pair). An enclosing loop extends it further only if the buffer carries values
+from one of its iterations to the next (is not iteration-private to it): then
+buffers of two phases inside one loop can share bytes.
 """
 
 from __future__ import annotations
@@ -213,11 +217,13 @@ class Liveness:
         lo, hi = None, None
         for user in users:
             first, last = self.positions[user]
+            innermost = True
             parent = user.parent_op()
             while parent is not None and parent is not self.kernel:
                 if isinstance(parent, scf.ForOp):
-                    if alloc in self.private_to(parent):
+                    if not innermost and alloc in self.private_to(parent):
                         break
+                    innermost = False
                     first, last = min(first, self.positions[parent][0]), max(last, self.positions[parent][1])
                 parent = parent.parent_op()
             lo = first if lo is None else min(lo, first)

@@ -1,9 +1,17 @@
-"""`npu-plan-local-memory`: byte offsets for every `npu.alloc` of a kernel.
+"""`npu-plan-local-memory`: a byte offset for every `npu.alloc` of a kernel.
 
 Local buffers (L1, L0A, L0B, L0C, UB) are generated without offsets; the
-simulator, like the hardware, needs them. Buffers are placed one after another
-in their space at the preset's alignment. A tiling that does not fit is a
-compile error naming the kernel, the space and both sizes.
+simulator, like the hardware, needs them. Two buffers may share bytes when they
+are never live at the same time (`buffers.Liveness`: from first to last use,
+a use inside a loop keeping the buffer live for the whole loop unless every
+iteration overwrites it before reading it). Per space, buffers are placed
+largest first, each at the lowest offset aligned to the preset's alignment that
+overlaps no placed buffer live at the same time; an alloc that already has an
+offset keeps it and is placed first.
+
+A tiling that still does not fit is a compile error naming the kernel, the
+space, the peak of bytes live at once (what any placement needs at least), what
+this placement needs, the buffers live at the peak and the preset's capacity.
 """
 
 from __future__ import annotations
@@ -18,12 +26,98 @@ from ...core.diagnostics import CompileError
 from ...core.passes import record_statistic
 from ...dialects import npu
 from ...dialects.ge.base import Kind, to_attribute
-from ...simulator.hardware import load_preset
+from ...simulator.hardware import HardwarePreset, load_preset
+from .buffers import Liveness
+
+
+@dataclass
+class Buffer:
+    alloc: npu.AllocOp
+    size: int
+    live: tuple[int, int] | None
+    offset: int | None
+
+    @property
+    def name(self) -> str:
+        hint = self.alloc.result.name_hint
+        return f"%{hint}" if hint else f"a {self.size}-byte buffer"
+
+    def overlaps_in_time(self, other: Buffer) -> bool:
+        if self.live is None or other.live is None:
+            return False
+        return self.live[0] <= other.live[1] and other.live[0] <= self.live[1]
+
+
+def _align(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment
+
+
+def place(buffers: list[Buffer], alignment: int) -> int:
+    """Give every buffer without an offset the lowest aligned offset that overlaps no
+    placed buffer live at the same time (largest buffers first); returns the end of
+    the highest buffer."""
+    placed = [b for b in buffers if b.offset is not None]
+    for buffer in sorted((b for b in buffers if b.offset is None), key=lambda b: (-b.size, b.live or (0, 0))):
+        conflicts = sorted(
+            ((other.offset, other.offset + other.size) for other in placed if buffer.overlaps_in_time(other)),
+        )
+        offset = 0
+        for start, end in conflicts:
+            if offset + buffer.size <= start:
+                break
+            offset = max(offset, _align(end, alignment))
+        buffer.offset = offset
+        placed.append(buffer)
+    return max((b.offset + b.size for b in buffers), default=0)
+
+
+def peak_live(buffers: list[Buffer], alignment: int) -> tuple[int, list[Buffer]]:
+    """The most bytes (each buffer rounded up to the alignment) live at one
+    position, and the buffers live there."""
+    best, best_set = 0, []
+    for buffer in buffers:
+        if buffer.live is None:
+            continue
+        at = buffer.live[0]
+        live = [b for b in buffers if b.live is not None and b.live[0] <= at <= b.live[1]]
+        total = sum(_align(b.size, alignment) for b in live)
+        if total > best:
+            best, best_set = total, live
+    return best, best_set
+
+
+def plan_kernel(kernel: npu.KernelOp, preset: HardwarePreset) -> dict[str, int]:
+    """Place the kernel's allocs; returns the bytes used per space."""
+    liveness = Liveness(kernel)
+    by_space: dict[str, list[Buffer]] = {}
+    for alloc, live in liveness.intervals.items():
+        space = str(npu.space_of(alloc.result.type))
+        size = npu.buffer_bytes(alloc.result.type)
+        by_space.setdefault(space, []).append(Buffer(alloc, size, live, alloc.attr_values().offset))
+    used = {}
+    for space, buffers in by_space.items():
+        end = place(buffers, preset.alignment[space])
+        if end > preset.capacity(space):
+            _does_not_fit(kernel, space, buffers, end, preset)
+        for b in buffers:
+            b.alloc.properties["offset"] = to_attribute(Kind.INT, b.offset)
+        used[space] = end
+    return used
+
+
+def _does_not_fit(kernel: npu.KernelOp, space: str, buffers: list[Buffer], end: int, preset: HardwarePreset):
+    peak, live = peak_live(buffers, preset.alignment[space])
+    names = ", ".join(f"{b.name} ({b.size} B)" for b in sorted(live, key=lambda b: -b.size))
+    raise CompileError(
+        f"kernel @{kernel.sym_name.data} does not fit in {space.upper()}: its buffers need {peak} bytes at their "
+        f"peak ({names}), {end} as placed, and preset '{preset.name}' has {preset.capacity(space)}",
+        kernel,
+    )
 
 
 @dataclass(frozen=True)
 class PlanLocalMemoryPass(ModulePass):
-    """Place every npu.alloc at a byte offset of its space (aligned, checked against the preset's capacity)."""
+    """Place every npu.alloc at an aligned byte offset of its space, reusing the bytes of buffers that are no longer live; a tiling that does not fit is an error."""
 
     name = "npu-plan-local-memory"
 
@@ -31,25 +125,10 @@ class PlanLocalMemoryPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         preset = load_preset(self.hw)
-        for kernel in op.walk():
-            if isinstance(kernel, npu.KernelOp):
-                self._plan_kernel(kernel, preset)
-
-    def _plan_kernel(self, kernel: npu.KernelOp, preset) -> None:
-        used: dict[str, int] = {}
-        for alloc in kernel.walk():
-            if not isinstance(alloc, npu.AllocOp):
-                continue
-            space = str(npu.space_of(alloc.result.type))
-            align = preset.alignment[space]
-            offset = -(-used.get(space, 0) // align) * align
-            alloc.properties["offset"] = to_attribute(Kind.INT, offset)
-            used[space] = offset + npu.buffer_bytes(alloc.result.type)
-            record_statistic(self.name, "buffers placed")
-        for space, size in used.items():
-            if size > preset.capacity(space):
-                raise CompileError(
-                    f"kernel @{kernel.sym_name.data} needs {size} bytes of {space.upper()}, the "
-                    f"'{preset.name}' preset has {preset.capacity(space)}: its tiling does not fit",
-                    kernel,
-                )
+        for kernel in [k for k in op.walk() if isinstance(k, npu.KernelOp)]:
+            allocs = [a for a in kernel.walk() if isinstance(a, npu.AllocOp)]
+            unplaced = sum(1 for a in allocs if a.attr_values().offset is None)
+            used = plan_kernel(kernel, preset)
+            record_statistic(self.name, "buffers placed", unplaced)
+            record_statistic(self.name, "bytes without reuse", sum(npu.buffer_bytes(a.result.type) for a in allocs))
+            record_statistic(self.name, "bytes as placed", sum(used.values()))

@@ -52,8 +52,10 @@ class Dependency:
     carried: bool
 
 
-@dataclass
+@dataclass(eq=False)
 class Level:
+    """One block's nodes and dependencies (identity semantics: one per block)."""
+
     block: Block
     nodes: list[Operation]
     pipes: list[frozenset[int]]  # per node, the pipes its instructions use
@@ -65,15 +67,12 @@ class Level:
         parent = self.block.parent_op()
         return parent if isinstance(parent, scf.ForOp) else None
 
-    @property
-    def size(self) -> int:
-        return len(self.nodes)
-
     def index(self, op: Operation) -> int:
         return self._index[op]
 
     def __post_init__(self):
         self._index = {op: i for i, op in enumerate(self.nodes)}
+        self.size = len(self.nodes)
 
     def uses_pipe(self, pipe: int, start: int, stop: int) -> bool:
         """Whether a node in [start, stop) uses `pipe`."""
@@ -81,6 +80,35 @@ class Level:
 
     def last_node_using(self, pipe: int) -> int:
         return max((i for i, pipes in enumerate(self.pipes) if pipe in pipes), default=-1)
+
+    def keep_dominant_dependencies(self) -> None:
+        """Drop the dependencies that ordering others implies: with x -> y ordered,
+        every earlier producer on the same pipe is ordered before every later
+        consumer on the same pipe (pipes run in order), and a forward x -> y orders
+        x's iteration before all of the next one. Only a dependency whose consumer
+        is an instruction implies others: one into a nested loop or branch may be
+        ordered inside it, which orders nothing when it does not run."""
+        groups: dict[tuple[int, int], list[Dependency]] = {}
+        for d in self.dependencies:
+            groups.setdefault((d.p, d.q), []).append(d)
+        kept: set[Dependency] = set()
+        for deps in groups.values():
+            forward = self._skyline([d for d in deps if not d.carried])
+            last_forward_producer = max((d.x for d in forward if not self.nodes[d.y].regions), default=-1)
+            carried = self._skyline([d for d in deps if d.carried and d.x > last_forward_producer])
+            kept.update(forward, carried)
+        self.dependencies = kept
+
+    def _skyline(self, deps: list[Dependency]) -> list[Dependency]:
+        """Those no other dependency with an instruction consumer implies (one with a
+        later producer and an earlier consumer)."""
+        kept, earliest_consumer = [], None
+        for d in sorted(deps, key=lambda d: (-d.x, d.y)):
+            if earliest_consumer is None or d.y < earliest_consumer:
+                kept.append(d)
+                if not self.nodes[d.y].regions:
+                    earliest_consumer = d.y
+        return kept
 
 
 def pipe_of(op: npu.InstructionOp) -> int:
@@ -98,7 +126,7 @@ class KernelLevels:
         self.kernel = kernel
         self.accesses = accesses
         self.levels: dict[Block, Level] = {}
-        self._pipes: dict[Operation, frozenset[int]] = {}
+        self.pipe = {op: pipe_of(op) for op in accesses.by_instruction}
         self._build(kernel.entry)
         self._paths = {op: self._path(op) for op in accesses.by_instruction}
         self._collect_dependencies()
@@ -107,7 +135,7 @@ class KernelLevels:
 
     def _node_pipes(self, op: Operation) -> frozenset[int]:
         if _is_instruction(op):
-            return frozenset([pipe_of(op)])
+            return frozenset([self.pipe[op]])
         pipes: set[int] = set()
         for region in op.regions:
             for block in region.blocks:
@@ -165,10 +193,10 @@ class KernelLevels:
         for space, ops in by_space.items():
             writers = {op for op in ops if any(a.writes and a.space == space for a in self.accesses.by_instruction[op])}
             for x in ops:
-                if pipe_of(x) == S:
+                if self.pipe[x] == S:
                     continue
                 for y in ops:
-                    if x is y or pipe_of(x) == pipe_of(y) or (x not in writers and y not in writers):
+                    if x is y or self.pipe[x] == self.pipe[y] or (x not in writers and y not in writers):
                         continue
                     if (x, y) not in seen:
                         seen.add((x, y))
@@ -185,7 +213,7 @@ class KernelLevels:
             block = path_x[depth][0]
             level = self.levels[block]
             node_x, node_y = level.index(path_x[depth][1]), level.index(path_y[depth][1])
-            p, q = pipe_of(x), pipe_of(y)
+            p, q = self.pipe[x], self.pipe[y]
             if node_x < node_y and self.accesses.conflict(x, y, Relation.forward(block)):
                 level.dependencies.add(Dependency(node_x, node_y, p, q, False))
             for d in range(depth, -1, -1):
@@ -197,3 +225,5 @@ class KernelLevels:
                     body.dependencies.add(
                         Dependency(body.index(path_x[d][1]), body.index(path_y[d][1]), p, q, True)
                     )
+        for level in self.levels.values():
+            level.keep_dominant_dependencies()

@@ -1,3 +1,10 @@
 """Kernel templates, one module per family; importing this package registers them all."""
 
-from . import data_movement, elementwise  # noqa: F401
+from . import data_movement, elementwise, gather, layout, pooling  # noqa: F401
+from . import cube  # noqa: F401  (matmul family: cube_kernel.py, cube_operands.py, cube_epilogue.py)
+from . import normalization  # noqa: F401  (vector compute: softmax and norms)
+from . import reduction  # noqa: F401  (vector compute: reductions)
+from . import channel  # noqa: F401  (vector compute: bias_add, batch_norm)
+from . import groups  # noqa: F401  (vector compute: fused.group)
+from . import attention  # noqa: F401  (fused.flash_attention: the mix kernel)
+from . import conv  # noqa: F401  (ge.conv2d, fused.conv2d_bias_act: implicit GEMM on the cube)

@@ -1,0 +1,172 @@
+"""Simulated cycles against the roofline, per case, on a hardware preset.
+
+    python bench/roofline.py                      # every case, ascend910
+    python bench/roofline.py --only matmul        # cases whose name contains it
+    python bench/roofline.py --check              # also compare the numbers with the reference
+    python bench/roofline.py --pipeline 'ge-compile'
+
+For a case the roofline is a lower bound on its time: for a matrix product
+max(flops / cube peak, compulsory GM bytes / HBM bandwidth), the compulsory
+bytes being every input and output once (A + B + C). "simulated" is the whole
+module's time as `ge-sim` reports it (kernel launches included), "kernels" the
+sum of its launches' own durations; achieved = roofline / simulated.
+
+Cases are entries of CASES: a name, the ge module (text), and the roofline (a
+function of the preset and the simulation report, so a case may bound itself
+by what its kernels did, e.g. a sum of per-kernel rooflines). Add rows there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from gecomp.core.context import make_context
+from gecomp.core.parsing import parse_module
+from gecomp.core.passes import parse_pass_pipeline, run_pipeline
+from gecomp.simulator.compare import worst_mismatch
+from gecomp.simulator.hardware import HardwarePreset, load_preset
+from gecomp.simulator.npu import simulate
+from gecomp.simulator.npu.report import SimulationReport
+from gecomp.simulator.reference import run_reference
+from gecomp.simulator.signature import input_specs, main_function, output_specs, random_inputs
+
+COMPILE = (
+    "ge-graph-opt,ge-fuse,fused-split-matmul-norm,fused-ungroup,ge-materialize-broadcasts,ge-to-npu,"
+    "npu-double-buffer,npu-plan-local-memory,npu-insert-sync,npu-plan-gm"
+)
+"""ge-compile's stages with the overlapping synchronisation (npu-double-buffer,
+npu-insert-sync) in place of npu-serialize."""
+
+Roofline = Callable[[HardwarePreset, SimulationReport], float]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    module: Callable[[], str]
+    roofline: Roofline
+    note: str = ""
+
+
+def tensor(shape, dtype: str = "f16") -> str:
+    return f"tensor<{'x'.join(map(str, shape))}x{dtype}>"
+
+
+# ---- matrix products -------------------------------------------------------------------------
+
+
+def matmul_roofline(m: int, n: int, k: int, batch: int = 1, in_bytes: int = 2) -> Roofline:
+    """max(2 m n k / the cube's peak flops per cycle, (A + B + C) bytes / HBM bytes per cycle)."""
+
+    def bound(hw: HardwarePreset, report: SimulationReport) -> float:
+        flops = 2 * batch * m * n * k
+        compulsory = batch * (m * k + k * n + m * n) * in_bytes
+        return max(flops / hw.peak_fp16_flops_per_cycle, compulsory / hw.hbm_bytes_per_cycle)
+
+    return bound
+
+
+def matmul_module(m: int, n: int, k: int, weights: bool) -> Callable[[], str]:
+    """C = A @ B with A an input; B an input too, or a weight (a constant, which the
+    layout pass stores in FRACTAL_NZ at compile time)."""
+
+    def text() -> str:
+        a, b, c = tensor((m, k)), tensor((k, n)), tensor((m, n))
+        if weights:
+            return f"""func.func @main(%a: {a} {{ge.name = "a"}}) -> ({c} {{ge.name = "c"}}) {{
+  %b = ge.const #ge.random<normal, seed = 2, mean = 0.0, std = 0.02> : {b}
+  %c = ge.matmul %a, %b : ({a}, {b}) -> {c}
+  func.return %c : {c}
+}}"""
+        return f"""func.func @main(%a: {a} {{ge.name = "a"}}, %b: {b} {{ge.name = "b"}}) -> ({c} {{ge.name = "c"}}) {{
+  %c = ge.matmul %a, %b : ({a}, {b}) -> {c}
+  func.return %c : {c}
+}}"""
+
+    return text
+
+
+CASES: list[Case] = [
+    Case("matmul 2048^3 fp16, weights", matmul_module(2048, 2048, 2048, True), matmul_roofline(2048, 2048, 2048),
+         "A an input (ND), B a constant (FRACTAL_NZ)"),
+    Case("matmul 2048^3 fp16, two inputs", matmul_module(2048, 2048, 2048, False), matmul_roofline(2048, 2048, 2048),
+         "A and B inputs (ND)"),
+    Case("matmul 1024x4096x1024 fp16, weights", matmul_module(1024, 1024, 4096, True), matmul_roofline(1024, 1024, 4096)),
+]
+
+
+# ---- running ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    case: Case
+    simulated: int
+    kernels: int
+    roofline: float
+    compile_s: float
+    simulate_s: float
+    check: str
+
+    @property
+    def achieved(self) -> float:
+        return self.roofline / self.simulated if self.simulated else 0.0
+
+
+def run_case(case: Case, hw: str, pipeline: str, check: bool, seed: int = 0) -> Row:
+    ctx = make_context()
+    module = parse_module(ctx, case.module(), case.name)
+    main = main_function(module)
+    inputs = random_inputs(input_specs(main), seed)
+    expected = run_reference(module.clone(), inputs) if check else None
+    names = [s.name for s in output_specs(main)]
+    start = time.perf_counter()
+    run_pipeline(parse_pass_pipeline(pipeline), ctx, module)
+    compiled = time.perf_counter()
+    simulation = simulate(module, inputs, hw=hw, check_races=check)
+    simulated = time.perf_counter()
+    report = simulation.report
+    verdict = ""
+    if expected is not None:
+        worst = [worst_mismatch(n, np.asarray(e), np.asarray(g)) for n, e, g in zip(names, expected, simulation.outputs)]
+        bad = [w for w in worst if w is not None and w.ratio > 1.0]
+        verdict = "ok" if not bad else f"MISMATCH {bad[0]}"
+    return Row(
+        case,
+        report.total_cycles,
+        sum(k.cycles for k in report.kernels),
+        case.roofline(load_preset(hw), report),
+        compiled - start,
+        simulated - compiled,
+        verdict,
+    )
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hw", default="ascend910")
+    parser.add_argument("--only", default="", help="run the cases whose name contains this")
+    parser.add_argument("--pipeline", default=COMPILE)
+    parser.add_argument("--check", action="store_true", help="compare with the reference and check races")
+    args = parser.parse_args(argv)
+    header = f"{'case':<40}{'simulated':>11}{'kernels':>10}{'roofline':>10}{'achieved':>10}{'compile s':>11}{'sim s':>8}"
+    print(f"preset {args.hw}, pipeline {args.pipeline}")
+    print(header)
+    for case in CASES:
+        if args.only not in case.name:
+            continue
+        row = run_case(case, args.hw, args.pipeline, args.check)
+        print(
+            f"{case.name:<40}{row.simulated:>11}{row.kernels:>10}{row.roofline:>10.0f}{100 * row.achieved:>9.1f}%"
+            f"{row.compile_s:>11.2f}{row.simulate_s:>8.2f}  {row.check}{'  ' + case.note if case.note else ''}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

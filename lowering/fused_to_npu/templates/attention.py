@@ -1,0 +1,314 @@
+"""`fused.flash_attention`: the mix kernel, cube and vector taking turns on tiles
+of one head, the (Sq x Sk) scores never leaving the core.
+
+An item is `mq` query rows of one (batch, head); a core walks its range of items
+(`lowering/tiling.py:choose_attention_tiling`). Per item:
+
+    Q (mq x D)  GM -> L1 -> L0A once
+    m = -3e38, l = 0, O = 0                               per-row max / sum, fp32 accumulator in UB
+    for each key / value block of sk rows:               two L1 / L0 copies of K, V and P, by parity
+        S  = Q K^T              (cube: K staged as K^T through load_l0's transpose)
+        S  = mask(S * scale)    (UB, fp32: fixpipe, vmuls, vsel or vadd)
+        m' = max(m, rowmax S);  a = exp(m - m');  P = exp(S - m');  l = l a + rowsum P
+        O  = O a + P V          (P rounded to fp16, UB -> L1 -> L0A; the product through L0C)
+        m  = m'
+    out = O / l                 (fp16, in the output's format)
+
+BNSD reads (*batch, S, D) matrices; BSH reads head h of (*batch, S, N*D) as the
+columns h*D.. of each row (for FRACTAL_NZ, whole 16-column blocks: D must be a
+multiple of 16). Scores and probabilities are fp32 until P goes back to the
+cube in fp16; the reference keeps them fp32 (within the fp16 tolerance).
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+from xdsl.dialects.builtin import f16, f32
+
+from ....dialects import fused, npu
+from ....dialects.ge.formats import Format
+from ...tiling import FRACTAL, AttentionShape, AttentionTiling, choose_attention_tiling, round_up
+from ..context import GmTensor, KernelContext, kernel_for
+from ..kernel_builder import Index
+from ..vector_emitter import Operand, Tile, VectorEmitter, emit_elementwise
+from .cube_epilogue import EpilogueInput, Role, ScratchTiles
+from .cube_kernel import for_core_items
+from .cube_operands import ND, NZ, BatchMap, MatrixView, batch_map, broadcast_view, nz_block_stride
+
+NEG_INIT = -3.0e38
+"""The running row max before any block: below any score, and exp(NEG_INIT - m) is 0."""
+
+UNROLLED_BLOCKS = 8
+"""Up to this many key / value blocks are written out (a straight line syncs best)."""
+
+
+def head_view(t: GmTensor, layout: str, heads: int, transposed: bool = False) -> MatrixView:
+    """The (S x D) matrix of each (batch, head) of q, k, v or the output, batches
+    flattened in (*batch, head) order; logically (D x S) if `transposed`."""
+    if layout == "BNSD":
+        *batch, s, d = t.shape
+        return _view(t, s, d, t.shape[:-2], transposed, 0)
+    *batch, s, hidden = t.shape
+    d = hidden // heads
+    return _view(t, s, d, (*batch, heads), transposed, d)
+
+
+def _view(t: GmTensor, s: int, d: int, batch_shape, transposed: bool, head_cols: int) -> MatrixView:
+    """`head_cols` > 0: the last batch dim is heads, each `head_cols` columns to the right."""
+    width = t.shape[-1]
+    rows, cols = (d, s) if transposed else (s, d)
+    outer = batch_shape[:-1] if head_cols else batch_shape
+    if t.format == Format.ND:
+        dims = list(batch_map(outer, outer, s * width).dims)
+        stride = width
+        if head_cols:
+            dims.append((batch_shape[-1], head_cols))
+        return MatrixView(t, rows, cols, ND, transposed, stride, BatchMap(tuple(dims)))
+    if t.format == Format.FRACTAL_NZ:
+        if head_cols % FRACTAL:
+            raise ValueError(f"heads of {head_cols} columns in a FRACTAL_NZ tensor (a multiple of 16 is needed)")
+        stride = nz_block_stride(s)
+        dims = list(batch_map(outer, outer, stride * -(-width // FRACTAL)).dims)
+        if head_cols:
+            dims.append((batch_shape[-1], head_cols // FRACTAL * stride))
+        return MatrixView(t, rows, cols, NZ, transposed, stride, BatchMap(tuple(dims)))
+    raise ValueError(f"a {t.format.value} attention operand")
+
+
+@kernel_for(fused.FlashAttentionOp)
+def lower_flash_attention(op: fused.FlashAttentionOp, k: KernelContext) -> None:
+    a = op.attr_values()
+    names = op.present_operand_names()
+    t = SimpleNamespace(**{"mask": None, **dict(zip(names, k.inputs))})
+    out = k.outputs[0]
+    if t.query.element_type != f16:
+        raise k.unsupported(f"flash attention on {t.query.element_type} (the kernel takes f16)")
+    try:
+        q = head_view(t.query, a.layout, a.num_heads)
+        kt = head_view(t.key, a.layout, a.num_heads, transposed=True)
+        v = head_view(t.value, a.layout, a.num_heads)
+        o = head_view(out, a.layout, a.num_heads)
+        scores = (*(o.batches.dims and [size for size, _ in o.batches.dims]), q.rows, kt.cols)
+        mask = None if t.mask is None else _mask_input(t.mask, scores)
+    except ValueError as e:
+        raise k.unsupported(str(e)) from None
+    batch = math.prod(size for size, _ in o.batches.dims)
+    mask_bytes = 0 if mask is None or mask.role == Role.SCALAR else mask.view.itemsize
+    shape = AttentionShape(batch, q.rows, kt.cols, q.cols, v.cols, mask_bytes)
+    try:
+        tiling = choose_attention_tiling(k.hw, shape)
+    except ValueError as e:
+        raise k.unsupported(str(e)) from None
+    k.explain(tiling.explain())
+    k.block_dim = tiling.block_dim
+    boolean = t.mask is not None and t.mask.element_type != t.query.element_type
+    _AttentionKernel(k, tiling, q, kt, v, o, mask, boolean, a).emit()
+
+
+def _mask_input(mask: GmTensor, scores) -> EpilogueInput:
+    splat = mask.splat()
+    if splat is not None:
+        return EpilogueInput(None, splat)
+    return EpilogueInput(broadcast_view(mask, scores))
+
+
+class _AttentionKernel:
+    def __init__(self, k: KernelContext, t: AttentionTiling, q, kt, v, o, mask: EpilogueInput | None, boolean: bool, attrs):
+        self.k, self.b, self.t = k, k.b, t
+        self.q, self.kt, self.v, self.o, self.mask, self.a = q, kt, v, o, mask, attrs
+        self.boolean_mask = boolean
+        s = t.shape
+        self.d16, self.dv16, self.sk16 = round_up(s.d, FRACTAL), round_up(s.dv, FRACTAL), round_up(t.sk, FRACTAL)
+        self.q_tiles = -(-s.sq // t.mq)
+        self._alloc()
+
+    def _alloc(self) -> None:
+        b, t, s = self.b, self.t, self.t.shape
+        mq, sk = t.mq, t.sk
+        self.q_l1 = b.alloc([self.q.l1_elements(mq, s.d)], f16, "l1", "q_l1")
+        self.q_l0 = b.alloc([mq * self.d16], f16, "l0a", "q_l0")
+        self.k_l1 = [b.alloc([self.kt.l1_elements(s.d, sk)], f16, "l1", f"k_l1_{i}") for i in range(2)]
+        self.v_l1 = [b.alloc([self.v.l1_elements(sk, s.dv)], f16, "l1", f"v_l1_{i}") for i in range(2)]
+        self.p_l1 = [b.alloc([mq * self.sk16], f16, "l1", f"p_l1_{i}") for i in range(2)]
+        self.p_l0 = [b.alloc([mq * self.sk16], f16, "l0a", f"p_l0_{i}") for i in range(2)]
+        self.k_l0 = [b.alloc([self.d16 * self.sk16], f16, "l0b", f"k_l0_{i}") for i in range(2)]
+        self.v_l0 = [b.alloc([self.sk16 * self.dv16], f16, "l0b", f"v_l0_{i}") for i in range(2)]
+        self.s_l0c = b.alloc([mq * self.sk16], f32, "l0c", "s_acc")
+        self.pv_l0c = b.alloc([mq * self.dv16], f32, "l0c", "pv_acc")
+        self.s_ub = b.alloc([mq * self.sk16], f32, "ub", "scores")
+        self.p_ub = b.alloc([mq * self.sk16], f16, "ub", "probs")
+        self.acc = b.alloc([mq * self.dv16], f32, "ub", "acc")
+        self.pv_ub = b.alloc([mq * self.dv16], f32, "ub", "pv")
+        self.out_ub = b.alloc([round_up(mq, FRACTAL) * self.dv16], f16, "ub", "out")
+        self.stats = [b.alloc([round_up(mq, 8)], f32, "ub", name) for name in ("row_max", "row_sum")]
+        self.mask_home = None
+        if self.mask is not None and self.mask.view is not None:
+            m = self.mask
+            size = {Role.FULL: mq * self.sk16, Role.COL: round_up(mq, 32), Role.ROW: self.sk16, Role.SCALAR: 32}[m.role]
+            self.mask_home = b.alloc([size], m.element_type, "ub", "mask")
+        self.scratch = ScratchTiles(b, mq, self.sk16, "att")
+
+    # ---- items ------------------------------------------------------------------------
+
+    def emit(self) -> None:
+        b, t = self.b, self.t
+        if self.mask is not None and self.mask.role == Role.SCALAR and self.mask_home is not None:
+            b.emit(npu.CopyOp, self.mask.view.value, self.mask.view.base, self.mask_home, 0, cols=1)
+        for_core_items(b, t.items, t.per_core, t.block_dim, lambda item, _: self._item(item))
+
+    def _item(self, item: Index) -> None:
+        b, t, s = self.b, self.t, self.t.shape
+        qi = b.rem(item, self.q_tiles)
+        batch = b.floordiv(item, self.q_tiles)
+        tail = s.sq - (self.q_tiles - 1) * t.mq
+        if tail == t.mq or self.q_tiles == 1:
+            self._rows(batch, b.mul(qi, t.mq), min(t.mq, s.sq), self.q_tiles == 1 or tail == t.mq)
+            return
+        if isinstance(qi, int):
+            last = qi == self.q_tiles - 1
+            self._rows(batch, qi * t.mq, tail if last else t.mq, last)
+            return
+        with b.when(b.less_than(qi, self.q_tiles - 1)):
+            self._rows(batch, b.mul(qi, t.mq), t.mq, False)
+        with b.when(b.equals(qi, self.q_tiles - 1)):
+            self._rows(batch, (self.q_tiles - 1) * t.mq, tail, True)
+
+    def _rows(self, batch: Index, q0: Index, mq: int, ends: bool) -> None:
+        """One item: `mq` query rows from q0 of `batch` (`ends`: the last rows)."""
+        b, s = self.b, self.t.shape
+        offsets = SimpleNamespace(
+            q=self.q.batches.offset(b, batch),
+            k=self.kt.batches.offset(b, batch),
+            v=self.v.batches.offset(b, batch),
+            o=self.o.batches.offset(b, batch),
+            mask=self.mask.view.batches.offset(b, batch) if self.mask_home is not None else None,
+        )
+        self.q.stage_to_l1(b, offsets.q, q0, mq, 0, s.d, self.q_l1, self.q.l1_stride(self.t.mq, s.d))
+        self.q.load_to_l0(b, self.q_l1, self.q.l1_stride(self.t.mq, s.d), 0, mq, 0, s.d, self.q_l0, self.d16)
+        rows = self.scratch.emitter(mq, self.dv16)
+        m, l = (Tile(buf, 0, 1, col_stride=0) for buf in self.stats)
+        rows.per_row().fill(m, NEG_INIT)
+        rows.per_row().fill(l, 0.0)
+        VectorEmitter(b, mq, s.dv, rows.temp).fill(Tile(self.acc, 0, self.dv16), 0.0)
+        blocks = [(j * self.t.sk, min(self.t.sk, s.sk - j * self.t.sk)) for j in range(-(-s.sk // self.t.sk))]
+        full = [blk for blk in blocks if blk[1] == self.t.sk]
+        if len(blocks) <= UNROLLED_BLOCKS or len(full) < 2:
+            for j, (k0, size) in enumerate(blocks):
+                self._block(offsets, q0, mq, k0, size, j % 2)
+        else:
+            pairs = len(full) // 2
+            with b.loop(0, pairs, name="kvpair") as pair:
+                k0 = b.mul(pair, 2 * self.t.sk)
+                self._block(offsets, q0, mq, k0, self.t.sk, 0)
+                self._block(offsets, q0, mq, b.add(k0, self.t.sk), self.t.sk, 1)
+            for j, (k0, size) in enumerate(blocks[2 * pairs :]):
+                self._block(offsets, q0, mq, k0, size, j % 2)
+        self._finish(offsets, q0, mq, ends)
+
+    # ---- one key / value block --------------------------------------------------------------
+
+    def _block(self, offsets, q0: Index, mq: int, k0: Index, size: int, parity: int) -> None:
+        b, s = self.b, self.t.shape
+        sk16 = self.sk16
+        kt_stride = self.kt.l1_stride(s.d, self.t.sk)
+        self.kt.stage_to_l1(b, offsets.k, 0, s.d, k0, size, self.k_l1[parity], kt_stride)
+        self.kt.load_to_l0(b, self.k_l1[parity], kt_stride, 0, s.d, 0, size, self.k_l0[parity], sk16)
+        b.emit(
+            npu.MmadOp, self.q_l0, 0, self.k_l0[parity], 0, self.s_l0c, 0,
+            m=mq, n=size, k=s.d, strides=[self.d16, sk16, sk16],
+        )
+        b.emit(npu.FixpipeOp, self.s_l0c, 0, self.s_ub, 0, rows=mq, cols=size, strides=[sk16, sk16])
+        self.scratch.reset()
+        v = self.scratch.emitter(mq, size)
+        scores = Tile(self.s_ub, 0, sk16)
+        self._scale_and_mask(v, offsets, q0, mq, k0, size, scores)
+        probs = Tile(self.p_ub, 0, sk16)
+        alpha = self._online_softmax(v, scores, probs)
+        # P back to the cube, V with it: O = O * alpha + P V
+        v_stride = self.v.l1_stride(self.t.sk, s.dv)
+        b.emit(npu.CopyOp, self.p_ub, 0, self.p_l1[parity], 0, rows=mq, cols=size, strides=[sk16, sk16])
+        b.emit(npu.LoadL0Op, self.p_l1[parity], 0, self.p_l0[parity], 0, rows=mq, cols=size, strides=[sk16, sk16])
+        self.v.stage_to_l1(b, offsets.v, k0, size, 0, s.dv, self.v_l1[parity], v_stride)
+        self.v.load_to_l0(b, self.v_l1[parity], v_stride, 0, size, 0, s.dv, self.v_l0[parity], self.dv16)
+        b.emit(
+            npu.MmadOp, self.p_l0[parity], 0, self.v_l0[parity], 0, self.pv_l0c, 0,
+            m=mq, n=s.dv, k=size, strides=[sk16, self.dv16, self.dv16],
+        )
+        b.emit(npu.FixpipeOp, self.pv_l0c, 0, self.pv_ub, 0, rows=mq, cols=s.dv, strides=[self.dv16, self.dv16])
+        acc = VectorEmitter(b, mq, s.dv, v.temp, v.col_temp)
+        acc_tile = Tile(self.acc, 0, self.dv16)
+        acc.instr(npu.VMulOp, acc_tile, alpha, acc_tile)
+        acc.instr(npu.VAddOp, acc_tile, Tile(self.pv_ub, 0, self.dv16), acc_tile)
+
+    def _scale_and_mask(self, v: VectorEmitter, offsets, q0, mq: int, k0, size: int, scores: Tile) -> None:
+        a = self.a
+        if a.scale != 1.0:
+            v.instr(npu.VMulsOp, scores, scores, scalar=float(a.scale))
+        if self.mask is None:
+            return
+        mask = self._load_mask(offsets, q0, mq, k0, size)
+        if not self.boolean_mask:
+            widened = v.widened(mask) if isinstance(mask, Tile) else mask
+            emit_elementwise(v, "ge.add", SimpleNamespace(), [scores, widened], scores)
+        elif isinstance(mask, Tile):
+            emit_elementwise(v, "ge.where", SimpleNamespace(), [mask, scores, float(a.mask_value)], scores)
+        elif not mask:  # a splat false mask: every score is mask_value
+            v.fill(scores, float(a.mask_value))
+
+    def _load_mask(self, offsets, q0, mq: int, k0, size: int) -> Operand:
+        m = self.mask
+        if m.immediate is not None:
+            return m.immediate
+        role, home = m.role, self.mask_home
+        if role == Role.FULL:
+            m.view.load_to_ub(self.b, offsets.mask, q0, mq, k0, size, home, self.sk16)
+            return Tile(home, 0, self.sk16)
+        if role == Role.ROW:
+            m.view.load_to_ub(self.b, offsets.mask, 0, 1, k0, size, home, self.sk16)
+            return Tile(home, 0, 0)
+        if role == Role.COL:
+            m.view.load_to_ub(self.b, offsets.mask, q0, mq, 0, 1, home, 1)
+            return Tile(home, 0, 1, col_stride=0)
+        return Tile(home, 0, 0, col_stride=0)
+
+    def _online_softmax(self, v: VectorEmitter, scores: Tile, probs: Tile) -> Tile:
+        """P = exp(S - m'), l = l a + rowsum P, m = m' for the block; returns a (per row)."""
+        m, l = (Tile(buf, 0, 1, col_stride=0) for buf in self.stats)
+        rows = v.per_row()
+        block_max = v.col_temp(f32)
+        v.reduce_rows("max", scores, block_max)
+        new_max = v.col_temp(f32)
+        rows.instr(npu.VMaxOp, m, block_max, new_max)
+        alpha = v.col_temp(f32)
+        rows.instr(npu.VSubOp, m, new_max, alpha)
+        rows.instr(npu.VExpOp, alpha, alpha)
+        rows.instr(npu.VCopyOp, new_max, m)
+        v.instr(npu.VSubOp, scores, new_max, scores)
+        v.instr(npu.VExpOp, scores, scores)
+        block_sum = v.col_temp(f32)
+        v.reduce_rows("sum", scores, block_sum)
+        rows.instr(npu.VMulOp, l, alpha, l)
+        rows.instr(npu.VAddOp, l, block_sum, l)
+        v.cast(scores, probs)
+        return alpha
+
+    def _finish(self, offsets, q0, mq: int, ends: bool) -> None:
+        b, s = self.b, self.t.shape
+        self.scratch.reset()
+        out = VectorEmitter(b, mq, s.dv, self.scratch.temp, self.scratch.column)
+        l = Tile(self.stats[1], 0, 1, col_stride=0)
+        inverse = out.col_temp(f32)
+        out.per_row().instr(npu.VRecOp, l, inverse)
+        acc = Tile(self.acc, 0, self.dv16)
+        out.instr(npu.VMulOp, acc, inverse, acc)
+        result = Tile(self.out_ub, 0, self.dv16)
+        pad = round_up(s.sq, FRACTAL) - s.sq if ends and self.o.layout == NZ else 0
+        if self.o.layout == NZ and s.dv % FRACTAL:
+            b.emit(npu.VDupOp, self.out_ub, self.dv16 - FRACTAL, rows=mq, cols=FRACTAL, strides=[self.dv16], value=0.0)
+        out.cast(acc, result)
+        if pad:
+            b.emit(npu.VDupOp, self.out_ub, mq * self.dv16, rows=pad, cols=self.dv16, strides=[self.dv16], value=0.0)
+        cols = self.dv16 if self.o.layout == NZ else s.dv
+        self.o.store_from_ub(b, offsets.o, q0, mq + pad, 0, cols, self.out_ub, self.dv16)

@@ -1,0 +1,422 @@
+"""Convolution on the cube: ge.conv2d and fused.conv2d_bias_act as an implicit GEMM.
+
+Per (image, group) the convolution is a matrix product over K = C1 x KH x KW x 16
+(channel blocks of 16, the fractal order of FRACTAL_Z weights): the weights are
+an (O x K) matrix, the input an (P x K) "img2col" matrix of P = OH x OW output
+pixels, each row the receptive field of a pixel. The img2col matrix is never
+written to GM: it is gathered into L1 per K chunk, FRACTAL_NZ blocks of 16
+channels, by `ImageOperand` (the job of Ascend's img2col / load3d):
+
+    for each channel block of the chunk:
+        MTE2  the input rows the pixel tile needs -> a UB slab, zero-padded, pixels
+              by 16 channels (NC1HWC0 rows copy as they are; NCHW planes are
+              transposed by the vector unit); rows outside the image stay zero
+        for each (kh, kw), each output row of the tile:
+        MTE3  OW pixels (stride `strides`, dilation `dilations`) -> their L1 rows
+
+so pixel tiles are whole output rows and K chunks whole channel blocks. The
+orientation follows the output: an NC1HWC0 result is the FRACTAL_NZ image of
+the (P x O) product (pixels as rows, weights as the transposed B); an NCHW result
+is the row-major (O x P) product (weights as A) when the weights are FRACTAL_Z,
+and the transposed (P x O) one otherwise (OIHW weights, whose rows of one
+channel block are strided, load as B one K row at a time). The epilogue adds the
+per-channel bias and the residual and applies the activation (`cube.py`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from xdsl.dialects.builtin import f16
+
+from ....dialects import fused, ge, npu
+from ....dialects.ge.formats import Format
+from ....simulator.hardware import HardwarePreset
+from ....simulator.npu.costs import transfer_cycles
+from ...tiling import FRACTAL, GemmShape, round_up
+from ..context import GmTensor, KernelContext, kernel_for
+from ..kernel_builder import Index, KernelBuilder
+from .cube import bias_act_epilogue
+from .cube_epilogue import EpilogueInput
+from .cube_kernel import CubeProblem, emit_cube_kernel
+from .cube_operands import ND, NZ, BatchMap, MatrixView
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    n: int
+    c: int
+    h: int
+    w: int
+    o: int
+    kh: int
+    kw: int
+    oh: int
+    ow: int
+    strides: tuple[int, int]
+    pads: tuple[int, int, int, int]  # top, left, bottom, right
+    dilations: tuple[int, int]
+    groups: int
+
+    @property
+    def cg(self) -> int:
+        return self.c // self.groups
+
+    @property
+    def og(self) -> int:
+        return self.o // self.groups
+
+    @property
+    def c1(self) -> int:
+        """Channel blocks of one group."""
+        return -(-self.cg // FRACTAL)
+
+    @property
+    def window(self) -> int:
+        return self.kh * self.kw
+
+    @property
+    def k(self) -> int:
+        return self.c1 * self.window * FRACTAL
+
+    @property
+    def p(self) -> int:
+        return self.oh * self.ow
+
+    @property
+    def padded_width(self) -> int:
+        return self.w + self.pads[1] + self.pads[3]
+
+    def slab_rows(self, out_rows: int) -> int:
+        """Input rows the receptive fields of `out_rows` output rows span."""
+        return (out_rows - 1) * self.strides[0] + (self.kh - 1) * self.dilations[0] + 1
+
+
+def geometry(op, x: GmTensor, w: GmTensor, out: GmTensor) -> ConvGeometry:
+    a = op.attr_values()
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    return ConvGeometry(
+        n, c, h, wd, o, kh, kw, out.shape[2], out.shape[3],
+        tuple(a.strides), tuple(a.pads), tuple(a.dilations), a.groups,
+    )
+
+
+def if_less(b: KernelBuilder, pairs: list[tuple[Index, Index]], emit) -> None:
+    """`emit()` under `scf.if` for every `lhs < rhs` of `pairs` known only at run time;
+    not at all if one known at compile time is false (a branch that never runs may
+    not even hold an access that would be out of bounds)."""
+    dynamic = []
+    for lhs, rhs in pairs:
+        if isinstance(lhs, int) and isinstance(rhs, int):
+            if not lhs < rhs:
+                return
+        else:
+            dynamic.append((lhs, rhs))
+    if not dynamic:
+        emit()
+        return
+    lhs, rhs = dynamic[0]
+    with b.when(b.less_than(lhs, rhs)):
+        if_less(b, dynamic[1:], emit)
+
+
+# ---- the img2col operand ----------------------------------------------------------------------
+
+
+class ImageOperand:
+    """The (P x K) img2col matrix of one (image, group), or its (K x P) transpose,
+    staged into L1 as FRACTAL_NZ blocks (see the module docstring)."""
+
+    def __init__(self, x: GmTensor, g: ConvGeometry, transposed: bool):
+        self.x, self.g, self.transposed = x, g, transposed
+        self.rows, self.cols = (g.k, g.p) if transposed else (g.p, g.k)
+        self.mn_granule = g.ow  # pixel tiles are whole output rows
+        self.k_granule = g.window * FRACTAL  # K chunks are whole channel blocks
+        # How the staged tile sits in L1 and goes to L0: an NZ matrix of the same shape.
+        self.l1 = MatrixView(x, self.rows, self.cols, NZ, transposed, 0)
+        plane = g.h * g.w
+        if x.format == Format.NC1HWC0:
+            if g.groups > 1 and g.cg % FRACTAL:
+                raise ValueError(f"groups of {g.cg} channels in an NC1HWC0 input (a multiple of 16 is needed)")
+            image, group, self.block = -(-g.c // FRACTAL) * plane * FRACTAL, g.cg // FRACTAL * plane * FRACTAL, plane * FRACTAL
+        elif x.format == Format.ND:
+            image, group, self.block = g.c * plane, g.cg * plane, FRACTAL * plane
+        else:
+            raise ValueError(f"a {x.format.value} convolution input")
+        self.batches = BatchMap(((g.n, image), (g.groups, group)))
+        self._slabs: list | None = None
+
+    # ---- sizes and costs (lowering/tiling.py) ----
+
+    def _pixel_rows(self, rows: int, cols: int) -> int:
+        pixels = cols if self.transposed else rows
+        return max(1, pixels // self.g.ow)
+
+    def _slab_elements(self, out_rows: int) -> int:
+        return self.g.slab_rows(out_rows) * self.g.padded_width * FRACTAL
+
+    def l1_elements(self, rows: int, cols: int) -> int:
+        return self.l1.l1_elements(rows, cols)
+
+    def l1_stride(self, rows: int, cols: int) -> int:
+        return self.l1.l1_stride(rows, cols)
+
+    def ub_bytes(self, rows: int, cols: int) -> int:
+        out_rows = self._pixel_rows(rows, cols)
+        staging = FRACTAL * round_up(self.g.w, FRACTAL) if self.x.format == Format.ND else 0
+        return (2 * self._slab_elements(out_rows) + staging) * self.x.itemsize
+
+    def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
+        g = self.g
+        out_rows = self._pixel_rows(rows, cols)
+        blocks = -(-(rows if self.transposed else cols) // FRACTAL)
+        channel_blocks = -(-blocks // g.window)
+        slab = g.slab_rows(out_rows) * transfer_cycles(hw, "gm_to_ub", 1, g.w * FRACTAL * self.x.itemsize)
+        gather = blocks * out_rows * transfer_cycles(hw, "ub_to_l1", g.ow, FRACTAL * self.x.itemsize)
+        return channel_blocks * slab + gather
+
+    def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
+        return self.l1.load_cycles(hw, space, rows, cols)
+
+    # ---- emission ----
+
+    def load_to_l0(self, b, l1, l1_stride, r0, nr, c0, nc, l0, l0_stride) -> None:
+        self.l1.load_to_l0(b, l1, l1_stride, r0, nr, c0, nc, l0, l0_stride)
+
+    def stage_to_l1(self, b: KernelBuilder, batch_offset: Index, r0, nr: int, c0, nc: int, l1, l1_stride: int) -> None:
+        """The tile of pixels [p0, p0 + np) x K columns [k0, k0 + nk) into `l1`, one
+        channel block at a time through a UB slab."""
+        p0, np_, k0, nk = (c0, nc, r0, nr) if self.transposed else (r0, nr, c0, nc)
+        g = self.g
+        out_rows = np_ // g.ow
+        oh0 = b.floordiv(p0, g.ow)
+        first_block = b.floordiv(k0, g.window * FRACTAL)
+        slabs = self._slab_buffers(b, out_rows)
+        for j in range(-(-nk // (g.window * FRACTAL))):
+            slab = slabs[j % 2]
+            self._fill_slab(b, batch_offset, b.add(first_block, j), oh0, out_rows, slab)
+            for r, (i, kw_i) in enumerate(itertools.product(range(g.kh), range(g.kw))):
+                block = j * g.window + r
+                for row in range(out_rows):
+                    src = ((row * g.strides[0] + i * g.dilations[0]) * g.padded_width + kw_i * g.dilations[1]) * FRACTAL
+                    b.emit(
+                        npu.CopyOp, slab, src, l1, block * l1_stride + row * g.ow * FRACTAL,
+                        rows=g.ow, cols=FRACTAL, strides=[g.strides[1] * FRACTAL, FRACTAL],
+                    )
+
+    def _slab_buffers(self, b: KernelBuilder, out_rows: int) -> list:
+        if self._slabs is None:
+            size = self._slab_elements(out_rows)
+            self._slabs = [b.alloc([size], self.x.element_type, "ub", f"slab{i}") for i in range(2)]
+            self._staging = (
+                b.alloc([FRACTAL * round_up(self.g.w, FRACTAL)], self.x.element_type, "ub", "planes")
+                if self.x.format == Format.ND
+                else None
+            )
+        return self._slabs
+
+    def _fill_slab(self, b: KernelBuilder, batch_offset: Index, block: Index, oh0: Index, out_rows: int, slab) -> None:
+        """Input rows oh0 * stride - pad_top .. of channel block `block`, zero where
+        the window leaves the image, as (rows x padded width) pixels x 16 channels."""
+        g = self.g
+        rows = g.slab_rows(out_rows)
+        wp = g.padded_width
+        b.emit(npu.VDupOp, slab, 0, cols=rows * wp * FRACTAL, value=0.0)
+        ih0 = b.sub(b.mul(oh0, g.strides[0]), g.pads[0])
+        base = b.add(batch_offset, b.mul(block, self.block))
+        last_channels = g.cg - (g.c1 - 1) * FRACTAL
+        for r in range(rows):
+            ih = b.add(ih0, r)
+
+            def copy_row(ih=ih, dst=(r * wp + g.pads[1]) * FRACTAL) -> None:
+                if self.x.format == Format.NC1HWC0:
+                    src = b.add(base, b.mul(ih, g.w * FRACTAL))
+                    b.emit(npu.CopyOp, self.x.value, src, slab, dst, cols=g.w * FRACTAL)
+                else:
+                    self._transposed_row(b, base, ih, block, last_channels, slab, dst)
+
+            if_less(b, [(-1, ih), (ih, g.h)], copy_row)
+
+    def _transposed_row(self, b: KernelBuilder, base: Index, ih: Index, block: Index, last_channels: int, slab, dst: int) -> None:
+        """One NCHW input row of 16 channels: the 16 planes' rows, then the vector
+        unit's transpose into pixels x 16 channels (missing channels of the last
+        block are zeros)."""
+        g, staging = self.g, self._staging
+        w16 = round_up(g.w, FRACTAL)
+        src = b.add(base, b.mul(ih, g.w))
+        plane = g.h * g.w
+        # The last block of a group may hold fewer channels: a full block for the
+        # others, the rest of the last one over zeros (decided at compile time when
+        # the block is known).
+        last = block == g.c1 - 1 if isinstance(block, int) else None
+        if last_channels == FRACTAL or last is False:
+            b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=FRACTAL, cols=g.w, strides=[plane, w16])
+        else:
+            if g.c1 > 1 and last is None:
+                with b.when(b.less_than(block, g.c1 - 1)):
+                    b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=FRACTAL, cols=g.w, strides=[plane, w16])
+            with b.when(True if last else b.equals(block, g.c1 - 1)):
+                b.emit(npu.VDupOp, staging, 0, cols=FRACTAL * w16, value=0.0)
+                b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=last_channels, cols=g.w, strides=[plane, w16])
+        b.emit(npu.VTransposeOp, staging, 0, slab, dst, rows=FRACTAL, cols=g.w, strides=[w16, FRACTAL])
+
+
+class OihwWeights:
+    """ND (O, C/groups, KH, KW) weights as the (K x O) B matrix of one group, K in
+    the img2col order (channel block, kh, kw, channel): each K row is the O
+    weights of one (channel, kh, kw), one strided copy per row into a row-major
+    L1 tile (rows of missing channels of the last block are zeros, from UB)."""
+
+    def __init__(self, w: GmTensor, g: ConvGeometry):
+        self.w, self.g = w, g
+        self.rows, self.cols = g.k, g.og
+        self.transposed = False
+        self.l1 = MatrixView(w, self.rows, self.cols, ND, False, 0)
+        self.batches = BatchMap(((g.n, 0), (g.groups, g.og * g.cg * g.window)))
+        self._zeros = None
+
+    def l1_elements(self, rows: int, cols: int) -> int:
+        return self.l1.l1_elements(rows, cols)
+
+    def l1_stride(self, rows: int, cols: int) -> int:
+        return self.l1.l1_stride(rows, cols)
+
+    def ub_bytes(self, rows: int, cols: int) -> int:
+        return round_up(cols, FRACTAL) * self.w.itemsize if self.g.cg % FRACTAL else 0
+
+    def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
+        return rows * transfer_cycles(hw, "gm_to_l1", cols, self.w.itemsize)
+
+    def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
+        return self.l1.load_cycles(hw, space, rows, cols)
+
+    def load_to_l0(self, b, l1, l1_stride, r0, nr, c0, nc, l0, l0_stride) -> None:
+        self.l1.load_to_l0(b, l1, l1_stride, r0, nr, c0, nc, l0, l0_stride)
+
+    def stage_to_l1(self, b: KernelBuilder, batch_offset: Index, r0, nr: int, c0, nc: int, l1, l1_stride: int) -> None:
+        """K rows [k0, k0 + nk) (whole channel blocks) of output channels [o0, o0 + no)."""
+        g = self.g
+        window = g.window
+        first_block = b.floordiv(r0, window * FRACTAL)
+        row_bytes = g.cg * window
+        zeros = self._zero_row(b) if g.cg % FRACTAL else None
+        for j in range(-(-nr // (window * FRACTAL))):
+            block = b.add(first_block, j)
+            for r, c0_ in itertools.product(range(window), range(FRACTAL)):
+                row = (j * window + r) * FRACTAL + c0_
+                channel = b.add(b.mul(block, FRACTAL), c0_)
+                src = b.affine(batch_offset, (c0, row_bytes), (channel, window))
+                src = b.add(src, r)
+                dst = row * l1_stride
+                real = isinstance(channel, int) and channel < g.cg or g.cg % FRACTAL == 0
+                padding = isinstance(channel, int) and channel >= g.cg
+                if not padding:
+                    with b.when(True if real else b.less_than(channel, g.cg)):
+                        b.emit(npu.CopyOp, self.w.value, src, l1, dst, rows=nc, cols=1, strides=[row_bytes, 1])
+                if not real:
+                    with b.when(True if padding else b.less_than(g.cg - 1, channel)):
+                        b.emit(npu.CopyOp, zeros, 0, l1, dst, cols=nc)
+
+    def _zero_row(self, b: KernelBuilder):
+        """A row of zeros in UB for the rows of missing channels (filled wherever this
+        staging runs: it may be in any branch of the kernel)."""
+        if self._zeros is None:
+            self._zeros = b.alloc([round_up(self.g.og, FRACTAL)], self.w.element_type, "ub", "zeros")
+        b.emit(npu.VDupOp, self._zeros, 0, cols=round_up(self.g.og, FRACTAL), value=0.0)
+        return self._zeros
+
+
+# ---- views of weights, bias, outputs --------------------------------------------------------------
+
+
+def _fz_weights(w: GmTensor, g: ConvGeometry, transposed: bool) -> MatrixView:
+    """FRACTAL_Z weights: the FRACTAL_NZ image of the (O x K) matrix; group i is its
+    rows i * O/groups .. (as B: transposed)."""
+    stride = round_up(g.o, FRACTAL) * FRACTAL
+    rows, cols = (g.k, g.og) if transposed else (g.og, g.k)
+    return MatrixView(w, rows, cols, NZ, transposed, stride, BatchMap(((g.n, 0), (g.groups, g.og * FRACTAL))))
+
+
+def _image_view(t: GmTensor, g: ConvGeometry, pixels_as_rows: bool) -> MatrixView:
+    """An (N, O, OH, OW) tensor as the product tile sees it: (P x O/groups) when
+    pixels are rows, else (O/groups x P); NC1HWC0 is the NZ image of (P x O)."""
+    p, og = g.p, g.og
+    rows, cols = (p, og) if pixels_as_rows else (og, p)
+    if t.format == Format.NC1HWC0:
+        if g.groups > 1 and og % FRACTAL:
+            raise ValueError(f"groups of {og} channels in an NC1HWC0 result (a multiple of 16 is needed)")
+        batches = BatchMap(((g.n, -(-g.o // FRACTAL) * p * FRACTAL), (g.groups, og // FRACTAL * p * FRACTAL)))
+        return MatrixView(t, rows, cols, NZ, not pixels_as_rows, p * FRACTAL, batches)
+    if t.format == Format.ND:
+        batches = BatchMap(((g.n, g.o * p), (g.groups, og * p)))
+        return MatrixView(t, rows, cols, ND, pixels_as_rows, p, batches)
+    raise ValueError(f"a {t.format.value} convolution result")
+
+
+def _channel_input(t: GmTensor | None, g: ConvGeometry, pixels_as_rows: bool) -> EpilogueInput | None:
+    """A per-output-channel operand (bias; a residual of shape (O,1,1) ...)."""
+    splat = t.splat()
+    if splat is not None:
+        return EpilogueInput(None, splat)
+    batches = BatchMap(((g.n, 0), (g.groups, g.og)))
+    if pixels_as_rows:
+        return EpilogueInput(MatrixView(t, 1, g.og, ND, False, g.og, batches))
+    return EpilogueInput(MatrixView(t, g.og, 1, ND, False, 1, batches))
+
+
+def _residual_input(t: GmTensor | None, g: ConvGeometry, pixels_as_rows: bool, k: KernelContext) -> EpilogueInput | None:
+    if t is None:
+        return None
+    shape = (1,) * (4 - len(t.shape)) + t.shape
+    if t.splat() is not None:
+        return EpilogueInput(None, t.splat())
+    if shape == (g.n, g.o, g.oh, g.ow):
+        return EpilogueInput(_image_view(t, g, pixels_as_rows))
+    if shape[0] == 1 and shape[1] == g.o and shape[2:] == (1, 1) and t.format == Format.ND:
+        return _channel_input(t, g, pixels_as_rows)
+    raise k.unsupported(f"a residual of shape {list(t.shape)} (the convolution takes full or per-channel ones)")
+
+
+# ---- the templates ------------------------------------------------------------------------------
+
+
+@kernel_for(ge.Conv2DOp, fused.Conv2DBiasActOp)
+def lower_conv2d(op, k: KernelContext) -> None:
+    names = op.present_operand_names() if hasattr(op, "present_operand_names") else ("input", "weight")
+    t = SimpleNamespace(**{"bias": None, "residual": None, **dict(zip(names, k.inputs))})
+    act = op.attr_values().act if isinstance(op, fused.Conv2DBiasActOp) else "none"
+    out = k.outputs[0]
+    if t.input.element_type != f16:
+        raise k.unsupported(f"convolution on {t.input.element_type} (the kernel takes f16)")
+    g = geometry(op, t.input, t.weight, out)
+    fz = t.weight.format == Format.FRACTAL_Z
+    pixels_as_rows = out.format == Format.NC1HWC0 or not fz
+    try:
+        image = ImageOperand(t.input, g, transposed=not pixels_as_rows)
+        if fz:
+            weights = _fz_weights(t.weight, g, transposed=pixels_as_rows)
+        elif t.weight.format == Format.ND:
+            weights = OihwWeights(t.weight, g)
+        else:
+            raise ValueError(f"{t.weight.format.value} weights")
+        output = _image_view(out, g, pixels_as_rows)
+        inputs = [
+            i
+            for i in (
+                None if t.bias is None else _channel_input(t.bias, g, pixels_as_rows),
+                _residual_input(t.residual, g, pixels_as_rows, k),
+            )
+            if i is not None
+        ]
+    except ValueError as e:
+        raise k.unsupported(str(e)) from None
+
+    epilogue = bias_act_epilogue([output], inputs, act)
+    a, b = (image, weights) if pixels_as_rows else (weights, image)
+    m, n = (g.p, g.og) if pixels_as_rows else (g.og, g.p)
+    shape = GemmShape(g.n * g.groups, m, n, g.k, 1, False, 2, "fp16")
+    emit_cube_kernel(k, CubeProblem(shape, a, [b], epilogue, f16))
+

@@ -1,0 +1,221 @@
+"""Kernels of the matrix-product ops: ge.matmul, ge.batch_matmul and the fused
+matmuls (bias / residual / activation, scaled and masked batch products, the
+gated feed-forward, matmul + residual + layer / RMS norm).
+
+Each is one `cube_kernel` problem: the A and B views of its operands (any
+format, transposed or not, batch dims broadcast), and an epilogue written with
+the ge ops' vector definitions (`emit_elementwise`), in fp32 from L0C and
+rounded once into the output, as the fused ops' reference semantics are.
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+from xdsl.dialects.builtin import f16, f32
+
+from ....dialects import fused, ge
+from ....dialects.fused.base import ACTIVATIONS
+from ...tiling import GemmShape
+from ..context import GmTensor, KernelContext, kernel_for
+from ..vector_emitter import Operand, Tile, VectorEmitter, emit_elementwise
+from .cube_epilogue import CubeEpilogue, EpilogueInput, EpilogueTiles
+from .cube_kernel import CubeProblem, emit_cube_kernel
+from .cube_operands import broadcast_view, matrix_view
+from .normalization import layer_norm_rows
+
+RATES = {f16: "fp16", f32: "fp32"}
+"""Element types the cube multiplies here, and their rate keys (fp32 accumulation)."""
+
+
+def named(op, tensors: list[GmTensor]) -> SimpleNamespace:
+    """GM tensors by operand name (None for absent optional operands)."""
+    definition = [n for n, _ in op.get_irdl_definition().operands]
+    names = op.present_operand_names() if hasattr(op, "present_operand_names") else definition
+    values = dict.fromkeys(definition)
+    values.update(zip(names, tensors))
+    return SimpleNamespace(**values)
+
+
+def epilogue_input(t: GmTensor | None, out_shape) -> EpilogueInput | None:
+    """A GM operand of the epilogue (a splat constant becomes an immediate)."""
+    if t is None:
+        return None
+    splat = t.splat()
+    if splat is not None:
+        return EpilogueInput(None, splat)
+    return EpilogueInput(broadcast_view(t, out_shape))
+
+
+def gemm_problem(
+    lhs: GmTensor,
+    rhs: list[GmTensor],
+    out_shape,
+    transpose_a: bool,
+    transpose_b: bool,
+    epilogue: CubeEpilogue,
+    whole_rows: bool = False,
+) -> CubeProblem:
+    """`epilogue(lhs @ rhs_i ...)` over the output's batch dims (ValueError for what
+    the cube kernel does not take)."""
+    batch = out_shape[:-2]
+    element_type = lhs.element_type
+    if element_type not in RATES:
+        raise ValueError(f"the cube multiplies f16 or f32 here, not {element_type}")
+    a = matrix_view(lhs, batch, transpose_a)
+    bs = [matrix_view(r, batch, transpose_b) for r in rhs]
+    shape = GemmShape(
+        math.prod(batch), out_shape[-2], out_shape[-1], a.cols, len(bs), whole_rows, lhs.itemsize, RATES[element_type]
+    )
+    return CubeProblem(shape, a, bs, epilogue, element_type)
+
+
+def matmul_problem(k: KernelContext, lhs, rhs, transpose_a, transpose_b, epilogue, whole_rows=False) -> CubeProblem:
+    try:
+        return gemm_problem(lhs, rhs, k.outputs[0].shape, transpose_a, transpose_b, epilogue, whole_rows)
+    except ValueError as e:
+        raise k.unsupported(str(e)) from None
+
+
+def views_of(outputs: list[GmTensor]) -> list:
+    return [broadcast_view(t, t.shape) for t in outputs]
+
+
+def output_views(k: KernelContext) -> list:
+    return views_of(k.outputs)
+
+
+def _inputs(*items: EpilogueInput | None) -> list[EpilogueInput]:
+    return [i for i in items if i is not None]
+
+
+# ---- plain products -------------------------------------------------------------------------
+
+
+@kernel_for(ge.MatmulOp, ge.BatchMatmulOp)
+def lower_matmul(op: ge.MatmulOp | ge.BatchMatmulOp, k: KernelContext) -> None:
+    a = op.attr_values()
+    lhs, rhs = k.inputs
+    problem = matmul_problem(k, lhs, [rhs], a.transpose_a, a.transpose_b, CubeEpilogue(output_views(k)))
+    emit_cube_kernel(k, problem)
+
+
+# ---- epilogue pieces ------------------------------------------------------------------------
+
+
+def add_terms(v: VectorEmitter, x: Tile, terms: list[Operand]) -> None:
+    """x += each term (fp32, terms widened), with ge.add's vector definition."""
+    for term in terms:
+        widened = v.widened(term) if isinstance(term, Tile) else term
+        emit_elementwise(v, "ge.add", SimpleNamespace(), [x, widened], x)
+
+
+def activate(v: VectorEmitter, act: str, x: Tile) -> None:
+    """x = act(x) with the ge op the fused activation name stands for."""
+    op, attrs = ACTIVATIONS[act]
+    if op is not None:
+        emit_elementwise(v, op.name, SimpleNamespace(**attrs), [x], x)
+
+
+def bias_act_epilogue(outputs: list, inputs: list[EpilogueInput], act: str) -> CubeEpilogue:
+    """act(product + each input), rounded once (the fixpipe's cast alone when there
+    is nothing to add or apply)."""
+
+    def body(t: EpilogueTiles) -> None:
+        acc = t.product()
+        add_terms(t.v, acc, t.inputs)
+        activate(t.v, act, acc)
+        t.v.cast(acc, t.outputs[0])
+
+    plain = not inputs and act == "none"
+    return CubeEpilogue(outputs, inputs, None if plain else body)
+
+
+def add_norm_epilogue(outputs: list, x: SimpleNamespace, layer: bool, epsilon: float) -> CubeEpilogue:
+    """s = product + bias + residual (the second output); y = norm(s) over each row,
+    from the fp32 sum (the first output)."""
+    out_shape = outputs[0].tensor.shape
+    params = [x.gamma, x.beta] if layer else [x.gamma]
+    inputs = _inputs(*(epilogue_input(t, out_shape) for t in (x.bias, x.residual, *params)))
+    terms = 2 if x.bias is not None else 1
+
+    def body(t: EpilogueTiles) -> None:
+        s = t.product()
+        add_terms(t.v, s, t.inputs[:terms])
+        t.v.cast(s, t.outputs[1])
+        gamma, *beta = t.inputs[terms:]
+        layer_norm_rows(t.v, s, t.outputs[0], gamma, beta[0] if beta else None, epsilon, rms=not layer)
+
+    return CubeEpilogue(outputs, inputs, body)
+
+
+# ---- fused products -----------------------------------------------------------------------------
+
+
+@kernel_for(fused.MatmulBiasActOp)
+def lower_matmul_bias_act(op: fused.MatmulBiasActOp, k: KernelContext) -> None:
+    a = op.attr_values()
+    x = named(op, k.inputs)
+    shape = k.outputs[0].shape
+    inputs = _inputs(epilogue_input(x.bias, shape), epilogue_input(x.residual, shape))
+    epilogue = bias_act_epilogue(output_views(k), inputs, a.act)
+    emit_cube_kernel(k, matmul_problem(k, x.lhs, [x.rhs], a.transpose_a, a.transpose_b, epilogue))
+
+
+@kernel_for(fused.FusedBatchMatmulOp)
+def lower_fused_batch_matmul(op: fused.FusedBatchMatmulOp, k: KernelContext) -> None:
+    a = op.attr_values()
+    x = named(op, k.inputs)
+    mask = epilogue_input(x.mask, k.outputs[0].shape)
+    boolean = x.mask is not None and x.mask.element_type != x.lhs.element_type
+
+    def body(t: EpilogueTiles) -> None:
+        acc, v = t.product(), t.v
+        if a.scale != 1.0:
+            emit_elementwise(v, "ge.mul", SimpleNamespace(), [acc, float(a.scale)], acc)
+        if mask is not None and boolean:
+            emit_elementwise(v, "ge.where", SimpleNamespace(), [t.inputs[0], acc, float(a.mask_value)], acc)
+        elif mask is not None:
+            add_terms(v, acc, t.inputs)
+        v.cast(acc, t.outputs[0])
+
+    epilogue = CubeEpilogue(output_views(k), _inputs(mask), body)
+    emit_cube_kernel(k, matmul_problem(k, x.lhs, [x.rhs], a.transpose_a, a.transpose_b, epilogue))
+
+
+@kernel_for(fused.GatedMatmulOp)
+def lower_gated_matmul(op: fused.GatedMatmulOp, k: KernelContext) -> None:
+    a = op.attr_values()
+    x = named(op, k.inputs)
+
+    def body(t: EpilogueTiles) -> None:
+        gate, up = t.products
+        activate(t.v, a.act, gate)
+        emit_elementwise(t.v, "ge.mul", SimpleNamespace(), [gate, up], gate)
+        t.v.cast(gate, t.outputs[0])
+
+    epilogue = CubeEpilogue(output_views(k), [], body)
+    problem = matmul_problem(k, x.lhs, [x.gate_weight, x.up_weight], a.transpose_a, a.transpose_b, epilogue)
+    emit_cube_kernel(k, problem)
+
+
+@kernel_for(fused.MatmulAddLayerNormOp, fused.MatmulAddRmsNormOp)
+def lower_matmul_add_norm(op, k: KernelContext) -> None:
+    """s = lhs @ rhs + bias + residual; y = norm(s): each item spans whole rows."""
+    a = op.attr_values()
+    x = named(op, k.inputs)
+    epilogue = add_norm_epilogue(output_views(k), x, isinstance(op, fused.MatmulAddLayerNormOp), a.epsilon)
+    emit_cube_kernel(k, matmul_problem(k, x.lhs, [x.rhs], a.transpose_a, a.transpose_b, epilogue, whole_rows=True))
+
+
+def cube_problem(k: KernelContext, cube, tensors: list[GmTensor], epilogue: CubeEpilogue) -> CubeProblem:
+    """The problem of a ge cube op (matmul, batch_matmul) read from `tensors` with
+    `epilogue` (a cube group's)."""
+    if isinstance(cube, ge.MatmulOp | ge.BatchMatmulOp):
+        a = cube.attr_values()
+        return matmul_problem(k, tensors[0], [tensors[1]], a.transpose_a, a.transpose_b, epilogue)
+    raise k.unsupported(f"a group around '{cube.name}'")
+
+
+from .cube_group import lower_cube_group  # noqa: E402,F401  (groups.py delegates cube groups here)

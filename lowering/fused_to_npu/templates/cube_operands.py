@@ -1,0 +1,277 @@
+"""GM tensors seen as batches of matrices, in whatever format they are stored.
+
+A `MatrixView` maps a logical (rows x cols) matrix of batch `b` to the bytes of a
+GM tensor: ND (row-major) or FRACTAL_NZ (16-column blocks stored one after
+another, `dialects/ge/formats.py`), possibly `transposed` (memory holds the
+(cols x rows) matrix: a matmul operand with a transpose flag), possibly
+broadcast (a bias is a 1-row view, a per-row value a 1-column view, and batch
+dims of size 1 repeat). It writes the transfers a kernel needs:
+
+* `stage_to_l1` / `load_to_l0`: the cube's operand path. MTE2 copies the stored
+  tile into L1 in the source's own layout (ND rows with a 16-element-aligned
+  stride, or NZ blocks), MTE1 (`npu.load_l0`) re-lays it out, transposing if
+  needed, into L0A / L0B as a row-major matrix;
+* `load_to_ub` / `store_from_ub`: the epilogue's path, between GM and a
+  row-major tile in UB (NZ blocks one copy per 16 columns).
+
+NZ tiles always start on a 16-column block and move whole blocks: the padding
+of the physical image is read (never used by the math: the cube is told the
+real sizes) and, for outputs, written with zeros by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ....dialects import npu
+from ....dialects.ge.formats import Format
+from ....simulator.hardware import HardwarePreset
+from ....simulator.npu.costs import transfer_cycles
+from ...tiling import FRACTAL, round_up
+from ..context import GmTensor
+from ..kernel_builder import Index, KernelBuilder
+
+ND = "nd"
+NZ = "nz"
+
+
+@dataclass(frozen=True)
+class BatchMap:
+    """Element offset of batch `b` (flattened over the output's batch dims): one
+    (size, stride) per output batch dim, stride 0 where the tensor broadcasts."""
+
+    dims: tuple[tuple[int, int], ...] = ()
+
+    def offset(self, b: KernelBuilder, batch: Index) -> Index:
+        total: Index = 0
+        inner = 1
+        for size, stride in reversed(self.dims):
+            if stride and size > 1:
+                total = b.add(total, b.mul(b.rem(b.floordiv(batch, inner), size), stride))
+            inner *= size
+        return total
+
+
+def batch_map(batch_shape: Sequence[int], out_batch: Sequence[int], matrix_elements: int) -> BatchMap:
+    """The map of a tensor with leading dims `batch_shape` (each matrix
+    `matrix_elements` apart) broadcast to the output's batch dims."""
+    padded = (1,) * (len(out_batch) - len(batch_shape)) + tuple(batch_shape)
+    strides = []
+    stride = matrix_elements
+    for size in reversed(padded):
+        strides.append(stride if size > 1 else 0)
+        stride *= size
+    strides.reverse()
+    return BatchMap(tuple(zip(out_batch, strides)))
+
+
+@dataclass(frozen=True)
+class MatrixView:
+    tensor: GmTensor
+    rows: int  # logical rows (1: broadcast along rows)
+    cols: int  # logical cols (1: broadcast along cols)
+    layout: str  # ND or NZ
+    transposed: bool  # memory holds the (cols x rows) matrix
+    row_stride: int  # ND: elements between stored rows; NZ: elements between 16-column blocks
+    batches: BatchMap = field(default_factory=BatchMap)
+    base: int = 0  # element offset of the first matrix (a head inside a row, ...)
+
+    @property
+    def value(self):
+        return self.tensor.value
+
+    @property
+    def itemsize(self) -> int:
+        return self.tensor.itemsize
+
+    @property
+    def stored_rows(self) -> int:
+        return self.cols if self.transposed else self.rows
+
+    @property
+    def stored_cols(self) -> int:
+        return self.rows if self.transposed else self.cols
+
+    def _stored(self, r0: Index, nr: int, c0: Index, nc: int) -> tuple[Index, int, Index, int]:
+        """The stored tile holding the logical tile (rows r0.., cols c0..)."""
+        return (c0, nc, r0, nr) if self.transposed else (r0, nr, c0, nc)
+
+    def element(self, b: KernelBuilder, batch_offset: Index, sr: Index, sc: Index) -> Index:
+        """Element offset of stored (sr, sc); for NZ, sc must start a 16-column block."""
+        start = b.add(self.base, batch_offset)
+        if self.layout == ND:
+            return b.affine(start, (sr, self.row_stride), (sc, 1))
+        return b.affine(start, (b.floordiv(sc, FRACTAL), self.row_stride), (sr, FRACTAL))
+
+    # ---- the cube's path: GM -> L1 -> L0 ---------------------------------------------------
+
+    def l1_elements(self, rows: int, cols: int) -> int:
+        """Elements of an L1 buffer staging a logical (rows x cols) tile."""
+        _, snr, _, snc = self._stored(0, rows, 0, cols)
+        return snr * round_up(snc, FRACTAL)
+
+    def l1_stride(self, rows: int, cols: int) -> int:
+        """The staged tile's row stride (ND) or block stride (NZ) in L1, for a buffer
+        sized for a logical (rows x cols) tile."""
+        _, snr, _, snc = self._stored(0, rows, 0, cols)
+        return round_up(snc, FRACTAL) if self.layout == ND else snr * FRACTAL
+
+    def stage_runs(self, rows: int, cols: int) -> tuple[int, int]:
+        """(contiguous runs, bytes per run) of staging a logical (rows x cols) tile."""
+        _, snr, _, snc = self._stored(0, rows, 0, cols)
+        if self.layout == ND:
+            if snc == self.row_stride or snr == 1:
+                return 1, snr * snc * self.itemsize
+            return snr, snc * self.itemsize
+        blocks = -(-snc // FRACTAL)
+        if snr * FRACTAL == self.row_stride or blocks == 1:
+            return 1, blocks * snr * FRACTAL * self.itemsize
+        return blocks, snr * FRACTAL * self.itemsize
+
+    def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
+        runs, run_bytes = self.stage_runs(rows, cols)
+        return transfer_cycles(hw, "gm_to_l1", runs, run_bytes)
+
+    def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
+        _, snr, _, snc = self._stored(0, rows, 0, cols)
+        if self.layout == NZ:
+            return transfer_cycles(hw, f"l1_to_{space}", -(-snc // FRACTAL), snr * FRACTAL * self.itemsize)
+        return transfer_cycles(hw, f"l1_to_{space}", snr, snc * self.itemsize)
+
+    def stage_to_l1(
+        self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, l1, l1_stride: int
+    ) -> None:
+        """MTE2: the logical tile (r0.. +nr, c0.. +nc) into `l1` in the source's layout."""
+        sr0, snr, sc0, snc = self._stored(r0, nr, c0, nc)
+        src = self.element(b, batch_offset, sr0, sc0)
+        if self.layout == ND:
+            b.emit(npu.CopyOp, self.value, src, l1, 0, rows=snr, cols=snc, strides=[self.row_stride, l1_stride])
+        else:
+            b.emit(
+                npu.CopyOp, self.value, src, l1, 0,
+                rows=-(-snc // FRACTAL), cols=snr * FRACTAL, strides=[self.row_stride, l1_stride],
+            )
+
+    def load_to_l0(
+        self, b: KernelBuilder, l1, l1_stride: int, r0: int, nr: int, c0: int, nc: int, l0, l0_stride: int
+    ) -> None:
+        """MTE1: the logical sub-tile (r0.. +nr, c0.. +nc) of the staged tile into L0
+        as a row-major matrix with row stride `l0_stride` (NZ sources move whole
+        16-column blocks, so the L0 tile may be rounded up to 16 rows or columns)."""
+        sr0, snr, sc0, snc = self._stored(r0, nr, c0, nc)
+        if self.layout == ND:
+            offset = sr0 * l1_stride + sc0
+            cols = snc
+        else:
+            offset = (sc0 // FRACTAL) * l1_stride + sr0 * FRACTAL
+            cols = round_up(snc, FRACTAL)
+        b.emit(
+            npu.LoadL0Op, l1, offset, l0, 0,
+            rows=snr, cols=cols, layout=self.layout, transpose=self.transposed, strides=[l1_stride, l0_stride],
+        )
+
+    # ---- the epilogue's path: GM <-> UB --------------------------------------------------
+
+    def load_to_ub(
+        self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, ub, ub_stride: int, scratch=None
+    ) -> None:
+        """MTE2: the logical tile (broadcast dims of size 1 read once) into a
+        row-major UB tile with row stride `ub_stride`. A transposed view is read as
+        stored into `scratch` (a UB buffer of `transpose_scratch` elements) and
+        transposed by the vector unit."""
+        r0, nr = (0, 1) if self.rows == 1 else (r0, nr)
+        c0, nc = (0, 1) if self.cols == 1 else (c0, nc)
+        if not self.transposed:
+            self._move(b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm=False)
+            return
+        stride = round_up(nr, FRACTAL)
+        self._move(b, batch_offset, c0, nc, r0, nr, scratch, stride, to_gm=False)
+        b.emit(npu.VTransposeOp, scratch, 0, ub, 0, rows=nc, cols=nr, strides=[stride, ub_stride])
+
+    def store_from_ub(
+        self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, ub, ub_stride: int, scratch=None
+    ) -> None:
+        """MTE3: a row-major UB tile into the logical tile (r0.. +nr, c0.. +nc). NZ
+        outputs are written in whole 16-column blocks: `nc` is rounded up. A
+        transposed view is transposed by the vector unit into `scratch` first."""
+        if not self.transposed:
+            self._move(b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm=True)
+            return
+        stride = round_up(nr, FRACTAL)
+        b.emit(npu.VTransposeOp, ub, 0, scratch, 0, rows=nr, cols=nc, strides=[ub_stride, stride])
+        self._move(b, batch_offset, c0, nc, r0, nr, scratch, stride, to_gm=True)
+
+    def transpose_scratch(self, rows: int, cols: int) -> int:
+        """UB elements a transposed view needs to move a logical (rows x cols) tile."""
+        return round_up(cols, FRACTAL) * round_up(rows, FRACTAL) if self.transposed else 0
+
+    @property
+    def padded_rows(self) -> int:
+        """Rows of the stored image (an NZ matrix pads them to its block stride)."""
+        return self.row_stride // FRACTAL if self.layout == NZ and not self.transposed else self.rows
+
+    def _move(self, b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm: bool) -> None:
+        def copy(gm_offset: Index, ub_offset: Index, rows: int, cols: int, gm_stride: int, local_stride: int) -> None:
+            strides = None if rows == 1 else ([local_stride, gm_stride] if to_gm else [gm_stride, local_stride])
+            if to_gm:
+                b.emit(npu.CopyOp, ub, ub_offset, self.value, gm_offset, rows=rows, cols=cols, strides=strides)
+            else:
+                b.emit(npu.CopyOp, self.value, gm_offset, ub, ub_offset, rows=rows, cols=cols, strides=strides)
+
+        start = self.element(b, batch_offset, r0, c0)
+        if self.layout == ND:
+            copy(start, 0, nr, nc, self.row_stride, ub_stride)
+            return
+        if nc == 1 and self.cols == 1:  # one column of an NZ matrix: every 16th element
+            copy(start, 0, nr, 1, FRACTAL, 1)
+            return
+        blocks = -(-nc // FRACTAL)
+        if nr == 1:  # one row: a 16-element run per block
+            strides = [FRACTAL, self.row_stride] if to_gm else [self.row_stride, FRACTAL]
+            if to_gm:
+                b.emit(npu.CopyOp, ub, 0, self.value, start, rows=blocks, cols=FRACTAL, strides=strides)
+            else:
+                b.emit(npu.CopyOp, self.value, start, ub, 0, rows=blocks, cols=FRACTAL, strides=strides)
+            return
+        with b.loop(0, blocks, name="blk") as j:
+            copy(b.add(start, b.mul(j, self.row_stride)), b.mul(j, FRACTAL), nr, FRACTAL, FRACTAL, ub_stride)
+
+
+def nz_block_stride(rows: int) -> int:
+    """Elements between 16-column blocks of an NZ matrix with `rows` rows."""
+    return round_up(rows, FRACTAL) * FRACTAL
+
+
+def matrix_view(t: GmTensor, out_batch: Sequence[int], transposed: bool = False) -> MatrixView:
+    """A matmul operand (..., R, C) with its batch dims broadcast to `out_batch`;
+    logically (C x R) when `transposed`."""
+    *batch, r, c = t.shape
+    if t.format == Format.ND:
+        layout, stride, size = ND, c, r * c
+    elif t.format == Format.FRACTAL_NZ:
+        layout, stride = NZ, nz_block_stride(r)
+        size = stride * -(-c // FRACTAL)
+    else:
+        raise ValueError(f"a {t.format.value} matrix")
+    rows, cols = (c, r) if transposed else (r, c)
+    return MatrixView(t, rows, cols, layout, transposed, stride, batch_map(batch, out_batch, size))
+
+
+def broadcast_view(t: GmTensor, out_shape: Sequence[int]) -> MatrixView:
+    """An epilogue operand broadcasting to the output (*batch, M, N): its last two
+    dims (padded with 1s) are each the output's or 1."""
+    shape = (1,) * max(0, 2 - len(t.shape)) + t.shape
+    *batch, r, c = shape
+    m, n = out_shape[-2], out_shape[-1]
+    if r not in (1, m) or c not in (1, n):
+        raise ValueError(f"shape {list(t.shape)} does not broadcast to {list(out_shape)}")
+    if t.format == Format.FRACTAL_NZ and len(t.shape) >= 2:
+        stride = nz_block_stride(r)
+        view = MatrixView(t, r, c, NZ, False, stride, batch_map(batch, out_shape[:-2], stride * -(-c // FRACTAL)))
+    elif t.format == Format.ND:
+        view = MatrixView(t, r, c, ND, False, c, batch_map(batch, out_shape[:-2], r * c))
+    else:
+        raise ValueError(f"a {t.format.value} epilogue operand")
+    return view
+

@@ -1,0 +1,359 @@
+"""`fused.group` without a cube op: ONE row-tile kernel for the whole body.
+
+Automatic fusion (`lowering/graph_to_fused/auto_fusion.py`) makes groups of
+elementwise, broadcast, injective and reduce ops; when a group reduces, every
+reduction reduces the trailing axes of the same rows, and every value keeps
+those rows as its leading dims (`legality.py`). So a group is a set of *rows*
+(the leading dims all its values share) and each body value is, per row:
+
+* full:   `width` elements of the row (a width of 1 is one value per row: a
+          reduction's result, used as a per-row scalar by wider ops);
+* row:    one vector used by every row (a bias; no leading dims);
+* scalar: one value (a splat constant inside the group is an immediate).
+
+The kernel loads each input tile once, evaluates the body op by op on UB tiles
+(`emit_elementwise` for elementwise ops, the row bodies of the reduction and
+normalisation templates for the others), and stores the group's results once.
+Intermediates live in UB temporaries, reused as soon as a value is dead.
+Reshapes that keep the rows are free (the tile is the same data), a concat
+along the first dim inside the row writes each input into its column range.
+
+Groups with a cube op belong to the cube kernels: this template hands them to
+`templates/cube.py:lower_cube_group` when that exists. Anything else this
+kernel cannot do raises `unsupported`; `fused-ungroup` (run before `ge-to-npu`)
+then puts the group's ops back into the graph, where each gets its own kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.ir import Operation, SSAValue
+
+from ....core import dtypes
+from ....dialects import fused, ge
+from ....dialects.fused.kinds import PatternKind, pattern_kind, reduced_axes_of
+from ....dialects.ge.formats import Format, format_of
+from ..context import GmTensor, KernelContext, kernel_for
+from ..nz_rows import NzRows
+from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel
+from ..vector_emitter import UB_ALIGN_BYTES, Operand, Tile, VectorEmitter, VectorUnsupported, emit_elementwise
+from .normalization import layer_norm_rows, softmax_rows
+from .reduction import reduce_into
+
+_ALIASES = (ge.ReshapeOp, ge.IdentityOp, ge.DropoutOp, ge.TransDataOp)
+"""Ops that leave a row tile as it is: the group computes on logical values, and
+formats only matter where its inputs and results meet GM."""
+_ELEMENTWISE_NAMES = {op.name for op in ge.ELEMENTWISE_OPS} - {a.name for a in _ALIASES}
+_REDUCE_KINDS = {"ge.reduce_sum": "sum", "ge.reduce_mean": "mean", "ge.reduce_max": "max"}
+
+
+class GroupUnsupported(Exception):
+    """A group this kernel cannot run (the message says why)."""
+
+
+@dataclass
+class Value:
+    """A body value as the tiles see it."""
+
+    kind: str  # "full", "row" or "scalar"
+    width: int
+    element_type: object
+    immediate: float | None = None
+    tile: Operand | None = None  # during emission
+
+
+@dataclass
+class GroupPlan:
+    """The rows of a group and the role of each of its values (module docstring)."""
+
+    group: fused.GroupOp
+    lead: tuple[int, ...] = ()
+    values: dict[SSAValue, Value] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> int:
+        return math.prod(self.lead)
+
+    def __post_init__(self) -> None:
+        for op in self.group.body_ops():
+            self._check_op(op)
+        self.lead = _lead_dims(self.group)
+        for arg in self.group.block.args:
+            self.values[arg] = self._classify(arg)
+        for op in self.group.body_ops():
+            for r in op.results:
+                self.values[r] = self._classify(r)
+        self.width = max([v.width for v in self.values.values() if v.kind == "full"], default=1)
+
+    def _classify(self, value: SSAValue) -> Value:
+        t = value.type
+        shape = tuple(t.get_shape())
+        owner = value.owner
+        if format_of(t) not in (Format.ND, Format.FRACTAL_NZ):
+            raise GroupUnsupported(f"a {format_of(t).value} value inside the group ({t})")
+        if isinstance(owner, ge.ConstOp):
+            if not (owner.is_splat() or math.prod(shape) == 1):
+                raise GroupUnsupported("a non-splat constant inside the group")
+            return Value("scalar", 1, t.element_type, float(owner.as_array().reshape(-1)[0]))
+        if math.prod(shape) == 1:
+            return Value("scalar", 1, t.element_type)
+        if isinstance(owner, Operation) or not self._broadcast_use(value):
+            if shape[: len(self.lead)] != self.lead:
+                raise GroupUnsupported(f"value of shape {list(shape)} does not keep the rows {list(self.lead)}")
+            return Value("full", math.prod(shape) // max(1, self.rows), t.element_type)
+        return self._broadcast_operand(value, shape)
+
+    def _broadcast_use(self, arg: SSAValue) -> Operation | None:
+        """An op broadcasting this group input against its result (numpy style)."""
+        for use in arg.uses:
+            op = use.operation
+            if op.name in _ELEMENTWISE_NAMES or isinstance(op, (ge.BiasAddOp, ge.LayerNormOp, ge.RMSNormOp)):
+                if use.index > 0 or op.name in _ELEMENTWISE_NAMES:
+                    return op
+        return None
+
+    def _broadcast_operand(self, arg: SSAValue, shape: tuple[int, ...]) -> Value:
+        """A group input as a broadcast operand of its user: the whole row (full),
+        one value per row (full, width 1), or one vector for every row (row)."""
+        user = self._broadcast_use(arg)
+        result = tuple(user.results[0].type.get_shape())
+        lead = len(self.lead)
+        if result[:lead] != self.lead or len(shape) > len(result):
+            raise GroupUnsupported(f"input of shape {list(shape)} against {list(result)}")
+        padded = (1,) * (len(result) - len(shape)) + shape
+        element_type = arg.type.element_type
+        if padded == result:
+            return Value("full", math.prod(shape) // max(1, self.rows), element_type)
+        if all(d == 1 for d in padded[:lead]) and padded[lead:] == result[lead:]:
+            return Value("row", math.prod(shape), element_type)
+        if padded[:lead] == result[:lead] and all(d == 1 for d in padded[lead:]):
+            return Value("full", 1, element_type)
+        raise GroupUnsupported(f"input of shape {list(shape)} broadcasts to {list(result)} inside the rows")
+
+    def _check_op(self, op: Operation) -> None:
+        if pattern_kind(op) == PatternKind.CUBE:
+            raise GroupUnsupported("a cube op")
+        supported = (
+            op.name in _ELEMENTWISE_NAMES
+            or isinstance(op, (*_ALIASES, ge.ConstOp, ge.BiasAddOp, ge.ConcatOp))
+            or op.name in _REDUCE_KINDS
+            or isinstance(op, (ge.SoftmaxOp, ge.LogSoftmaxOp, ge.LayerNormOp, ge.RMSNormOp))
+        )
+        if not supported:
+            raise GroupUnsupported(f"'{op.name}' inside the group")
+
+
+def _lead_dims(group: fused.GroupOp) -> tuple[int, ...]:
+    """The rows: the leading dims the reductions keep, else the longest leading dims
+    every computed value shares (all but the last dim at most)."""
+    ops = [op for op in group.body_ops() if not isinstance(op, ge.ConstOp)]
+    for op in ops:
+        if pattern_kind(op) == PatternKind.REDUCE:
+            shape = tuple(op.operands[0].type.get_shape())
+            return shape[: len(shape) - len(reduced_axes_of(op))]
+    shapes = [tuple(r.type.get_shape()) for op in ops for r in op.results if math.prod(r.type.get_shape()) > 1]
+    if not shapes:
+        return ()
+    lead: list[int] = []
+    for d in range(min(len(s) for s in shapes) - 1):
+        if len({s[d] for s in shapes}) > 1:
+            break
+        lead.append(shapes[0][d])
+    return tuple(lead)
+
+
+# ---- the template ----------------------------------------------------------------------------
+
+
+@kernel_for(fused.GroupOp)
+def lower_group(op: fused.GroupOp, k: KernelContext) -> None:
+    if any(pattern_kind(o) == PatternKind.CUBE for o in op.body_ops()):
+        delegate = _cube_group_template()
+        if delegate is None:
+            raise k.unsupported("a group with a cube op (the cube kernels take those)")
+        delegate(op, k)
+        return
+    try:
+        plan = GroupPlan(op)
+        _GroupKernel(op, k, plan).emit()
+    except (GroupUnsupported, VectorUnsupported) as e:
+        raise k.unsupported(str(e)) from None
+
+
+def _cube_group_template():
+    from . import cube
+
+    return getattr(cube, "lower_cube_group", None)
+
+
+class _GroupKernel:
+    def __init__(self, op: fused.GroupOp, k: KernelContext, plan: GroupPlan):
+        self.op, self.k, self.plan = op, k, plan
+        self.args = list(op.block.args)
+        self.yields = list(op.block.last_op.operands)
+
+    def emit(self) -> None:
+        plan, k = self.plan, self.k
+        inputs = [self._operand(t, plan.values[a]) for t, a in zip(k.inputs, self.args)]
+        outputs = [self._output(t, plan.values[y]) for t, y in zip(k.outputs, self.yields)]
+        view = RowView(max(1, plan.rows), plan.width, inputs, outputs, flat=False)
+        k.explain(f"group of {len(self.op.body_ops())} ops on rows {list(plan.lead)}, widest value {plan.width}")
+        emit_row_kernel(k, view, self._body)
+
+    def _operand(self, t: GmTensor, value: Value) -> RowOperand:
+        self._check_format(t, value)
+        if value.kind == "scalar":
+            return RowOperand(t, Role.SCALAR, t.splat())
+        if value.kind == "row":
+            return RowOperand(t, Role.ROW)
+        if value.width == 1:
+            return RowOperand(t, Role.COL)
+        return RowOperand(t, Role.FULL, width=value.width)
+
+    def _output(self, t: GmTensor, value: Value) -> RowOperand:
+        self._check_format(t, value)
+        if value.kind != "full":
+            raise GroupUnsupported("a group result that is not computed per row")
+        return RowOperand(t, Role.COL) if value.width == 1 else RowOperand(t, Role.FULL, width=value.width)
+
+    def _check_format(self, t: GmTensor, value: Value) -> None:
+        """GM tensors in FRACTAL_NZ are converted on the way in and out, by rows of
+        whole matrices or of matrix rows."""
+        if t.format == Format.ND or t.numel == 1:
+            return
+        if t.format != Format.FRACTAL_NZ or value.kind != "full" or not NzRows.fits(t, value.width):
+            raise GroupUnsupported(f"a {t.format.value} group operand ({t.type}) with rows {list(self.plan.lead)}")
+
+    # ---- the body ------------------------------------------------------------------------
+
+    def _body(self, v: VectorEmitter, ins: list[Operand], outs: list[Tile]) -> None:
+        values = self.plan.values
+        tiles: dict[SSAValue, Operand] = {}
+        for arg, tile in zip(self.args, ins):
+            tiles[arg] = tile
+        roots = _alias_roots(self.op)
+        destinations = {}  # values computed straight into an output tile
+        for y, out in zip(self.yields, outs):
+            root = roots.get(y, y)
+            if root not in destinations and isinstance(root.owner, Operation) and root.owner.parent is y.owner.parent:
+                destinations[root] = out
+        last_use = _last_uses(self.op, roots)
+        kept = {roots.get(y, y) for y in self.yields}
+        temps: list[Tile] = []
+        for index, op in enumerate(self.op.body_ops()):
+            if isinstance(op, ge.ConstOp):
+                tiles[op.results[0]] = values[op.results[0]].immediate
+                continue
+            result = op.results[0]
+            if isinstance(op, _ALIASES):
+                tiles[result] = tiles[op.operands[0]]
+                continue
+            dst = destinations.get(result)
+            if dst is None:
+                dst = self._temp(v, values[result])
+                temps.append(dst)
+            self._evaluate(v, op, [tiles[o] for o in op.operands], dst)
+            tiles[result] = dst
+            for root in {roots.get(o, o) for o in op.operands}:
+                if last_use.get(root) == index and root not in kept and any(tiles.get(root) is t for t in temps):
+                    v.release(tiles[root])
+        for y, out in zip(self.yields, outs):
+            if tiles[y] is not out:
+                self._emitter(v, values[y]).cast(_as_tile(tiles[y]), out)
+
+    def _temp(self, v: VectorEmitter, value: Value) -> Tile:
+        if value.kind == "row":
+            raise GroupUnsupported("a per-row-independent value computed inside the group")
+        if value.width == 1:
+            return v.col_temp(value.element_type)
+        full = v.temp(value.element_type)
+        return Tile(full.buffer, full.offset, value.width)
+
+    def _emitter(self, v: VectorEmitter, value: Value) -> VectorEmitter:
+        """Instructions over the rows of a value's width (per-row values: one row of them)."""
+        return v.per_row() if value.width == 1 else v.with_cols(value.width)
+
+    def _evaluate(self, v: VectorEmitter, op: Operation, operands: list[Operand], dst: Tile) -> None:
+        values = self.plan.values
+        result = values[op.results[0]]
+        e = self._emitter(v, result)
+        if op.name in _ELEMENTWISE_NAMES or isinstance(op, ge.BiasAddOp):
+            self._check_broadcasts(op, result)
+            name = "ge.add" if isinstance(op, ge.BiasAddOp) else op.name
+            emit_elementwise(e, name, op.attr_values(), operands, dst)
+            return
+        source = values[op.operands[0]]
+        rows = v.with_cols(source.width)
+        if op.name in _REDUCE_KINDS:
+            _require_whole_row(self.plan, op)
+            reduce_into(rows, _REDUCE_KINDS[op.name], source.width, operands[0], dst)
+        elif isinstance(op, (ge.SoftmaxOp, ge.LogSoftmaxOp)):
+            _require_whole_row(self.plan, op)
+            softmax_rows(rows, operands[0], dst, isinstance(op, ge.LogSoftmaxOp))
+        elif isinstance(op, (ge.LayerNormOp, ge.RMSNormOp)):
+            _require_whole_row(self.plan, op)
+            rms = isinstance(op, ge.RMSNormOp)
+            gamma, beta = operands[1], None if rms else operands[2]
+            layer_norm_rows(rows, operands[0], dst, gamma, beta, op.attr_value("epsilon"), rms)
+        elif isinstance(op, ge.ConcatOp):
+            self._concat(v, op, operands, dst)
+        else:
+            raise GroupUnsupported(f"'{op.name}' inside the group")
+
+    def _check_broadcasts(self, op: Operation, result: Value) -> None:
+        if isinstance(op, ge.BiasAddOp) and op.attr_value("axis") % len(op.operands[0].type.get_shape()) != len(
+            op.operands[0].type.get_shape()
+        ) - 1:
+            raise GroupUnsupported("bias_add along an axis other than the last inside a group")
+        for operand in op.operands:
+            value = self.plan.values[operand]
+            if value.kind == "full" and value.width not in (1, result.width):
+                raise GroupUnsupported(f"'{op.name}' broadcasts inside a row ({value.width} to {result.width})")
+            if value.kind == "row" and value.width not in (1, result.width):
+                raise GroupUnsupported(f"'{op.name}' broadcasts a vector of {value.width} to rows of {result.width}")
+
+    def _concat(self, v: VectorEmitter, op: ge.ConcatOp, operands: list[Operand], dst: Tile) -> None:
+        rank = len(op.results[0].type.get_shape())
+        if op.attr_value("axis") % rank != len(self.plan.lead):
+            raise GroupUnsupported("a concat inside the rows of a group, not along their first dim")
+        offset = 0
+        for value, tile in zip(op.operands, operands):
+            width = self.plan.values[value].width
+            if (offset * dtypes.byte_width(dst.element_type)) % UB_ALIGN_BYTES:
+                raise GroupUnsupported("a concat piece at an unaligned offset of the row")
+            piece = Tile(dst.buffer, v.b.add(dst.offset, offset), dst.row_stride)
+            v.with_cols(width).cast(_as_tile(tile), piece)
+            offset += width
+
+
+def _as_tile(operand: Operand) -> Tile:
+    if not isinstance(operand, Tile):
+        raise GroupUnsupported("a constant group result")
+    return operand
+
+
+def _require_whole_row(plan: GroupPlan, op: Operation) -> None:
+    shape = tuple(op.operands[0].type.get_shape())
+    if tuple(reduced_axes_of(op)) != tuple(range(len(plan.lead), len(shape))):
+        raise GroupUnsupported(f"'{op.name}' reduces part of a row")
+
+
+def _alias_roots(group: fused.GroupOp) -> dict[SSAValue, SSAValue]:
+    """Each alias (a reshape's result...) -> the value whose tile it shares."""
+    roots: dict[SSAValue, SSAValue] = {}
+    for op in group.body_ops():
+        if isinstance(op, _ALIASES):
+            source = op.operands[0]
+            roots[op.results[0]] = roots.get(source, source)
+    return roots
+
+
+def _last_uses(group: fused.GroupOp, roots: dict[SSAValue, SSAValue]) -> dict[SSAValue, int]:
+    """The index of the last op reading each value (through its aliases)."""
+    last: dict[SSAValue, int] = {}
+    for index, op in enumerate(group.body_ops()):
+        for operand in op.operands:
+            last[roots.get(operand, operand)] = index
+    return last

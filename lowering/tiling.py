@@ -1,0 +1,431 @@
+"""Static tiling of cube kernels: base tiles, K staging and the multi-core split,
+chosen at compile time from the shapes and the hardware preset.
+
+A cube kernel computes `C = A @ B` (possibly several products sharing A, and a
+batch of them) in *items*: an item is an output block of `mb` rows by
+`n_block` columns of one batch matrix, computed by one core from start to end:
+
+* its accumulators live in L0C for the whole K loop (`products x mb x
+  n_block` fp32, held as `n_sub` sub-tiles of `nb` columns);
+* K is walked in *chunks* of `kc`: MTE2 stages an (mb x kc) panel of A and a
+  (kc x n_block) panel of each B in L1, two copies of each so the next chunk
+  loads while this one is used;
+* each chunk is walked in *steps* of `kb`: MTE1 moves an (mb x kb) tile of A
+  into L0A and (kb x nb) tiles of B into L0B (two copies each), and the cube
+  accumulates `mmad`s into L0C;
+* the epilogue drains L0C through UB in row chunks of `rows` (fixpipe, vector
+  work, MTE3), two copies of each UB buffer (four of a plain cast's output
+  tile), while the next item starts.
+
+Items are shared out among the cores in contiguous ranges (`per_core` each,
+`block_dim` cores). The choice is a search over candidate tiles that fit every
+buffer, scored by a closed-form estimate of the kernel's time from the same
+cost formulas the simulator uses (`simulator/npu/costs.py`): per item the
+busiest of cube, MTE2, MTE1 and the epilogue (they overlap), plus what cannot
+overlap (filling the pipeline, draining L0C before the next item may
+accumulate). `CubeTiling.explain()` says what was chosen and why;
+`ge-to-npu{debug=true}` prints it.
+
+Operands describe their own transfer costs (a row-major tile of short rows is
+dearer than a FRACTAL_NZ tile of the same bytes), through `CubeOperandCost`,
+and may constrain the tiles: a convolution's image wants pixel tiles of whole
+output rows and K chunks of whole channel blocks, and needs UB for its slab.
+
+Flash attention has its own, simpler rule (`choose_attention_tiling`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..simulator.hardware import HardwarePreset
+from ..simulator.npu.costs import mmad_cycles, transfer_cycles
+
+FRACTAL = 16
+"""Rows and columns of a cube fractal: tiles are multiples of it."""
+
+TILE_CANDIDATES = (16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 512)
+"""Sizes tried for `mb` and `n_block` (plus the whole dimension rounded up to 16
+when it is smaller than the largest candidate)."""
+
+STEP_CANDIDATES = (16, 32, 64, 128, 256)
+"""Sizes tried for the L0 step `kb`."""
+
+CHUNK_STEPS = (1, 2, 4, 8, 16)
+"""Steps per L1 chunk tried (`kc = kb x steps`)."""
+
+
+def round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+class CubeOperandCost(Protocol):
+    """What the tiling needs to know about an operand of the cube (A or a B)."""
+
+    def l1_elements(self, rows: int, cols: int) -> int:
+        """Elements of the L1 buffer staging a (rows x cols) tile of the logical matrix."""
+
+    def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
+        """MTE2 cycles to stage a (rows x cols) tile of the logical matrix into L1."""
+
+    def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
+        """MTE1 cycles to move a (rows x cols) tile from L1 into `space` (l0a / l0b)."""
+
+    # Optional (defaults in `granule` / `ub_reserved`):
+    #   mn_granule: tiles of the operand's M (A) or N (B) dim are multiples of it
+    #               (an image's pixel rows: whole output rows);
+    #   k_granule:  K chunks are multiples of it (an image's channel blocks);
+    #   ub_bytes(rows, cols): UB the operand's staging needs besides the epilogue's.
+
+
+def granule(operand, name: str) -> int:
+    return getattr(operand, name, 1)
+
+
+def ub_reserved(operand, rows: int, cols: int) -> int:
+    method = getattr(operand, "ub_bytes", None)
+    return method(rows, cols) if method is not None else 0
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """The matrix products of one cube kernel."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+    products: int = 1  # B operands sharing the A tile (a gated matmul has 2)
+    whole_rows: bool = False  # the epilogue needs all N columns of a row in one item
+    in_bytes: int = 2  # element size of A and B
+    rate: str = "fp16"  # the cube's rate key for the input type
+
+
+@dataclass(frozen=True)
+class EpilogueCost:
+    """What the epilogue costs, to size its row chunks and to estimate its time:
+    UB bytes per element of a chunk (double-buffered streams counted twice,
+    temporaries once), per row (per-row values), per column (a bias row) and
+    fixed; vector work on top of the fixpipe (L0C -> UB) and the store (UB -> GM)."""
+
+    ub_bytes_per_element: int  # all copies
+    ub_bytes_per_row: int = 0
+    ub_bytes_per_col: int = 0
+    ub_fixed_bytes: int = 0
+    vector_instructions: int = 0  # vector instructions per row chunk (heads)
+    vector_repeats_per_element: float = 0.0  # repeats (256 B each) per output element
+    out_bytes: int = 2  # bytes stored per output element (all outputs)
+    fixpipe_bytes: int = 2  # bytes written to UB per product element by the fixpipe
+    copies: int = 2  # copies of the streamed UB buffers, used in turn by the row chunks
+
+
+@dataclass(frozen=True)
+class CubeTiling:
+    shape: GemmShape
+    mb: int
+    n_block: int
+    nb: int
+    kb: int
+    kc: int
+    rows: int  # epilogue row chunk
+    items: int
+    per_core: int
+    block_dim: int
+    estimate: float  # estimated cycles of the kernel
+    terms: tuple[tuple[str, float], ...]  # per-item cube / mte2 / mte1 / epilogue, and overheads
+    buffers: tuple[tuple[str, int], ...]  # bytes used per space (all copies)
+    candidates: int  # how many tilings fitted
+
+    @property
+    def n_sub(self) -> int:
+        return -(-self.n_block // self.nb)
+
+    @property
+    def m_tiles(self) -> int:
+        return -(-self.shape.m // self.mb)
+
+    @property
+    def n_tiles(self) -> int:
+        return -(-self.shape.n // self.n_block)
+
+    def explain(self) -> str:
+        s = self.shape
+        terms = ", ".join(f"{name} {value:.0f}" for name, value in self.terms)
+        buffers = ", ".join(f"{space.upper()} {used}" for space, used in self.buffers)
+        products = f" x {s.products} products" if s.products > 1 else ""
+        return (
+            f"cube {s.batch} x ({s.m} x {s.k}) @ ({s.k} x {s.n}){products}: items of {self.mb} x {self.n_block} "
+            f"({s.batch} x {self.m_tiles} x {self.n_tiles} = {self.items} items, {self.per_core} per core on "
+            f"{self.block_dim} cores), K in L1 chunks of {self.kc}, L0 steps of {self.kb}, {self.n_sub} L0C "
+            f"sub-tile(s) of {self.nb} columns, epilogue in row chunks of {self.rows}; per item cycles: {terms}; "
+            f"estimated {self.estimate:.0f} cycles, best of {self.candidates} tilings that fit; bytes used: {buffers}"
+        )
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    mb: int
+    n_block: int
+    nb: int
+    kb: int
+    kc: int
+
+
+def _sizes(limit: int, whole: int, step: int = 1) -> list[int]:
+    """Candidate tile sizes for a dimension of `whole` elements: TILE_CANDIDATES and
+    the whole dimension rounded up to 16, or multiples of `step` when it is > 1."""
+    if step > 1:
+        sizes = [r * step for r in range(1, limit // step + 1) if r * step < whole]
+        return sizes + ([whole] if whole <= max(limit, step) else [])
+    whole16 = round_up(max(whole, 1), FRACTAL)
+    sizes = [s for s in TILE_CANDIDATES if s < whole16 and s <= limit]
+    if whole16 <= limit:
+        sizes.append(whole16)
+    return sizes
+
+
+def _chunks(kb: int, k: int, k_step: int) -> list[int]:
+    """Candidate K chunks for L0 steps of kb: kb x CHUNK_STEPS, or multiples of
+    `k_step` (and the whole K) when it is > 1."""
+    if k_step > 1:
+        return [m * k_step for m in range(1, -(-k // k_step)) if m * k_step < k] + [k]
+    k16 = round_up(k, FRACTAL)
+    return [kb * s for s in CHUNK_STEPS if s == 1 or kb * s <= round_up(k16, kb)]
+
+
+def choose_cube_tiling(
+    hw: HardwarePreset, shape: GemmShape, a: CubeOperandCost, bs: Sequence[CubeOperandCost], epilogue: EpilogueCost
+) -> CubeTiling:
+    """The estimated-fastest tiling that fits the preset's buffers (see the module
+    docstring). Raises ValueError if no tiling fits."""
+    best: CubeTiling | None = None
+    fitting = 0
+    for cand in _candidates(hw, shape, a, bs):
+        reserved = ub_reserved(a, cand.mb, cand.kc) + sum(ub_reserved(b, cand.kc, cand.n_block) for b in bs)
+        rows = _epilogue_rows(hw, cand, epilogue, reserved)
+        if rows is None:
+            continue
+        fitting += 1
+        tiling = _score(hw, shape, a, bs, epilogue, cand, rows)
+        if best is None or _rank(tiling) < _rank(best):
+            best = tiling
+    if best is None:
+        raise ValueError(
+            f"no tiling of ({shape.m} x {shape.k}) @ ({shape.k} x {shape.n}) fits the buffers of preset '{hw.name}'"
+        )
+    return _with_count(best, fitting)
+
+
+CONTENTION = 0.25
+"""Share of a nearly saturated pipe's work that shows in the time of an item."""
+
+
+def _steady(*pipes: float) -> float:
+    """The time of an item whose pipes overlap: the busiest one, plus a share of the
+    others' work above 3/4 of it (pipes that wait on each other through flags do
+    not overlap perfectly when several are nearly saturated)."""
+    top = max(pipes)
+    others = sorted(pipes)[:-1]
+    return top + CONTENTION * sum(max(0.0, p - 0.75 * top) for p in others)
+
+
+def _rank(t: CubeTiling) -> tuple:
+    """Fastest estimate first; on a tie, the least work on the pipes (fewer, larger
+    instructions), then the largest items."""
+    work = sum(value for name, value in t.terms if name in ("cube", "mte2", "mte1"))
+    return (round(t.estimate), work, -t.mb * t.n_block)
+
+
+def _with_count(t: CubeTiling, count: int) -> CubeTiling:
+    return CubeTiling(**{**t.__dict__, "candidates": count})
+
+
+def _candidates(hw, shape: GemmShape, a, bs):
+    size = shape.in_bytes
+    l0c = hw.capacity("l0c")
+    limit = max(TILE_CANDIDATES)
+    n_step = max(granule(b, "mn_granule") for b in bs)
+    n_blocks = [round_up(shape.n, FRACTAL)] if shape.whole_rows else _sizes(limit, shape.n, n_step)
+    mbs = _sizes(limit, shape.m, granule(a, "mn_granule"))
+    k_step = max(granule(x, "k_granule") for x in (a, *bs))
+    k16 = round_up(shape.k, FRACTAL)
+    for mb in mbs:
+        for n_block in n_blocks:
+            if shape.products * mb * round_up(n_block, FRACTAL) * 4 > l0c:
+                continue
+            for kb in STEP_CANDIDATES:
+                if kb > k16 and kb != STEP_CANDIDATES[0]:
+                    continue
+                if 2 * round_up(mb, FRACTAL) * kb * size > hw.capacity("l0a"):
+                    continue
+                nb = min(round_up(n_block, FRACTAL), (hw.capacity("l0b") // (2 * kb * size)) // FRACTAL * FRACTAL)
+                if nb < FRACTAL:
+                    continue
+                nb = _even_split(n_block, nb)
+                if shape.products * mb * -(-n_block // nb) * nb * 4 > l0c:
+                    continue
+                for kc in _chunks(kb, shape.k, k_step):
+                    l1 = 2 * (a.l1_elements(mb, kc) + sum(b.l1_elements(kc, n_block) for b in bs)) * size
+                    if l1 > hw.capacity("l1"):
+                        break
+                    yield _Candidate(mb, n_block, nb, kb, kc)
+
+
+def _even_split(n_block: int, nb: int) -> int:
+    """The sub-tile width: at most `nb`, splitting `n_block` into equal multiples of 16."""
+    count = -(-n_block // nb)
+    return round_up(-(-n_block // count), FRACTAL)
+
+
+def _epilogue_rows(hw: HardwarePreset, c: _Candidate, e: EpilogueCost, reserved: int = 0) -> int | None:
+    """The epilogue's row chunk: chunks of equal multiples of 16 rows, as few as fit,
+    but at least `copies` of them when mb allows, so that every chunk of an item
+    has its own buffers and L0C drains at the fixpipe's pace. When 16 rows do not
+    fit UB (long rows), fewer: a chunk must start on a 512-byte boundary of the
+    fp32 L0C sub-tile (rows x nb x 4 bytes). None if not even one row fits."""
+    cols = round_up(c.n_block, FRACTAL)
+    budget = hw.capacity("ub") - reserved - e.ub_fixed_bytes - e.ub_bytes_per_col * cols
+    per_row = e.ub_bytes_per_element * cols + e.ub_bytes_per_row
+    fit = budget // per_row if per_row > 0 else c.mb
+    if fit < FRACTAL:
+        return next((r for r in (8, 4, 2, 1) if r <= fit and r * c.nb * 4 % 512 == 0), None)
+    chunks = max(-(-c.mb // (fit // FRACTAL * FRACTAL)), min(e.copies, c.mb // FRACTAL))
+    return round_up(-(-c.mb // chunks), FRACTAL)
+
+
+def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: int) -> CubeTiling:
+    m_tiles = -(-shape.m // c.mb)
+    n_tiles = -(-shape.n // c.n_block)
+    items = shape.batch * m_tiles * n_tiles
+    per_core = -(-items // hw.core_count)
+    block_dim = -(-items // per_core)
+    # A full item (tails are cheaper; the estimate is for ranking).
+    mb = min(c.mb, round_up(shape.m, FRACTAL))
+    n_block = min(c.n_block, round_up(shape.n, FRACTAL))
+    k = shape.k
+    chunks = -(-k // c.kc)
+    steps = -(-k // c.kb)
+    n_sub = -(-n_block // c.nb)
+    kb = min(c.kb, k)
+    kc = min(c.kc, k)
+    cube = steps * shape.products * n_sub * mmad_cycles(hw, mb, c.nb, kb, shape.rate)
+    stage = a.stage_cycles(hw, mb, kc) + sum(b.stage_cycles(hw, kc, n_block) for b in bs)
+    mte2 = chunks * stage
+    load = a.load_cycles(hw, "l0a", mb, kb) + n_sub * sum(b.load_cycles(hw, "l0b", kb, c.nb) for b in bs)
+    mte1 = steps * load
+    chunks_per_item = -(-mb // rows)
+    fixpipe = chunks_per_item * shape.products * n_sub * transfer_cycles(
+        hw, "l0c_to_ub", 1, rows * c.nb * e.fixpipe_bytes
+    )
+    vector = chunks_per_item * (
+        e.vector_instructions * hw.vector_costs["binary"].head
+        + math.ceil(e.vector_repeats_per_element * rows * n_block)
+    )
+    store = chunks_per_item * transfer_cycles(hw, "ub_to_gm", rows, n_block * e.out_bytes)
+    epilogue = fixpipe + vector + store
+    steady = _steady(cube, mte2, mte1, epilogue)
+    # What does not overlap: the first chunk's staging and first L0 loads, L0C
+    # drained by the fixpipes before the next item accumulates, the last
+    # item's epilogue after its last mmad.
+    fill = stage + load
+    drain = fixpipe if per_core > 1 else 0
+    last = fixpipe + vector + store // max(chunks_per_item, 1)
+    estimate = per_core * steady + (per_core - 1) * drain + fill + last
+    hbm = (shape.batch * (shape.m * shape.k + shape.products * shape.k * shape.n) * shape.in_bytes) / hw.hbm_bytes_per_cycle
+    estimate = max(estimate, hbm)
+    l1 = 2 * (a.l1_elements(c.mb, c.kc) + sum(b.l1_elements(c.kc, c.n_block) for b in bs)) * shape.in_bytes
+    buffers = (
+        ("l1", l1),
+        ("l0a", 2 * round_up(c.mb, FRACTAL) * c.kb * shape.in_bytes),
+        ("l0b", 2 * c.kb * c.nb * shape.in_bytes),
+        ("l0c", shape.products * c.mb * -(-c.n_block // c.nb) * c.nb * 4),
+        ("ub", ub_bytes(e, rows, round_up(c.n_block, FRACTAL)) + ub_reserved(a, c.mb, c.kc) + sum(ub_reserved(b, c.kc, c.n_block) for b in bs)),
+    )
+    terms = (("cube", cube), ("mte2", mte2), ("mte1", mte1), ("epilogue", epilogue), ("fill", fill), ("drain", drain))
+    return CubeTiling(
+        shape, c.mb, c.n_block, c.nb, c.kb, c.kc, rows, items, per_core, block_dim, estimate, terms, buffers, 0
+    )
+
+
+def ub_bytes(e: EpilogueCost, rows: int, cols: int) -> int:
+    return e.ub_fixed_bytes + e.ub_bytes_per_col * cols + (e.ub_bytes_per_element * cols + e.ub_bytes_per_row) * rows
+
+
+# ---- flash attention -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    batch: int  # batch x heads
+    sq: int
+    sk: int
+    d: int
+    dv: int
+    mask_bytes: int = 0  # element size of a mask tile (0: no mask tile per block)
+    in_bytes: int = 2
+
+
+@dataclass(frozen=True)
+class AttentionTiling:
+    shape: AttentionShape
+    mq: int  # query rows per item
+    sk: int  # key / value rows per block
+    items: int
+    per_core: int
+    block_dim: int
+    buffers: tuple[tuple[str, int], ...]
+
+    def explain(self) -> str:
+        s = self.shape
+        buffers = ", ".join(f"{space.upper()} {used}" for space, used in self.buffers)
+        return (
+            f"flash attention {s.batch} x ({s.sq} x {s.d}) against ({s.sk} x {s.d}) / ({s.sk} x {s.dv}): items of "
+            f"{self.mq} query rows ({self.items} items, {self.per_core} per core on {self.block_dim} cores), key / "
+            f"value blocks of {self.sk} rows with the online softmax in UB; the largest key blocks that fit, the "
+            f"query rows giving the least work per core; bytes used: {buffers}"
+        )
+
+
+def attention_buffers(s: AttentionShape, mq: int, sk: int) -> dict[str, int]:
+    """Bytes per space of one core's buffers (double-buffered K, V, P)."""
+    d16, dv16, sk16 = round_up(s.d, FRACTAL), round_up(s.dv, FRACTAL), round_up(sk, FRACTAL)
+    e = s.in_bytes
+    block = mq * sk16
+    return {
+        "l1": (mq * d16 + 2 * (sk * d16 + sk * dv16 + block)) * e,
+        "l0a": (mq * d16 + 2 * block) * e,
+        "l0b": 2 * (d16 * sk16 + sk16 * dv16) * e,
+        "l0c": (block + mq * dv16) * 4,
+        # scores fp32, probabilities, mask, two fp32 temporaries; accumulator, block
+        # product, output; a dozen per-row values
+        "ub": block * (4 + e + s.mask_bytes + 8) + mq * dv16 * (4 + 4 + e) + 16 * mq * 4 + 1024,
+    }
+
+
+ITEM_OVERHEAD_ROWS = 32
+"""What an item's fixed costs (transfer latencies, vector instruction heads) are
+worth in query rows, when weighing more, smaller items against fewer, larger ones."""
+
+
+def choose_attention_tiling(hw: HardwarePreset, s: AttentionShape) -> AttentionTiling:
+    """The largest key blocks that fit, then the query rows that give the least work
+    per core (`per_core x (mq + ITEM_OVERHEAD_ROWS)`). ValueError if none fits."""
+    sq16, sk16 = round_up(s.sq, FRACTAL), round_up(s.sk, FRACTAL)
+    for sk in [c for c in (256, 128, 64, 32, 16) if c < sk16] if sk16 > 256 else [sk16, *[c for c in (128, 64, 32, 16) if c < sk16]]:
+        fitting = [
+            mq
+            for mq in sorted({min(c, sq16) for c in (128, 96, 64, 48, 32, 16)}, reverse=True)
+            if all(used <= hw.capacity(space) for space, used in attention_buffers(s, mq, sk).items())
+        ]
+        if not fitting:
+            continue
+        mq = min(fitting, key=lambda m: (-(-s.batch * -(-s.sq // m) // hw.core_count) * (m + ITEM_OVERHEAD_ROWS), -m))
+        items = s.batch * -(-s.sq // mq)
+        per_core = -(-items // hw.core_count)
+        return AttentionTiling(
+            s, mq, sk, items, per_core, -(-items // per_core), tuple(attention_buffers(s, mq, sk).items())
+        )
+    raise ValueError(f"no tiling of attention with head dims {s.d} / {s.dv} fits the buffers of preset '{hw.name}'")

@@ -1,0 +1,128 @@
+"""Global memory as the cores see it: the HBM, and the L2 cache in front of it.
+
+Chips of the Ascend 910 class put a large on-chip L2 (tens of MB) between the
+cores and the HBM, shared by all cores. A matmul's panels are read by many
+cores; without the L2 every read would cross the HBM. With it, a read of bytes
+that are still in the L2 is served at the L2's bandwidth and costs the HBM
+nothing. The model (enabled by a preset's `[l2]` table; without one every GM
+transfer goes to the HBM, as before):
+
+* the L2 holds 32-byte *sectors* (`l2.sector_bytes`, the MTE burst) of GM;
+* a read transfer is split into the sectors it touches: those present are
+  hits, booked on the L2's bandwidth (`l2.bytes_per_cycle`, shared by all cores
+  like the HBM's, `hbm.py`); the misses are booked on the HBM and then present;
+* a write goes to the HBM (write-through: writes are never cheaper than
+  without the cache) and leaves its sectors present (write-allocate), so a
+  kernel reading what the previous one wrote may hit;
+* capacity (`l2.capacity_bytes`): a sector is evicted once that many bytes have
+  been brought into the L2 since its last use (LRU measured in bytes filled;
+  within a transfer, sectors are used in address order).
+
+Caveat, by construction of the simulator: cores are simulated one after
+another, so "since its last use" and "present" follow the order in which
+transfers are simulated, not time. The first core simulated pays a shared
+panel's misses and the others hit it, as the HBM's own booking gives earlier
+cores priority; the number of bytes crossing the HBM is right when the data
+fits the L2, and pessimistic (more misses) when it does not.
+
+The split of a transfer (fraction of its bytes that hit) scales its booking
+on each side: a transfer moving B bytes in c cycles with a fraction h of hits
+books h*B on the L2 and (1-h)*B on the HBM over the same c cycles, and ends when
+both are done. Compulsory misses (sectors read from the HBM for the first time
+and never written before) are counted: they bound the HBM traffic of any
+schedule from below, which is what the report's roofline uses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..hardware import HardwarePreset
+from .hbm import SharedHbm
+
+_ABSENT = -(1 << 62)
+
+
+class L2Cache:
+    def __init__(self, capacity_bytes: int, bytes_per_cycle: float, sector_bytes: int):
+        self.capacity = capacity_bytes
+        self.sector = sector_bytes
+        self.bandwidth = SharedHbm(bytes_per_cycle)
+        self.filled = 0  # bytes brought into the L2 so far (the LRU clock)
+        self.last_use = np.full(1 << 16, _ABSENT, dtype=np.int64)  # per sector: `filled` at its last use
+        self.seen = np.zeros(1 << 16, dtype=bool)  # per sector: ever in the L2
+
+    def _grow(self, top: int) -> None:
+        size = len(self.last_use)
+        if top < size:
+            return
+        while size <= top:
+            size *= 2
+        self.last_use = np.concatenate([self.last_use, np.full(size - len(self.last_use), _ABSENT, dtype=np.int64)])
+        self.seen = np.concatenate([self.seen, np.zeros(size - len(self.seen), dtype=bool)])
+
+    def sectors(self, starts: np.ndarray, run_bytes: int) -> np.ndarray:
+        """The distinct sectors of runs of `run_bytes` bytes at byte addresses `starts`."""
+        first = starts // self.sector
+        counts = (starts + run_bytes - 1) // self.sector - first + 1
+        if len(first) == 1:
+            found = np.arange(first[0], first[0] + counts[0], dtype=np.int64)
+        else:
+            offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+            found = np.repeat(first, counts) + offsets
+            if len(found) > 1 and np.any(found[1:] <= found[:-1]):
+                found = np.unique(found)
+        self._grow(int(found[-1]) if len(found) else 0)
+        return found
+
+    def read(self, sectors: np.ndarray) -> tuple[int, int]:
+        """Look the sectors up (in address order) and update the cache; returns
+        (hits, compulsory misses)."""
+        hit = self.filled - self.last_use[sectors] < self.capacity
+        missed = sectors[~hit]
+        compulsory = int(np.count_nonzero(~self.seen[missed]))
+        self._use(sectors, ~hit)
+        self.seen[missed] = True
+        return int(np.count_nonzero(hit)), compulsory
+
+    def write(self, sectors: np.ndarray) -> None:
+        self._use(sectors, np.ones(len(sectors), dtype=bool))
+        self.seen[sectors] = True
+
+    def _use(self, sectors: np.ndarray, filled: np.ndarray) -> None:
+        """Each sector's last use is the fill clock when the transfer reaches it: a
+        transfer larger than the L2 keeps only its last `capacity` bytes."""
+        clock = self.filled + np.cumsum(filled, dtype=np.int64) * self.sector
+        self.last_use[sectors] = clock
+        self.filled = int(clock[-1]) if len(clock) else self.filled
+
+
+class GlobalMemory:
+    """The HBM every core shares, with the L2 in front of it when the preset has one."""
+
+    def __init__(self, hw: HardwarePreset):
+        self.hbm = SharedHbm(hw.hbm_bytes_per_cycle)
+        self.l2 = L2Cache(hw.l2_bytes, hw.l2_bytes_per_cycle, hw.l2_sector_bytes) if hw.l2_bytes else None
+
+    def transfer(
+        self, start: int, cycles: int, moved: int, starts: np.ndarray | None, run_bytes: int, writes: bool
+    ) -> tuple[int, int, int, int]:
+        """A GM transfer of `moved` bytes over `cycles` cycles from `start` (unloaded);
+        `starts` are the byte addresses of its runs of `run_bytes` on the GM side.
+        Returns (when its data phase ends, HBM bytes, L2 hit bytes, compulsory bytes)."""
+        if self.l2 is None or starts is None:
+            return self.hbm.transfer(start, cycles, moved), moved, 0, moved if not writes else 0
+        sectors = self.l2.sectors(starts, run_bytes)
+        if writes:
+            self.l2.write(sectors)
+            return self.hbm.transfer(start, cycles, moved), moved, 0, 0
+        hits, compulsory = self.l2.read(sectors)
+        count = max(len(sectors), 1)
+        hit_bytes = round(moved * hits / count)
+        miss_bytes = moved - hit_bytes
+        end = start + cycles
+        if miss_bytes:
+            end = max(end, self.hbm.transfer(start, cycles, miss_bytes))
+        if hit_bytes:
+            end = max(end, self.l2.bandwidth.transfer(start, cycles, hit_bytes))
+        return end, miss_bytes, hit_bytes, round(moved * compulsory / count)

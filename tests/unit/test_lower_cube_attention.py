@@ -1,0 +1,66 @@
+"""fused.flash_attention lowered to the mix kernel (cube products, online softmax
+in UB): layouts BNSD and BSH, boolean and additive masks broadcast to the scores,
+scale, sequence lengths of 1, odd ones and ones above a block, FRACTAL_NZ
+operands; compile, simulate, compare with the reference interpreter."""
+
+from __future__ import annotations
+
+import pytest
+
+from cube_lowering_testing import check_lowering, main_module, overlapped, tensor
+
+
+def attention_module(batch, sq, sk, d, dv, layout="BNSD", heads=1, mask=None, scale=0.125, nz=False) -> str:
+    if layout == "BNSD":
+        q, k, v, out = (*batch, sq, d), (*batch, sk, d), (*batch, sk, dv), (*batch, sq, dv)
+    else:
+        q, k, v, out = (*batch, sq, heads * d), (*batch, sk, heads * d), (*batch, sk, heads * dv), (*batch, sq, heads * dv)
+    enc = "FRACTAL_NZ" if nz else None
+    args, lines = [], []
+    for name, shape, seed in (("q", q, 1), ("k", k, 2), ("v", v, 3)):
+        if nz:
+            lines.append(f"%{name} = ge.const #ge.random<normal, seed = {seed}, mean = 0.0, std = 1.0> : {tensor(shape, encoding=enc)}")
+        else:
+            args.append(f'%{name}: {tensor(shape)} {{ge.name = "{name}"}}')
+    operands, types = "%q, %k, %v", [tensor(x, encoding=enc) for x in (q, k, v)]
+    if mask is not None:
+        shape, dtype = mask
+        args.append(f'%m: {tensor(shape, dtype)} {{ge.name = "m"}}')
+        operands += " mask %m"
+        types.append(tensor(shape, dtype))
+    attrs = f'layout = "{layout}", num_heads = {heads}, scale = {scale}, mask_value = -30000.0'
+    lines.append(f"%o = fused.flash_attention {operands} {{{attrs}}} : ({', '.join(types)}) -> {tensor(out)}")
+    return main_module(args, lines, "%o", tensor(out))
+
+
+@pytest.mark.parametrize(
+    "batch,sq,sk,d,dv,mask",
+    [
+        ((2,), 17, 33, 16, 16, None),
+        ((1, 2), 1, 5, 32, 16, ((1, 2, 1, 5), "i1")),
+        ((3,), 40, 70, 16, 32, ((40, 70), "f16")),
+        ((2,), 33, 17, 8, 24, ((2, 33, 1), "i1")),
+    ],
+)
+def test_attention_bnsd(batch, sq, sk, d, dv, mask):
+    check_lowering(attention_module(batch, sq, sk, d, dv, mask=mask))
+
+
+@pytest.mark.parametrize(
+    "batch,sq,sk,heads,mask,nz",
+    [
+        ((), 20, 20, 2, ((20, 20), "i1"), False),
+        ((2,), 17, 40, 3, ((1, 3, 17, 40), "f16"), False),
+        ((), 33, 33, 2, None, True),
+    ],
+)
+def test_attention_bsh(batch, sq, sk, heads, mask, nz):
+    check_lowering(attention_module(batch, sq, sk, 16, 16, "BSH", heads, mask, nz=nz))
+
+
+def test_attention_ascend910():
+    check_lowering(attention_module((), 128, 160, 64, 64, "BSH", 4, ((128, 160), "i1")), "ascend910")
+
+
+def test_attention_race_free_with_insert_sync():
+    check_lowering(attention_module((2,), 40, 70, 16, 32, mask=((40, 70), "i1")), pipeline=overlapped("tiny"))

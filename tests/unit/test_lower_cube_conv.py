@@ -1,0 +1,97 @@
+"""ge.conv2d and fused.conv2d_bias_act lowered to the cube (implicit GEMM):
+strides, pads, dilations, groups, every supported format of input (NCHW,
+NC1HWC0), weights (OIHW, FRACTAL_Z) and result (NCHW, NC1HWC0); compile,
+simulate, compare with the reference interpreter."""
+
+from __future__ import annotations
+
+import pytest
+
+from cube_lowering_testing import check_lowering, main_module, overlapped, tensor
+
+
+def out_size(size: int, kernel: int, stride: int, before: int, after: int, dilation: int) -> int:
+    return (size + before + after - (kernel - 1) * dilation - 1) // stride + 1
+
+
+def conv_module(
+    n=1, c=3, h=9, w=9, o=5, kh=3, kw=3, strides=(1, 1), pads=(1, 1, 1, 1), dilations=(1, 1), groups=1,
+    x_format=None, w_format=None, y_format=None, bias=False, residual=False, act=None,
+) -> str:
+    """conv2d (fused.conv2d_bias_act when bias / residual / act are given) of an input
+    (an argument in NCHW, a constant in NC1HWC0) with constant weights. An
+    NC1HWC0 result goes through a second, 1x1 convolution back to NCHW."""
+    oh = out_size(h, kh, strides[0], pads[0], pads[2], dilations[0])
+    ow = out_size(w, kw, strides[1], pads[1], pads[3], dilations[1])
+    xt, wt = tensor((n, c, h, w), encoding=x_format), tensor((o, c // groups, kh, kw), encoding=w_format)
+    yt = tensor((n, o, oh, ow), encoding=y_format)
+    lines = [f"%w = ge.const #ge.random<normal, seed = 2, mean = 0.0, std = 0.3> : {wt}"]
+    args = []
+    if x_format:
+        lines.append(f"%x = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 1.0> : {xt}")
+    else:
+        args.append(f'%x: {xt} {{ge.name = "x"}}')
+    attrs = f"strides = {list(strides)}, pads = {list(pads)}, dilations = {list(dilations)}, groups = {groups}"
+    operands, types = "%x, %w", [xt, wt]
+    if bias:
+        args.append(f'%bias: {tensor((o,))} {{ge.name = "bias"}}')
+        operands += " bias %bias"
+        types.append(tensor((o,)))
+    if residual:
+        rt = tensor((n, o, oh, ow))
+        args.append(f'%res: {rt} {{ge.name = "res"}}')
+        operands += " residual %res"
+        types.append(rt)
+    fused = bias or residual or act
+    op = "fused.conv2d_bias_act" if fused else "ge.conv2d"
+    if act:
+        attrs += f', act = "{act}"'
+    lines.append(f"%y = {op} {operands} {{{attrs}}} : ({', '.join(types)}) -> {yt}")
+    result, rtype = "%y", yt
+    if y_format:
+        w2 = tensor((4, o, 1, 1), encoding="FRACTAL_Z")
+        rtype = tensor((n, 4, oh, ow))
+        lines.append(f"%w2 = ge.const #ge.random<normal, seed = 3, mean = 0.0, std = 0.3> : {w2}")
+        lines.append(f"%z = ge.conv2d %y, %w2 : ({yt}, {w2}) -> {rtype}")
+        result = "%z"
+    return main_module(args, lines, result, rtype)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(),  # NCHW, OIHW weights (eager mode)
+        dict(c=20, o=17, strides=(2, 2), pads=(0, 1, 2, 1)),
+        dict(c=17, o=16, kh=2, kw=3, dilations=(2, 1), pads=(1, 0, 1, 2)),
+        dict(c=32, o=8, groups=2, kh=1, kw=1, pads=(0, 0, 0, 0)),
+        dict(c=6, o=6, groups=3, strides=(1, 2)),
+        dict(n=2, c=16, h=5, w=7, o=3, bias=True, residual=True, act="relu"),
+    ],
+    ids=["eager", "stride-pads", "dilation", "groups-1x1", "groups-odd", "batch-fused"],
+)
+def test_conv_nchw(params):
+    check_lowering(conv_module(**params))
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(w_format="FRACTAL_Z"),  # NCHW in, NCHW out with FRACTAL_Z weights: weights as A
+        dict(c=20, o=17, w_format="FRACTAL_Z", y_format="NC1HWC0", bias=True, act="gelu"),
+        dict(c=20, o=33, x_format="NC1HWC0", w_format="FRACTAL_Z", strides=(2, 1)),
+        dict(c=32, o=32, groups=2, x_format="NC1HWC0", w_format="FRACTAL_Z", y_format="NC1HWC0"),
+        dict(n=2, c=16, o=16, x_format="NC1HWC0", w_format="FRACTAL_Z", residual=True, act="silu"),
+    ],
+    ids=["fz-nchw", "fz-5hd-out", "5hd-in", "5hd-groups", "5hd-residual"],
+)
+def test_conv_fractal_formats(params):
+    check_lowering(conv_module(**params))
+
+
+def test_conv_ascend910():
+    check_lowering(conv_module(c=64, o=64, h=20, w=20, w_format="FRACTAL_Z", y_format="NC1HWC0", bias=True, act="relu"), "ascend910")
+
+
+def test_conv_race_free_with_insert_sync():
+    params = dict(c=20, o=17, w_format="FRACTAL_Z", y_format="NC1HWC0", bias=True, act="relu", strides=(2, 1))
+    check_lowering(conv_module(**params), pipeline=overlapped("tiny"))

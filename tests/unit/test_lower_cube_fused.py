@@ -1,0 +1,180 @@
+"""The fused matmuls and cube groups lowered to the cube kernel with their
+epilogues: compile, simulate, compare with the reference interpreter."""
+
+from __future__ import annotations
+
+import pytest
+
+from cube_lowering_testing import check_lowering, compile_module, overlapped, parse, tensor
+
+
+def arg(name: str, shape, dtype: str = "f16") -> tuple[str, str]:
+    return f'%{name}: {tensor(shape, dtype)} {{ge.name = "{name}"}}', tensor(shape, dtype)
+
+
+def module(args: list[tuple[str, str]], op: str, operands: str, attrs: str, results: list[str]) -> str:
+    names = [f"%r{i}" for i in range(len(results))]
+    outs = ", ".join(f'{t} {{ge.name = "out{i}"}}' for i, t in enumerate(results))
+    result_types = results[0] if len(results) == 1 else f"({', '.join(results)})"
+    return f"""func.func @main({", ".join(a for a, _ in args)}) -> ({outs}) {{
+  {", ".join(names)} = {op} {operands} {attrs} : ({", ".join(t for _, t in args)}) -> {result_types}
+  func.return {", ".join(names)} : {", ".join(results)}
+}}"""
+
+
+# ---- fused.matmul_bias_act ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "m,k,n,bias,residual,act",
+    [
+        (33, 40, 50, True, (33, 50), "none"),
+        (17, 16, 65, True, None, "relu"),
+        (1, 33, 17, False, (1, 17), "gelu"),
+        (40, 17, 33, True, (33,), "gelu_tanh"),
+        (65, 20, 16, False, (65, 1), "silu"),
+        (16, 16, 16, False, None, "none"),
+    ],
+)
+def test_matmul_bias_act(m, k, n, bias, residual, act):
+    args = [arg("a", (m, k)), arg("b", (k, n))]
+    operands = "%a, %b"
+    if bias:
+        args.append(arg("bias", (n,)))
+        operands += " bias %bias"
+    if residual:
+        args.append(arg("res", residual))
+        operands += " residual %res"
+    check_lowering(module(args, "fused.matmul_bias_act", operands, f'{{act = "{act}"}}', [tensor((m, n))]))
+
+
+def test_matmul_bias_act_ascend910_transposed():
+    m, k, n = 130, 200, 300
+    args = [arg("a", (k, m)), arg("b", (n, k)), arg("bias", (n,)), arg("res", (m, n))]
+    attrs = '{act = "gelu", transpose_a = true, transpose_b = true}'
+    check_lowering(module(args, "fused.matmul_bias_act", "%a, %b bias %bias residual %res", attrs, [tensor((m, n))]), "ascend910")
+
+
+# ---- fused.batch_matmul ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "mask,mask_type,scale",
+    [(None, None, 0.125), ((2, 1, 17, 20), "i1", 0.5), ((17, 20), "f16", 1.0), ((1, 1, 1, 20), "i1", 2.0)],
+)
+def test_fused_batch_matmul(mask, mask_type, scale):
+    b, m, k, n = (2, 3), 17, 24, 20
+    args = [arg("a", (*b, m, k)), arg("b", (*b, n, k))]
+    operands = "%a, %b"
+    if mask:
+        args.append(arg("mask", mask, mask_type))
+        operands += " mask %mask"
+    attrs = f"{{transpose_b = true, scale = {scale}, mask_value = -100.0}}"
+    check_lowering(module(args, "fused.batch_matmul", operands, attrs, [tensor((*b, m, n))]))
+
+
+# ---- fused.gated_matmul ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("m,k,n,act", [(33, 40, 50, "silu"), (1, 17, 16, "gelu"), (20, 65, 17, "relu")])
+def test_gated_matmul(m, k, n, act):
+    args = [arg("x", (m, k)), arg("g", (k, n)), arg("u", (k, n))]
+    check_lowering(module(args, "fused.gated_matmul", "%x, %g, %u", f'{{act = "{act}"}}', [tensor((m, n))]))
+
+
+# ---- matmul + residual + norm -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "m,k,n,layer,bias,hw",
+    [(33, 40, 50, True, True, "tiny"), (17, 16, 65, False, False, "tiny"), (1, 20, 17, True, False, "tiny"),
+     (64, 128, 300, True, True, "ascend910")],
+)
+def test_matmul_add_norm(m, k, n, layer, bias, hw):
+    args = [arg("a", (m, k)), arg("b", (k, n)), arg("res", (m, n)), arg("gamma", (n,))]
+    operands = "%a, %b, %res, %gamma"
+    if layer:
+        args.append(arg("beta", (n,)))
+        operands += ", %beta"
+    if bias:
+        args.append(arg("bias", (n,)))
+        operands += " bias %bias"
+    op = "fused.matmul_add_layer_norm" if layer else "fused.matmul_add_rms_norm"
+    out = tensor((m, n))
+    check_lowering(module(args, op, operands, "{epsilon = 1.0e-05}", [out, out]), hw)
+
+
+# ---- fused.group with a cube op -------------------------------------------------------------------
+
+
+def test_cube_group_epilogue():
+    """A batch_matmul with a bias, a scalar scale, a sigmoid gate on a second
+    input, two results (one of them an intermediate of the epilogue)."""
+    a, b, bias, r, out = tensor((2, 33, 40)), tensor((2, 40, 50)), tensor((50,)), tensor((2, 33, 50)), tensor((2, 33, 50))
+    text = f"""func.func @main(%a: {a} {{ge.name = "a"}}, %b: {b} {{ge.name = "b"}}, %bias: {bias} {{ge.name = "bias"}}, %r: {r} {{ge.name = "r"}}) -> ({out} {{ge.name = "y"}}, {out} {{ge.name = "z"}}) {{
+  %y, %z = fused.group %a, %b, %bias, %r : ({a}, {b}, {bias}, {r}) -> ({out}, {out}) {{
+  ^bb0(%0: {a}, %1: {b}, %2: {bias}, %3: {r}):
+    %half = ge.const dense<0.5> : tensor<f16>
+    %p = ge.batch_matmul %0, %1 : ({a}, {b}) -> {out}
+    %q = ge.add %p, %2 : ({out}, {bias}) -> {out}
+    %s = ge.mul %q, %half : ({out}, tensor<f16>) -> {out}
+    %t = ge.sigmoid %s : ({out}) -> {out}
+    %u = ge.mul %t, %3 : ({out}, {r}) -> {out}
+    fused.yield %u, %q : {out}, {out}
+  }}
+  func.return %y, %z : {out}, {out}
+}}"""
+    check_lowering(text)
+
+
+def test_cube_group_format_change():
+    """A group around an NZ product that writes its result in ND (as auto fusion
+    makes them after the layout pass)."""
+    nz = tensor((40, 24), encoding="FRACTAL_NZ")
+    out_nz = tensor((17, 24), encoding="FRACTAL_NZ")
+    text = f"""func.func @main(%a: {tensor((17, 40))} {{ge.name = "a"}}) -> ({tensor((17, 24))} {{ge.name = "y"}}) {{
+  %w = ge.const #ge.random<normal, seed = 3, mean = 0.0, std = 0.5> : {nz}
+  %y = fused.group %a, %w : ({tensor((17, 40))}, {nz}) -> {tensor((17, 24))} {{
+  ^bb0(%0: {tensor((17, 40))}, %1: {nz}):
+    %p = ge.matmul %0, %1 : ({tensor((17, 40))}, {nz}) -> {out_nz}
+    %r = ge.relu %p : ({out_nz}) -> {out_nz}
+    %d = ge.transdata %r {{src_format = "FRACTAL_NZ", dst_format = "ND"}} : ({out_nz}) -> {tensor((17, 24))}
+    fused.yield %d : {tensor((17, 24))}
+  }}
+  func.return %y : {tensor((17, 24))}
+}}"""
+    check_lowering(text)
+
+
+# ---- split into a matmul and a norm when that is faster ----------------------------------------
+
+
+def norm_module(m, k, n) -> str:
+    args = [arg("a", (m, k)), arg("b", (k, n)), arg("res", (m, n)), arg("gamma", (n,)), arg("beta", (n,))]
+    out = tensor((m, n))
+    return module(args, "fused.matmul_add_layer_norm", "%a, %b, %res, %gamma, %beta", "{epsilon = 1.0e-05}", [out, out])
+
+
+@pytest.mark.parametrize(
+    "m,k,n,hw,split",
+    [(33, 40, 50, "tiny", False), (16, 512, 256, "tiny", True), (64, 128, 300, "tiny", True),
+     (128, 768, 768, "ascend910", True), (512, 64, 64, "ascend910", False)],
+)
+def test_matmul_add_norm_split_decision(m, k, n, hw, split):
+    """Few rows against a large B: each core of the whole-row kernel would read all of
+    B (or its rows do not fit the buffers at all): a matmul kernel and a norm kernel."""
+    compiled = compile_module(parse(norm_module(m, k, n)), f"fused-split-matmul-norm{{hw={hw}}}")
+    names = {op.name for op in compiled.walk()}
+    assert ("fused.matmul_add_layer_norm" not in names) == split
+    assert ("ge.layer_norm" in names and "fused.matmul_bias_act" in names) == split
+
+
+def test_matmul_add_norm_split_numbers():
+    check_lowering(norm_module(16, 512, 256))
+
+
+def test_fused_race_free_with_insert_sync():
+    args = [arg("a", (33, 40)), arg("b", (40, 50)), arg("bias", (50,)), arg("res", (33, 50))]
+    text = module(args, "fused.matmul_bias_act", "%a, %b bias %bias residual %res", '{act = "gelu"}', [tensor((33, 50))])
+    check_lowering(text, pipeline=overlapped("tiny"))
+    check_lowering(norm_module(33, 40, 50), pipeline=overlapped("tiny"))

@@ -1,0 +1,116 @@
+"""The static tiling of cube kernels (lowering/tiling.py) and the K walk of the
+cube kernel: every choice fits the preset's buffers, the multi-core split
+covers the items evenly, K chunks cover K exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gecomp.lowering.fused_to_npu.templates.cube_kernel import k_schedule
+from gecomp.lowering.tiling import (
+    AttentionShape,
+    EpilogueCost,
+    GemmShape,
+    choose_attention_tiling,
+    choose_cube_tiling,
+)
+from gecomp.simulator.hardware import load_preset
+from cube_lowering_testing import compile_module, parse
+
+
+class Operand:
+    """A row-major operand: one run per row of a staged tile."""
+
+    def l1_elements(self, rows, cols):
+        return rows * -(-cols // 16) * 16
+
+    def stage_cycles(self, hw, rows, cols):
+        return 200 + rows * cols * 2 // 73 + rows
+
+    def load_cycles(self, hw, space, rows, cols):
+        return 20 + rows * cols * 2 // 128
+
+
+PLAIN = EpilogueCost(8, ub_fixed_bytes=128, copies=4)
+
+
+def _shapes(count: int, seed: int):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        m, n, k = (int(rng.choice([1, 7, 16, 17, 100, 300, 1000, 4096])) for _ in range(3))
+        yield GemmShape(int(rng.choice([1, 3])), m, n, k, int(rng.choice([1, 2])))
+
+
+@pytest.mark.parametrize("hw", ["tiny", "ascend910"])
+@pytest.mark.parametrize("shape", list(_shapes(8, 1)))
+def test_tiling_fits_and_splits(hw, shape):
+    preset = load_preset(hw)
+    t = choose_cube_tiling(preset, shape, Operand(), [Operand()] * shape.products, PLAIN)
+    for space, used in t.buffers:
+        assert used <= preset.capacity(space), (space, used, t.explain())
+    assert t.kc % t.kb == 0 or t.kc >= shape.k
+    assert t.items == shape.batch * -(-shape.m // t.mb) * -(-shape.n // t.n_block)
+    assert 1 <= t.block_dim <= preset.core_count
+    assert (t.block_dim - 1) * t.per_core < t.items <= t.block_dim * t.per_core
+    assert f"items of {t.mb} x {t.n_block}" in t.explain()
+
+
+def test_tiling_whole_rows():
+    t = choose_cube_tiling(load_preset("tiny"), GemmShape(1, 40, 300, 64, whole_rows=True), Operand(), [Operand()], PLAIN)
+    assert t.n_block >= 300 and t.n_tiles == 1
+
+
+def test_tiling_refuses_what_cannot_fit():
+    too_wide = EpilogueCost(64 * 1024)
+    with pytest.raises(ValueError, match="no tiling"):
+        choose_cube_tiling(load_preset("tiny"), GemmShape(1, 64, 64, 64), Operand(), [Operand()], too_wide)
+
+
+def test_tiling_large_matmul_uses_every_core_with_full_l0c():
+    """2048^3 on ascend910: 256 x 256 items (the largest fp32 accumulator L0C holds),
+    two per core on all 32 cores (the choice the roofline bench measures)."""
+    module = parse(
+        """func.func @main(%a: tensor<2048x2048xf16>, %b: tensor<2048x2048xf16>) -> tensor<2048x2048xf16> {
+  %c = ge.matmul %a, %b : (tensor<2048x2048xf16>, tensor<2048x2048xf16>) -> tensor<2048x2048xf16>
+  func.return %c : tensor<2048x2048xf16>
+}"""
+    )
+    compile_module(module, "ge-to-npu")
+    kernel = next(op for op in module.walk() if op.name == "npu.kernel")
+    assert kernel.attr_values().block_dim == 32
+    l0c = [op.results[0].type for op in kernel.walk() if op.name == "npu.alloc" and "l0c" in str(op.results[0].type)]
+    assert [t.get_shape() for t in l0c] == [(256 * 256,)]
+
+
+@pytest.mark.parametrize("k,kc", [(2048, 512), (100, 64), (1, 16), (600, 256), (4096, 256)])
+@pytest.mark.parametrize("base", [0, 1])
+def test_k_schedule_covers_k(k, kc, base):
+    s = k_schedule(k, kc, base)
+    chunks = [*s.head, *((s.middle_start + i * kc, kc) for i in range(s.middle)), *s.tail]
+    assert chunks[0][0] == 0 and sum(size for _, size in chunks) == k
+    assert all(a + size == b for (a, size), (b, _) in zip(chunks, chunks[1:]))
+    parities = [s.parity(i) for i in range(s.count)]
+    assert parities[0] == base and all(x != y for x, y in zip(parities, parities[1:]))
+
+
+@pytest.mark.parametrize("hw", ["tiny", "ascend910"])
+@pytest.mark.parametrize("shape", [AttentionShape(12, 128, 128, 64, 64), AttentionShape(2, 17, 300, 16, 32, 1)])
+def test_attention_tiling_fits(hw, shape):
+    preset = load_preset(hw)
+    t = choose_attention_tiling(preset, shape)
+    assert all(used <= preset.capacity(space) for space, used in t.buffers)
+    assert t.items == shape.batch * -(-shape.sq // t.mq)
+    assert (t.block_dim - 1) * t.per_core < t.items <= t.block_dim * t.per_core
+
+
+def test_debug_explains_the_tiling(capsys):
+    module = parse(
+        """func.func @main(%a: tensor<40x50xf16>, %b: tensor<50x70xf16>) -> tensor<40x70xf16> {
+  %c = ge.matmul %a, %b : (tensor<40x50xf16>, tensor<50x70xf16>) -> tensor<40x70xf16>
+  func.return %c : tensor<40x70xf16>
+}"""
+    )
+    compile_module(module, "ge-to-npu{hw=tiny debug=true}")
+    err = capsys.readouterr().err
+    assert "cube 1 x (40 x 50) @ (50 x 70): items of" in err and "estimated" in err
