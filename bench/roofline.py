@@ -3,7 +3,7 @@
     python bench/roofline.py                      # every case, ascend910
     python bench/roofline.py --only matmul        # cases whose name contains it
     python bench/roofline.py --check              # also compare the numbers with the reference
-    python bench/roofline.py --pipeline 'ge-compile'
+    python bench/roofline.py --pipeline 'ge-compile{fuse=false}'
 
 For a case the roofline is a lower bound on its time: for a matrix product
 max(flops / cube peak, compulsory GM bytes / HBM bandwidth), the compulsory
@@ -34,13 +34,6 @@ from gecomp.simulator.npu import simulate
 from gecomp.simulator.npu.report import SimulationReport
 from gecomp.simulator.reference import run_reference
 from gecomp.simulator.signature import input_specs, main_function, output_specs, random_inputs
-
-COMPILE = (
-    "ge-graph-opt,ge-fuse,fused-split-matmul-norm,fused-ungroup,ge-materialize-broadcasts,ge-to-npu,"
-    "npu-double-buffer,npu-plan-local-memory,npu-insert-sync,npu-plan-gm"
-)
-"""ge-compile's stages with the overlapping synchronisation (npu-double-buffer,
-npu-insert-sync) in place of npu-serialize."""
 
 Roofline = Callable[[HardwarePreset, SimulationReport], float]
 
@@ -151,7 +144,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hw", default="ascend910")
     parser.add_argument("--only", default="", help="run the cases whose name contains this")
-    parser.add_argument("--pipeline", default=COMPILE)
+    parser.add_argument("--pipeline", default="ge-compile")
     parser.add_argument("--check", action="store_true", help="compare with the reference and check races")
     args = parser.parse_args(argv)
     header = f"{'case':<40}{'simulated':>11}{'kernels':>10}{'roofline':>10}{'achieved':>10}{'compile s':>11}{'sim s':>8}"

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from ..core import dtypes
 from ..core.context import make_context
 from ..core.diagnostics import CompileError
 from ..core.passes import parse_pass_pipeline, run_pipeline
@@ -224,9 +225,11 @@ def _compare(model: Model, expected, outputs, rtol: float, atol: float):
 
 
 def _close(want: np.ndarray, got: np.ndarray, rtol: float, atol: float) -> bool:
-    if want.dtype.kind in "biu":
+    """Integers and booleans exactly; floats (ml_dtypes' too, compared as float64)
+    within the case's tolerance, NaN matching NaN."""
+    if not dtypes.is_float_dtype(want.dtype):
         return np.array_equal(want, got)
-    return bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
+    return bool(np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True))
 
 
 @dataclass

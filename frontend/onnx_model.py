@@ -7,8 +7,9 @@ dialect, and a test can check that both readers see the same graph by comparing
 two of these models (`==` ignores source locations).
 
 Element types keep ONNX's numeric codes (`TensorProto.DataType`); tensors hold
-numpy arrays where numpy has the type (bfloat16, float8, int4 and strings do not:
-their `array` is None and the importer rejects them by name).
+numpy arrays, of `ml_dtypes` types for the formats numpy lacks (bfloat16, float8,
+float4, int4, int2: one element per byte, unpacked); strings have no array
+(`array` is None); the importer rejects strings and complex numbers by name.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
+from ..core import dtypes
 from ..core.diagnostics import SourceLocation
 
 # code -> (name in the textual syntax, numpy dtype or None)
@@ -37,17 +40,17 @@ ELEMENT_TYPES: dict[int, tuple[str, np.dtype | None]] = {
     13: ("uint64", np.dtype(np.uint64)),
     14: ("complex64", np.dtype(np.complex64)),
     15: ("complex128", np.dtype(np.complex128)),
-    16: ("bfloat16", None),
-    17: ("float8e4m3fn", None),
-    18: ("float8e4m3fnuz", None),
-    19: ("float8e5m2", None),
-    20: ("float8e5m2fnuz", None),
-    21: ("uint4", None),
-    22: ("int4", None),
-    23: ("float4e2m1", None),
-    24: ("float8e8m0", None),
-    25: ("uint2", None),
-    26: ("int2", None),
+    16: ("bfloat16", np.dtype(ml_dtypes.bfloat16)),
+    17: ("float8e4m3fn", np.dtype(ml_dtypes.float8_e4m3fn)),
+    18: ("float8e4m3fnuz", np.dtype(ml_dtypes.float8_e4m3fnuz)),
+    19: ("float8e5m2", np.dtype(ml_dtypes.float8_e5m2)),
+    20: ("float8e5m2fnuz", np.dtype(ml_dtypes.float8_e5m2fnuz)),
+    21: ("uint4", np.dtype(ml_dtypes.uint4)),
+    22: ("int4", np.dtype(ml_dtypes.int4)),
+    23: ("float4e2m1", np.dtype(ml_dtypes.float4_e2m1fn)),
+    24: ("float8e8m0", np.dtype(ml_dtypes.float8_e8m0fnu)),
+    25: ("uint2", np.dtype(ml_dtypes.uint2)),
+    26: ("int2", np.dtype(ml_dtypes.int2)),
 }
 ELEMENT_TYPE_CODES: dict[str, int] = {name: code for code, (name, _) in ELEMENT_TYPES.items()}
 _CODE_OF_DTYPE: dict[np.dtype, int] = {
@@ -118,7 +121,7 @@ class TensorValue:
         return (
             self.array.dtype == other.array.dtype
             and self.array.shape == other.array.shape
-            and np.array_equal(self.array, other.array, equal_nan=self.array.dtype.kind in "fc")
+            and np.array_equal(self.array, other.array, equal_nan=dtypes.is_float_dtype(self.array.dtype))
         )
 
     def __repr__(self) -> str:

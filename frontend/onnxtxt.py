@@ -29,6 +29,7 @@ import numpy as np
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
+from ..core import dtypes
 from ..core.diagnostics import CompileError, SourceLocation
 from ..core.parsing import read_source
 from .onnx_model import (
@@ -39,6 +40,7 @@ from .onnx_model import (
     Node,
     TensorValue,
     ValueInfo,
+    element_type_name,
     numpy_dtype_of,
 )
 
@@ -131,6 +133,9 @@ _SPECIAL_FLOATS = {"inf": math.inf, "infinity": math.inf, "nan": math.nan}
 _WRAPPED_KINDS = {"seq": "sequence", "optional": "optional", "sparse_tensor": "sparse_tensor"}
 # Element types whose literals are integers (TensorProto.int32_data and friends).
 _FLOAT_CODES = (1, 11, 14, 15)
+# Floats written as their bit patterns, as onnx.parser keeps them in int32_data:
+# float16, bfloat16, the float8 formats, float4e2m1, float8e8m0.
+_BIT_PATTERN_CODES = (10, 16, 17, 18, 19, 20, 23, 24)
 
 
 @dataclass
@@ -299,19 +304,22 @@ class _ModelReader(Transformer):
         if code not in _FLOAT_CODES and any(isinstance(v, float) for v in values):
             raise CompileError(
                 f"tensor '{name}': {ValueInfo(name, code, ()).describe()} values are written as integers"
-                + (" (float16 as its bit pattern, as in TensorProto.int32_data)" if code == 10 else ""),
+                + (f" ({element_type_name(code)} as its bit pattern, as in TensorProto.int32_data)"
+                   if code in _BIT_PATTERN_CODES else ""),
                 where,
             )
         if dtype is None:
             return None
-        if code == 10:
-            array = np.array(values, dtype=np.int64).astype(np.uint16).view(np.float16)
+        if code in _BIT_PATTERN_CODES:
+            bits = np.array(values, dtype=np.int64).astype(np.uint16 if dtype.itemsize == 2 else np.uint8)
+            array = bits.view(dtype)
         elif code == 9:
             array = np.array(values, dtype=np.int64) != 0
         elif code in _FLOAT_CODES:
             array = np.array(values, dtype=np.float64).astype(dtype)
         else:
-            array = np.array(values, dtype=np.int64 if dtype.kind == "i" else np.uint64).astype(dtype)
+            unsigned = dtypes.is_unsigned(dtypes.from_numpy_dtype(dtype))
+            array = np.array(values, dtype=np.uint64 if unsigned else np.int64).astype(dtype)
         return array.reshape(t.dims)
 
     def _number(self, v):

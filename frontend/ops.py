@@ -37,13 +37,14 @@ def expand(x: Tensor, shape: Sequence[int]) -> Tensor:
     return x.graph.op(ExpandOp, x, result_type=TensorType(x.dtype, list(target)))
 
 
-def cast(x: Tensor, dtype) -> Tensor:
-    """`x` converted to element type `dtype` (`"f16"`, `"i32"`, numpy dtypes...)."""
+def cast(x: Tensor, dtype, **attributes) -> Tensor:
+    """`x` converted to element type `dtype` (`"f16"`, `"i32"`, numpy dtypes...);
+    `saturate` and `round_mode` as `ge.cast` takes them."""
     try:
         target = element_type(dtype)
     except ValueError as e:
         raise BuildError(str(e), x.graph.current_location()) from None
-    return x.graph.op(CastOp, x, result_type=TensorType(target, list(x.shape)))
+    return x.graph.op(CastOp, x, result_type=TensorType(target, list(x.shape)), **attributes)
 
 
 def concat(tensors: Sequence[Tensor], axis: int) -> Tensor:

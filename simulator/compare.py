@@ -4,7 +4,11 @@ worst error, reported the way `ge-sim --check` prints it.
 An element passes when |actual - expected| <= atol + rtol * |expected|. fp16
 gets 1e-2 for both: one fp16 rounding is 2^-11 ~ 4.9e-4, and a value that went
 through a reduction or a fused kernel keeping fp32 intermediates differs from the
-op-by-op reference by a few roundings. Integers and booleans must match exactly.
+op-by-op reference by a few roundings. The other floats narrower than fp32
+(bf16, float8, float4) get two units in the last place, 2 x eps, for both (bf16
+1.6e-2, e4m3 0.25, e5m2 0.5, e2m1 1, e8m0 2: one rounding either way of a value
+that is mostly produced by one conversion; their last place is already coarse).
+Integers and booleans must match exactly.
 
 A result is no more precise than the least precise float type it went through:
 an f32 output computed from fp16 tensors is compared at fp16 tolerance
@@ -42,15 +46,30 @@ class Mismatch:
 
 
 def tolerance(dtype: np.dtype, floor: np.dtype | None = None) -> tuple[float, float]:
-    atol, rtol = TOLERANCES.get(np.dtype(dtype), (0.0, 0.0))
+    atol, rtol = _own_tolerance(dtype)
     if floor is not None and atol > 0:
-        floor_atol, floor_rtol = TOLERANCES.get(np.dtype(floor), (0.0, 0.0))
+        floor_atol, floor_rtol = _own_tolerance(floor)
         atol, rtol = max(atol, floor_atol), max(rtol, floor_rtol)
     return atol, rtol
 
 
+def _own_tolerance(dtype: np.dtype) -> tuple[float, float]:
+    """(atol, rtol) of one element type: the table, 2 x eps for the other floats,
+    exact for everything else."""
+    from ..core import dtypes
+
+    dtype = np.dtype(dtype)
+    if dtype in TOLERANCES:
+        return TOLERANCES[dtype]
+    if dtypes.is_float_dtype(dtype):
+        two_ulps = 2 * float(dtypes.float_info(dtype).eps)
+        return two_ulps, two_ulps
+    return 0.0, 0.0
+
+
 def precision_floor(module) -> np.dtype | None:
-    """The least precise float element type of any tensor or memref in `module`."""
+    """The least precise float element type of any tensor or memref in `module`
+    (the one with the largest tolerance)."""
     from xdsl.dialects.builtin import MemRefType, TensorType
 
     from ..core import dtypes
@@ -61,7 +80,7 @@ def precision_floor(module) -> np.dtype | None:
         for t in (*(r.type for r in op.results), *(o.type for o in op.operands))
         if isinstance(t, TensorType | MemRefType) and dtypes.is_float(t.element_type)
     }
-    return min(found, key=lambda d: d.itemsize) if found else None
+    return max(found, key=_own_tolerance) if found else None
 
 
 def worst_mismatch(

@@ -119,12 +119,15 @@ def output_specs(main: func.FuncOp) -> list[TensorSpec]:
 
 
 def random_inputs(specs: Sequence[TensorSpec], seed: int) -> list[np.ndarray]:
-    """Standard normal floats, integers in [0, 4), fair booleans: one generator, in order."""
+    """Standard normal floats (their magnitude for unsigned formats such as
+    f8E8M0FNU), integers in [0, 4), fair booleans: one generator, in order."""
     rng = np.random.default_rng(seed)
     arrays = []
     for spec in specs:
-        if np.issubdtype(spec.dtype, np.floating):
+        if dtypes.is_float_dtype(spec.dtype):
             values = rng.standard_normal(spec.shape, dtype=np.float32)
+            if float(dtypes.float_info(spec.dtype).min) >= 0:
+                values = np.abs(values)
         elif spec.dtype == np.bool_:
             values = rng.random(spec.shape) < 0.5
         else:
@@ -152,7 +155,7 @@ def load_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
                     f"'{path}' has no array '{spec.name}' (it has: {', '.join(archive.files) or 'nothing'})"
                 )
             try:
-                array = archive[key]
+                array = _typed(archive[key], spec.dtype)
                 converted = array.astype(spec.dtype)
             except (ValueError, TypeError) as e:
                 raise CompileError(f"input '{spec.name}' in '{path}' is not {spec.type}: {e}") from None
@@ -164,9 +167,33 @@ def load_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
     return arrays
 
 
+def _typed(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """npz files keep ml_dtypes arrays (bf16, float8, int4...) as raw bytes (void
+    dtype, `save_outputs` writes them so; numpy cannot read ml_dtypes' own
+    descriptors back): read them as `dtype` when the item sizes agree."""
+    if array.dtype.kind == "V" and array.dtype.itemsize == dtype.itemsize and not _numpy_native(dtype):
+        return array.view(dtype)
+    return array
+
+
+def _numpy_native(dtype: np.dtype) -> bool:
+    """Whether numpy reads `dtype` back from its descriptor (not ml_dtypes' types)."""
+    try:
+        return np.dtype(dtype.str) == dtype
+    except TypeError:
+        return False
+
+
+def _raw_if_exotic(array: np.ndarray) -> np.ndarray:
+    """ml_dtypes arrays as raw bytes of their item size (`array.view(ml_dtypes.bfloat16)`
+    reads them back), numpy's own as they are."""
+    array = np.asarray(array)
+    return array if _numpy_native(array.dtype) else array.view(np.dtype(f"V{array.dtype.itemsize}"))
+
+
 def save_outputs(path: str, specs: Sequence[TensorSpec], arrays: Sequence[np.ndarray]) -> None:
     try:
-        np.savez(path, **{spec.name: array for spec, array in zip(specs, arrays)})
+        np.savez(path, **{spec.name: _raw_if_exotic(array) for spec, array in zip(specs, arrays)})
     except OSError as e:
         raise CompileError(f"cannot write outputs to '{path}': {e.strerror or e}") from None
 

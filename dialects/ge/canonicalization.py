@@ -140,6 +140,18 @@ def constant_from_array(array: np.ndarray, t: TensorType):
     return ConstOp.from_value(value, t)
 
 
+def is_empty(t) -> bool:
+    """A tensor type with no elements (a dim of size 0)."""
+    return isinstance(t, TensorType) and 0 in t.get_shape()
+
+
+def empty_constant(t: TensorType):
+    """A `ge.const` of the zero-element type `t` (there is nothing it could hold)."""
+    from ...core import dtypes
+
+    return constant_from_array(np.empty(t.get_shape(), dtypes.to_numpy_dtype(t.element_type)), t)
+
+
 def retyped_constant(const, t: TensorType):
     """The constant `const` seen as type `t` (same elements in row-major order, e.g. a
     reshape or a new format), without materialising it: dense data keep their

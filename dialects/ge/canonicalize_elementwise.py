@@ -178,8 +178,9 @@ class RemoveNoOp(GEPattern):
 
 @patterns_for(CastOp)
 class CastRoundTrip(GEPattern):
-    """cast(cast(x: A -> B) -> A) -> x when B is a float at least as wide as float A
-    (f16 -> f32 -> f16 is exact)."""
+    """cast(cast(x: A -> B) -> A) -> x when float B holds every value of float A
+    exactly (f16 -> f32 -> f16, f8E4M3FN -> f16 -> f8E4M3FN; not bf16 -> f16 -> bf16,
+    whose range f16 lacks)."""
 
     COUNTER = "cast round trips removed"
 
@@ -188,9 +189,7 @@ class CastRoundTrip(GEPattern):
         if inner is None or not same_type(inner.input, op.result.type):
             return
         narrow, wide = inner.input.type.element_type, inner.result.type.element_type
-        if dtypes.is_float(narrow) and dtypes.is_float(wide) and (
-            dtypes.byte_width(wide) >= dtypes.byte_width(narrow)
-        ):
+        if dtypes.is_exactly_representable(narrow, wide):
             rewriter.replace(op, [], [inner.input])
 
 

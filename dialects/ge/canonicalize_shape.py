@@ -16,6 +16,8 @@ from xdsl.pattern_rewriter import PatternRewriter
 from .canonicalization import (
     GEPattern,
     defining_op,
+    empty_constant,
+    is_empty,
     patterns_for,
     replace_with_value,
     retyped_constant,
@@ -117,6 +119,42 @@ class ConcatOfOne(GEPattern):
     def match_and_rewrite(self, op: ConcatOp, rewriter: PatternRewriter):
         if len(op.inputs) == 1:
             replace_with_value(rewriter, op, op.inputs[0])
+
+
+@patterns_for(ConcatOp)
+class ConcatDropEmpty(GEPattern):
+    """concat(x, e, y) where e has no elements -> concat(x, y): an empty input adds
+    nothing (ONNX functions leave them, e.g. RotaryEmbedding's pass-through part)."""
+
+    COUNTER = "empty concat inputs dropped"
+
+    def match_and_rewrite(self, op: ConcatOp, rewriter: PatternRewriter):
+        kept = [v for v in op.inputs if not is_empty(v.type)]
+        if kept and len(kept) < len(op.inputs):
+            new = ConcatOp.new(*kept, axis=op.attr_value("axis"), result_type=op.result.type)
+            new.location = op.location
+            rewriter.replace(op, new)
+
+
+@patterns_for(SplitOp)
+class SplitDropEmpty(GEPattern):
+    """Pieces of size 0 of a split -> empty constants; the others come from a split
+    into them only."""
+
+    COUNTER = "empty split pieces dropped"
+
+    def match_and_rewrite(self, op: SplitOp, rewriter: PatternRewriter):
+        sizes = op.attr_value("sizes")
+        if 0 not in sizes or not any(sizes):
+            return
+        kept = [r for r, size in zip(op.outputs, sizes) if size]
+        new = SplitOp.new(op.input, axis=op.attr_value("axis"), sizes=[s for s in sizes if s],
+                          result_type=[r.type for r in kept])
+        new.location = op.location
+        pieces = iter(new.outputs)
+        empties = [empty_constant(r.type) for r, size in zip(op.outputs, sizes) if not size]
+        filled = iter(e.result for e in empties)
+        rewriter.replace(op, [*empties, new], [next(pieces) if size else next(filled) for size in sizes])
 
 
 @patterns_for(SplitOp)

@@ -125,6 +125,8 @@ def dense_from_numpy(array: np.ndarray, t: TensorType | None = None) -> DenseInt
     data = np.ascontiguousarray(np.broadcast_to(array, tuple(t.get_shape())).astype(dtype, copy=False))
     if dtype == np.bool_:
         data = np.where(data, -1, 0).astype(np.int8)  # xDSL stores i1 true as all ones
+    elif dtypes.is_integer_dtype(dtype) and dtypes.compute_dtype(dtype) != dtype:
+        data = data.astype(dtypes.compute_dtype(dtype))  # i4 / i2 sign-extended to a byte, as xDSL stores them
     return DenseIntOrFPElementsAttr(t, BytesAttr(_bytes_of(data.astype(data.dtype.newbyteorder("<"), copy=False))))
 
 
@@ -287,7 +289,7 @@ def _print_dense_value(value: DenseIntOrFPElementsAttr, printer: Printer) -> Non
         pass
     elif array.dtype == np.bool_:
         printer.print_string("true" if scalar else "false")
-    elif np.issubdtype(array.dtype, np.integer):
+    elif dtypes.is_integer_dtype(array.dtype):
         printer.print_string(str(int(scalar)))
     else:
         printer.print_float(float(scalar), value.type.element_type)

@@ -5,13 +5,15 @@ towards zero, Gelu's default is the exact erf form)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Commutative, Pure
 
-from ...core import dtypes, numeric
+from ...core import conversion, dtypes, numeric
 from .canonicalization import Canonicalize
 from .base import (
     EvaluationError,
@@ -318,10 +320,19 @@ class DropoutOp(UnaryOp):
 
 @irdl_op_definition
 class CastOp(UnaryOp):
-    """Converts the element type to the result's. Float to integer truncates towards
-    zero, anything to i1 tests for non-zero (ONNX Cast)."""
+    """Converts the element type to the result's, as ONNX Cast does
+    (`core/conversion.py`): float to integer truncates towards zero and wraps,
+    anything to i1 tests for non-zero, floats round to nearest even.
+    `saturate` (ONNX's, default true) clamps out-of-range values, infinities
+    included, to the largest finite of a float8 result; `round_mode` (`up`,
+    `down`, `nearest`) picks the power of two of an f8E8M0FNU result. Both are
+    ignored for other result types."""
 
     name = "ge.cast"
+    saturate = attr(Kind.BOOL, True)
+    round_mode = attr(Kind.STR, "up", choices=("up", "down", "nearest"))
+
+    E8M0_ROUNDING: ClassVar[dict[str, str]] = {"up": "ceil", "down": "floor", "nearest": "rint"}
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -331,14 +342,22 @@ class CastOp(UnaryOp):
         return like(x, element_type=declared[0].element_type)
 
     @classmethod
+    def conversion(cls, a, source: Attribute, target: Attribute) -> tuple[str, bool]:
+        """(rounding, saturate) of `core.conversion.convert` for this cast from
+        element type `source` to `target`: what the NPU's vcast is told too."""
+        if target == dtypes.f8E8M0FNU:
+            return cls.E8M0_ROUNDING[a.round_mode], a.saturate
+        if dtypes.is_integer(target) and dtypes.is_float(source):
+            return "trunc", False
+        return "rint", a.saturate and dtypes.is_float8(target)
+
+    @classmethod
     def compute(cls, inputs, a, result_types):
         x = inputs[0]
-        target = dtypes.to_numpy_dtype(result_types[0].element_type)
-        if target == np.bool_:
-            return x != 0
-        if np.issubdtype(target, np.integer) and np.issubdtype(x.dtype, np.floating):
-            return np.trunc(x)
-        return x
+        source = dtypes.from_numpy_dtype(x.dtype)
+        target = result_types[0].element_type
+        rounding, saturate = cls.conversion(a, source, target)
+        return conversion.convert(x, dtypes.to_numpy_dtype(target), rounding, saturate)
 
 
 # ---- where ----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
+from ...core import dtypes
 from .canonicalization import Canonicalize
 from .base import (
     GEOp,
@@ -201,7 +202,7 @@ class Pool2DOp(GEOp):
     def infer(cls, types, a, declared):
         (x,) = types
         require_rank(x, 4, "input")
-        require_float(x, "input")
+        cls.check_element_type(x)
         _check_window(a.kernel, a.strides, a.pads)
         if a.pads[0] >= a.kernel[0] or a.pads[1] >= a.kernel[1] or a.pads[2] >= a.kernel[0] or a.pads[3] >= a.kernel[1]:
             raise fail(f"pads {list(a.pads)} must be smaller than the kernel {list(a.kernel)}")
@@ -209,6 +210,10 @@ class Pool2DOp(GEOp):
         oh = _window_out(h, a.kernel[0], a.strides[0], a.pads[0], a.pads[2], 1, a.ceil_mode)
         ow = _window_out(w, a.kernel[1], a.strides[1], a.pads[1], a.pads[3], 1, a.ceil_mode)
         return like(x, (n, c, oh, ow))
+
+    @classmethod
+    def check_element_type(cls, x: TensorType) -> None:
+        require_float(x, "input")
 
     @staticmethod
     def _padded(x: np.ndarray, a, out_hw, fill: float) -> np.ndarray:
@@ -221,14 +226,19 @@ class Pool2DOp(GEOp):
 
 @irdl_op_definition
 class MaxPool2DOp(Pool2DOp):
-    """Max over `kernel` windows; padding never wins."""
+    """Max over `kernel` windows; padding never wins. Any numeric element type
+    (ONNX MaxPool takes int8 and uint8 too)."""
 
     name = "ge.max_pool2d"
 
     @classmethod
+    def check_element_type(cls, x: TensorType) -> None:
+        require_numeric(x, "input")
+
+    @classmethod
     def compute(cls, inputs, a, result_types):
         out_hw = result_types[0].get_shape()[2:]
-        x = cls._padded(inputs[0], a, out_hw, -np.inf)
+        x = cls._padded(inputs[0], a, out_hw, dtypes.lowest_value(inputs[0].dtype))
         return _windows(x, a.kernel, a.strides, (1, 1), out_hw).max(axis=(-2, -1))
 
 

@@ -8,6 +8,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
+from ...core import dtypes
 from .base import GEOp, Kind, attr, fail, like, normalize_axis, require_numeric, shape_of
 from .canonicalization import Canonicalize
 
@@ -61,7 +62,7 @@ class ReduceMeanOp(ReduceOp):
 
 def _max(x: np.ndarray, axis, keepdims: bool) -> np.ndarray:
     """Max where an empty set gives the lowest value of the type (-inf), as in ONNX."""
-    lowest = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
+    lowest = dtypes.lowest_value(x.dtype)
     return np.max(x, axis=axis, keepdims=keepdims, initial=lowest)
 
 

@@ -13,7 +13,9 @@ A kernel runs once per core (block) of a launch; its arguments are GM memrefs,
 count. `npu.alloc` places a local buffer at a byte `offset` in its space (l1,
 l0a, l0b, l0c, ub); the offset is optional in the IR because a later pass plans
 it, but the simulator needs it. Loops are `scf.for` over `index` values with
-`arith` index math; `scf.if` / `scf.yield` as usual.
+`arith` index math; `scf.if` / `scf.yield` as usual. An `scf.for` marked
+`{npu.pipelined}` already alternates its buffers from iteration to iteration
+(written software-pipelined): `npu-double-buffer` leaves it alone.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ from .base import OPTIONAL, NpuOp, Space, check_buffer_type, field, space_of
 from .instruction import require_in_kernel
 
 LOCAL_SPACES = (Space.L1, Space.L0A, Space.L0B, Space.L0C, Space.UB)
+
+PIPELINED_ATTR = "npu.pipelined"
+"""Unit attribute of an `scf.for` whose buffers already alternate between copies."""
 
 
 @irdl_op_definition

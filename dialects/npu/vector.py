@@ -35,7 +35,8 @@ from xdsl.dialects.builtin import IndexType, MemRefType, i1
 from xdsl.irdl import irdl_op_definition, operand_def
 from xdsl.utils.exceptions import VerifyException
 
-from ...core import dtypes, numeric
+from ...core import conversion, dtypes, numeric
+from ...core.conversion import ROUNDINGS
 from ..ge.base import Kind
 from .access import Strided
 from .base import OPTIONAL, Space, check_buffer_type, element_bytes, field
@@ -50,11 +51,15 @@ CMP_FNS: dict[str, Callable] = {
     "ge": np.greater_equal,
 }
 
-ROUNDING: dict[str, Callable] = {"rint": np.rint, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc}
+def _immediate(value: float, element_type) -> np.ndarray:
+    """A scalar attribute in an operand's element type (integers wrap: `x - 3` on
+    ui8 is `x + 253`)."""
+    return conversion.convert(np.asarray(value, dtype=np.float64), dtypes.to_numpy_dtype(element_type))
 
 
 def _widened(x: np.ndarray) -> np.ndarray:
-    return x.astype(np.float32) if x.dtype == np.float16 else x
+    """`x` in its compute dtype (floats narrower than fp32 widen to fp32)."""
+    return x.astype(dtypes.compute_dtype(x.dtype), copy=False)
 
 
 class VectorOp(InstructionOp):
@@ -159,7 +164,7 @@ class VScalarOp(SourceToDestination):
 
     def kernel(self, a) -> Kernel:
         fn = self.FN
-        scalar = np.asarray(a.scalar).astype(dtypes.to_numpy_dtype(self.dst.type.element_type))
+        scalar = _immediate(a.scalar, self.dst.type.element_type)
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
             fn(x, scalar, out=out)
@@ -258,24 +263,33 @@ VCopyOp = _define(VSimpleUnaryOp, "VCopyOp", "npu.vcopy", "data_movement", _copy
 
 @irdl_op_definition
 class VCastOp(SourceToDestination):
-    """dst = src converted to dst's element type; float -> integer rounds by `round`."""
+    """dst = src converted to dst's element type (`core/conversion.py`, ONNX Cast's
+    rules): a float becomes an integer (or an f8E8M0FNU power of two) rounded by
+    `round`, integers wrap, floats round to nearest even; `saturate` clamps
+    out-of-range values (infinities too) to the largest finite of a float8
+    destination instead of making them inf / NaN."""
 
     name = "npu.vcast"
 
 
-    round = field(Kind.STR, "rint", tuple(ROUNDING))
+    round = field(Kind.STR, "rint", ROUNDINGS)
+    saturate = field(Kind.BOOL, False)
 
     COST: ClassVar[str] = "unary"
 
     def check_types(self) -> None:
-        pass
+        pass  # any element types: that is what a conversion is for
+
+    def check_operands(self, a) -> None:
+        super().check_operands(a)
+        if a.saturate and not dtypes.is_float8(self.dst.type.element_type):
+            raise VerifyException(f"'saturate' needs a float8 destination, got {self.dst.type.element_type}")
 
     def kernel(self, a) -> Kernel:
-        to_integer = dtypes.is_integer(self.dst.type.element_type) and dtypes.is_float(self.src.type.element_type)
-        rounding = ROUNDING[a.round]
+        rounding, saturate = a.round, a.saturate
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
-            np.copyto(out, rounding(x) if to_integer else x, casting="unsafe")
+            np.copyto(out, conversion.convert(_widened(x), out.dtype, rounding, saturate), casting="unsafe")
 
         return run
 
@@ -294,7 +308,7 @@ class VDupOp(VectorOp):
     COST: ClassVar[str] = "data_movement"
 
     def kernel(self, a) -> Kernel:
-        value = np.asarray(a.value).astype(dtypes.to_numpy_dtype(self.dst.type.element_type))
+        value = _immediate(a.value, self.dst.type.element_type)
 
         def run(out: np.ndarray) -> None:
             out[...] = value
@@ -376,7 +390,7 @@ class VCmpsOp(SourceToDestination):
 
     def kernel(self, a) -> Kernel:
         fn = CMP_FNS[a.cmp]
-        scalar = np.asarray(a.scalar).astype(dtypes.to_numpy_dtype(self.src.type.element_type))
+        scalar = _immediate(a.scalar, self.src.type.element_type)
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
             fn(x, scalar, out=out)

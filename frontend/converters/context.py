@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import TensorType
 from ...core import dtypes
 from ...core.diagnostics import CompileError
 from ..builder import GraphBuilder, Tensor
-from ..onnx_model import Node, TensorValue, element_type_name
+from ..onnx_model import ELEMENT_TYPES, Node, TensorValue, element_type_name
 
 
 class UnsupportedError(CompileError):
@@ -179,21 +179,28 @@ class NodeContext:
 
 def ge_element_type(code: int | None, what: str, error: Callable[[str], CompileError]):
     """The ge element type of ONNX element type `code`, or an UnsupportedError."""
-    from ..onnx_model import numpy_dtype_of
-
-    dtype = numpy_dtype_of(code) if code is not None else None
-    try:
-        if dtype is None:
-            raise ValueError
-        return dtypes.from_numpy_dtype(dtype)
-    except ValueError:
+    element_type = _GE_ELEMENT_TYPES.get(code)
+    if element_type is None:
         raise error(
             f"{what} has element type {element_type_name(code)}, which gecomp does not support "
             f"(supported: {SUPPORTED_ELEMENT_TYPES})"
-        ) from None
+        )
+    return element_type
 
 
-SUPPORTED_ELEMENT_TYPES = "float16, float, double, bool, int8, int32, int64"
+def _ge_element_types() -> dict[int, object]:
+    """ONNX element type code -> ge element type, for every code gecomp has a type for."""
+    found = {}
+    for code, (_, dtype) in ELEMENT_TYPES.items():
+        try:
+            found[code] = dtypes.from_numpy_dtype(dtype) if dtype is not None else None
+        except ValueError:
+            continue
+    return {code: t for code, t in found.items() if t is not None}
+
+
+_GE_ELEMENT_TYPES = _ge_element_types()
+SUPPORTED_ELEMENT_TYPES = ", ".join(ELEMENT_TYPES[code][0] for code in sorted(_GE_ELEMENT_TYPES))
 
 
 def _role(what: str) -> str:

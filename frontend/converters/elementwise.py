@@ -102,8 +102,28 @@ def gelu(c: NodeContext):
 @converts("Cast")
 def cast(c: NodeContext):
     target = ge_element_type(c.int("to"), "attribute 'to'", c.unsupported)
-    c.ignore("saturate")  # only meaningful for float8 targets, which are rejected above
-    return ops.cast(c.input(0), target)
+    return _cast(c, c.input(0), target)
+
+
+@converts("CastLike")
+def cast_like(c: NodeContext):
+    """Cast to the element type of the second input (whose values are not read)."""
+    return _cast(c, c.input(0, "input"), c.input(1, "target_type").dtype)
+
+
+def _cast(c: NodeContext, x, target):
+    """`ge.cast` with ONNX's `saturate` (opset 19+, float8 results) and `round_mode`
+    (opset 24+, f8E8M0FNU results)."""
+    saturate = bool(c.int("saturate", 1)) if c.opset >= 19 else True
+    round_mode = c.string("round_mode", "up") if c.opset >= 24 else "up"
+    if round_mode not in ("up", "down", "nearest"):
+        raise c.fail(f"attribute 'round_mode' must be up, down or nearest, got '{round_mode}'")
+    attrs = {}
+    if dtypes.is_float8(target):
+        attrs["saturate"] = saturate
+    if target == dtypes.f8E8M0FNU:
+        attrs["round_mode"] = round_mode
+    return ops.cast(x, target, **attrs)
 
 
 @converts("Where")

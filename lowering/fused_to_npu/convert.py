@@ -136,6 +136,8 @@ class _HostPlanBuilder:
         template = template_for(op)
         if template is None:
             raise op_error(op, "has no NPU kernel")
+        if any(_is_empty(v.type) for v in (*op.operands, *op.results)):
+            raise op_error(op, "has a tensor with no elements: fold it first (ge-constant-fold, part of ge-graph-opt, folds them)")
         for result in op.results:
             if result in self.destinations:
                 self.buffers[result] = self.destinations[result]
@@ -156,7 +158,7 @@ class _HostPlanBuilder:
         from .templates.data_movement import copy_to_output
 
         for value, out, spec in zip(self.returned.operands, self.output_args, self.outputs):
-            if self.destinations.get(value) is out:
+            if self.destinations.get(value) is out or _is_empty(value.type):
                 continue
             self._launch(
                 f"k{self.kernel_count}_output_{_hint(spec.name)}",
@@ -207,6 +209,10 @@ def _hint(name: str | None) -> str:
 
 def _nd(t: TensorType) -> TensorType:
     return with_format(t, Format.ND)
+
+
+def _is_empty(t) -> bool:
+    return isinstance(t, TensorType) and 0 in t.get_shape()
 
 
 def _is_nd(t) -> bool:

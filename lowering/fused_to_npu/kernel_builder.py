@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from ...dialects import npu
@@ -156,9 +156,11 @@ class KernelBuilder:
     # ---- structure ------------------------------------------------------------------------
 
     @contextmanager
-    def loop(self, start: Index, stop: Index, step: int = 1, name: str = "i") -> Iterator[Index]:
+    def loop(self, start: Index, stop: Index, step: int = 1, name: str = "i", pipelined: bool = False) -> Iterator[Index]:
         """`scf.for` from start to stop; a single static iteration emits no loop, an
-        empty static range emits nothing (the body is written into a discarded block)."""
+        empty static range emits nothing (the body is written into a discarded block).
+        `pipelined`: the body already alternates its buffers (`{npu.pipelined}`, left
+        alone by npu-double-buffer)."""
         if isinstance(start, int) and isinstance(stop, int) and stop - start <= step:
             if stop > start:
                 yield start
@@ -169,7 +171,9 @@ class KernelBuilder:
         body = Block(arg_types=[IndexType()])
         body.args[0].name_hint = name
         body.add_op(scf.YieldOp())
-        self._insert(scf.ForOp(self.index(start), self.index(stop), self.index(step), [], body))
+        loop = self._insert(scf.ForOp(self.index(start), self.index(stop), self.index(step), [], body))
+        if pipelined:
+            loop.attributes[npu.PIPELINED_ATTR] = UnitAttr()
         with self._inside(body):
             yield body.args[0]
 
@@ -188,6 +192,21 @@ class KernelBuilder:
         self._insert(scf.IfOp(condition, [], Region(then), Region()))
         with self._inside(then):
             yield
+
+    def if_else(self, condition: SSAValue | bool) -> tuple:
+        """Two context managers writing the `then` and `else` bodies of an `scf.if`
+        (a static condition emits one of them and discards the other)."""
+        if isinstance(condition, bool):
+            return (self._emitting(), self._discarded()) if condition else (self._discarded(), self._emitting())
+        then, otherwise = Block(), Block()
+        then.add_op(scf.YieldOp())
+        otherwise.add_op(scf.YieldOp())
+        self._insert(scf.IfOp(condition, [], Region(then), Region(otherwise)))
+        return self._inside(then), self._inside(otherwise)
+
+    @contextmanager
+    def _emitting(self) -> Iterator[None]:
+        yield
 
     @contextmanager
     def _discarded(self) -> Iterator[None]:

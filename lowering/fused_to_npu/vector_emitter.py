@@ -23,11 +23,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
-from xdsl.dialects.builtin import MemRefType, f16, f32, i1
+from xdsl.dialects.builtin import MemRefType, f32, f64, i1
 from xdsl.ir import Attribute, SSAValue
 
 from ...core import dtypes
-from ...dialects import npu
+from ...core.dtypes import f8E8M0FNU
+from ...dialects import ge, npu
 from .kernel_builder import Index, KernelBuilder
 
 
@@ -182,24 +183,31 @@ class VectorEmitter:
     def fill(self, dst: Tile, value: float) -> None:
         self.instr(npu.VDupOp, dst, value=value)
 
-    def cast(self, src: Tile, dst: Tile, rounding: str = "rint") -> None:
+    def cast(self, src: Tile, dst: Tile, rounding: str = "rint", saturate: bool = False) -> None:
         if src.element_type == dst.element_type:
             if src != dst:
                 self.instr(npu.VCopyOp, src, dst)
             return
-        self.instr(npu.VCastOp, src, dst, **({"round": rounding} if rounding != "rint" else {}))
+        attrs = {"round": rounding} if rounding != "rint" else {}
+        if saturate:
+            attrs["saturate"] = True
+        self.instr(npu.VCastOp, src, dst, **attrs)
 
     def widened_any(self, src: Tile) -> Tile:
         """`src` converted to fp32 whatever its type (a temporary unless it is fp32)."""
-        if src.element_type == f32:
+        return self.widened_to(src, f32)
+
+    def widened_to(self, src: Tile, element_type: Attribute) -> Tile:
+        """`src` converted to `element_type` (a temporary unless it has that type)."""
+        if src.element_type == element_type:
             return src
-        wide = self.temp(f32)
+        wide = self.temp(element_type)
         self.cast(src, wide)
         return wide
 
     def widened(self, src: Tile) -> Tile:
-        """`src` in fp32 (a temporary when it is fp16)."""
-        if src.element_type != f16:
+        """`src` in fp32 (a temporary when it is a narrower float: f16, bf16, float8...)."""
+        if not dtypes.is_narrow_float(src.element_type):
             return src
         wide = self.temp(f32)
         self.cast(src, wide)
@@ -317,7 +325,7 @@ def emit_elementwise(v: VectorEmitter, name: str, a: SimpleNamespace, inputs: Se
     elif name == "ge.pow":
         _emit_pow(v, inputs[0], inputs[1], dst)
     elif name == "ge.cast":
-        _emit_cast(v, _tile(inputs[0]), dst)
+        _emit_cast(v, _tile(inputs[0]), dst, a)
     elif name == "ge.where":
         cond, x, y = inputs
         x, y = (_materialized(v, t, dst.element_type) for t in (x, y))
@@ -341,10 +349,13 @@ def _materialized(v: VectorEmitter, operand: Operand, element_type: Attribute) -
 
 
 def _emit_integer_divide(v: VectorEmitter, x: Operand, y: Operand, dst: Tile) -> None:
-    """ONNX integer Div (truncating) through fp32: exact for |x| < 2**24, where a
-    correctly rounded quotient never crosses an integer."""
-    wide = [_materialized(v, o, f32) if not isinstance(o, Tile) else v.widened_any(o) for o in (x, y)]
-    quotient = v.temp(f32)
+    """ONNX integer Div (truncating towards zero) through a float quotient: fp32 for
+    integers of up to 16 bits, fp64 for wider ones, exact while |x| fits the
+    float's mantissa (every 32-bit integer; |x| < 2**53 for 64-bit ones), where
+    a correctly rounded quotient never crosses an integer."""
+    wide_type = f32 if dtypes.byte_width(dst.element_type) <= 2 else f64
+    wide = [_materialized(v, o, wide_type) if not isinstance(o, Tile) else v.widened_to(o, wide_type) for o in (x, y)]
+    quotient = v.temp(wide_type)
     v.instr(npu.VDivOp, wide[0], wide[1], quotient)
     v.cast(quotient, dst, "trunc")
     for t in (*wide, quotient):
@@ -417,15 +428,25 @@ def _emit_pow(v: VectorEmitter, base: Operand, exponent: Operand, dst: Tile) -> 
     _emit_in_fp32(v, dst, base, body)
 
 
-def _emit_cast(v: VectorEmitter, src: Tile, dst: Tile) -> None:
-    """ONNX Cast: float -> integer truncates; anything -> i1 tests for non-zero."""
+def _emit_cast(v: VectorEmitter, src: Tile, dst: Tile, a: SimpleNamespace) -> None:
+    """ONNX Cast, with the rounding and saturation `ge.cast` asks for; anything ->
+    i1 tests for non-zero, i1 -> anything selects 1 or 0 (through fp32 when the
+    destination's conversion of 0 is not plain: f8E8M0FNU has no zero)."""
     if dst.element_type == i1:
         v.instr(npu.VCmpsOp, src, dst, cmp="ne", scalar=0.0)
-    elif src.element_type == i1:
-        ones, zeros = v.temp(dst.element_type), v.temp(dst.element_type)
-        v.fill(ones, 1.0)
-        v.fill(zeros, 0.0)
-        v.instr(npu.VSelOp, src, ones, zeros, dst)
-    else:
-        to_integer = not dtypes.is_float(dst.element_type) and dtypes.is_float(src.element_type)
-        v.cast(src, dst, "trunc" if to_integer else "rint")
+        return
+    if src.element_type == i1:
+        if dst.element_type != f8E8M0FNU:
+            _select_one_zero(v, src, dst)
+            return
+        ones_zeros = v.temp(f32)
+        _select_one_zero(v, src, ones_zeros)
+        src = ones_zeros
+    v.cast(src, dst, *ge.CastOp.conversion(a, src.element_type, dst.element_type))
+
+
+def _select_one_zero(v: VectorEmitter, mask: Tile, dst: Tile) -> None:
+    ones, zeros = v.temp(dst.element_type), v.temp(dst.element_type)
+    v.fill(ones, 1.0)
+    v.fill(zeros, 0.0)
+    v.instr(npu.VSelOp, mask, ones, zeros, dst)

@@ -10,7 +10,7 @@ import pytest
 from cube_lowering_testing import check_lowering, main_module, overlapped, tensor
 
 
-def attention_module(batch, sq, sk, d, dv, layout="BNSD", heads=1, mask=None, scale=0.125, nz=False) -> str:
+def attention_module(batch, sq, sk, d, dv, layout="BNSD", heads=1, mask=None, scale=0.125, nz=False, dtype="f16") -> str:
     if layout == "BNSD":
         q, k, v, out = (*batch, sq, d), (*batch, sk, d), (*batch, sk, dv), (*batch, sq, dv)
     else:
@@ -19,18 +19,18 @@ def attention_module(batch, sq, sk, d, dv, layout="BNSD", heads=1, mask=None, sc
     args, lines = [], []
     for name, shape, seed in (("q", q, 1), ("k", k, 2), ("v", v, 3)):
         if nz:
-            lines.append(f"%{name} = ge.const #ge.random<normal, seed = {seed}, mean = 0.0, std = 1.0> : {tensor(shape, encoding=enc)}")
+            lines.append(f"%{name} = ge.const #ge.random<normal, seed = {seed}, mean = 0.0, std = 1.0> : {tensor(shape, dtype, enc)}")
         else:
-            args.append(f'%{name}: {tensor(shape)} {{ge.name = "{name}"}}')
-    operands, types = "%q, %k, %v", [tensor(x, encoding=enc) for x in (q, k, v)]
+            args.append(f'%{name}: {tensor(shape, dtype)} {{ge.name = "{name}"}}')
+    operands, types = "%q, %k, %v", [tensor(x, dtype, enc) for x in (q, k, v)]
     if mask is not None:
-        shape, dtype = mask
-        args.append(f'%m: {tensor(shape, dtype)} {{ge.name = "m"}}')
+        shape, mask_type = mask
+        args.append(f'%m: {tensor(shape, mask_type)} {{ge.name = "m"}}')
         operands += " mask %m"
-        types.append(tensor(shape, dtype))
+        types.append(tensor(shape, mask_type))
     attrs = f'layout = "{layout}", num_heads = {heads}, scale = {scale}, mask_value = -30000.0'
-    lines.append(f"%o = fused.flash_attention {operands} {{{attrs}}} : ({', '.join(types)}) -> {tensor(out)}")
-    return main_module(args, lines, "%o", tensor(out))
+    lines.append(f"%o = fused.flash_attention {operands} {{{attrs}}} : ({', '.join(types)}) -> {tensor(out, dtype)}")
+    return main_module(args, lines, "%o", tensor(out, dtype))
 
 
 @pytest.mark.parametrize(
@@ -64,3 +64,12 @@ def test_attention_ascend910():
 
 def test_attention_race_free_with_insert_sync():
     check_lowering(attention_module((2,), 40, 70, 16, 32, mask=((40, 70), "i1")), pipeline=overlapped("tiny"))
+
+
+@pytest.mark.parametrize(
+    "layout,mask,nz",
+    [("BNSD", ((17, 33), "f32"), False), ("BSH", ((17, 33), "i1"), True)],
+)
+def test_attention_f32(layout, mask, nz):
+    """fp32 inputs: the cube at its fp32 rate, P back to it in fp32."""
+    check_lowering(attention_module((2,), 17, 33, 16, 16, layout, 2 if layout == "BSH" else 1, mask, nz=nz, dtype="f32"))

@@ -16,15 +16,15 @@ def out_size(size: int, kernel: int, stride: int, before: int, after: int, dilat
 
 def conv_module(
     n=1, c=3, h=9, w=9, o=5, kh=3, kw=3, strides=(1, 1), pads=(1, 1, 1, 1), dilations=(1, 1), groups=1,
-    x_format=None, w_format=None, y_format=None, bias=False, residual=False, act=None,
+    x_format=None, w_format=None, y_format=None, bias=False, residual=False, act=None, dtype="f16",
 ) -> str:
     """conv2d (fused.conv2d_bias_act when bias / residual / act are given) of an input
     (an argument in NCHW, a constant in NC1HWC0) with constant weights. An
     NC1HWC0 result goes through a second, 1x1 convolution back to NCHW."""
     oh = out_size(h, kh, strides[0], pads[0], pads[2], dilations[0])
     ow = out_size(w, kw, strides[1], pads[1], pads[3], dilations[1])
-    xt, wt = tensor((n, c, h, w), encoding=x_format), tensor((o, c // groups, kh, kw), encoding=w_format)
-    yt = tensor((n, o, oh, ow), encoding=y_format)
+    xt, wt = tensor((n, c, h, w), dtype, x_format), tensor((o, c // groups, kh, kw), dtype, w_format)
+    yt = tensor((n, o, oh, ow), dtype, y_format)
     lines = [f"%w = ge.const #ge.random<normal, seed = 2, mean = 0.0, std = 0.3> : {wt}"]
     args = []
     if x_format:
@@ -34,11 +34,11 @@ def conv_module(
     attrs = f"strides = {list(strides)}, pads = {list(pads)}, dilations = {list(dilations)}, groups = {groups}"
     operands, types = "%x, %w", [xt, wt]
     if bias:
-        args.append(f'%bias: {tensor((o,))} {{ge.name = "bias"}}')
+        args.append(f'%bias: {tensor((o,), dtype)} {{ge.name = "bias"}}')
         operands += " bias %bias"
-        types.append(tensor((o,)))
+        types.append(tensor((o,), dtype))
     if residual:
-        rt = tensor((n, o, oh, ow))
+        rt = tensor((n, o, oh, ow), dtype)
         args.append(f'%res: {rt} {{ge.name = "res"}}')
         operands += " residual %res"
         types.append(rt)
@@ -49,8 +49,8 @@ def conv_module(
     lines.append(f"%y = {op} {operands} {{{attrs}}} : ({', '.join(types)}) -> {yt}")
     result, rtype = "%y", yt
     if y_format:
-        w2 = tensor((4, o, 1, 1), encoding="FRACTAL_Z")
-        rtype = tensor((n, 4, oh, ow))
+        w2 = tensor((4, o, 1, 1), dtype, "FRACTAL_Z")
+        rtype = tensor((n, 4, oh, ow), dtype)
         lines.append(f"%w2 = ge.const #ge.random<normal, seed = 3, mean = 0.0, std = 0.3> : {w2}")
         lines.append(f"%z = ge.conv2d %y, %w2 : ({yt}, {w2}) -> {rtype}")
         result = "%z"
@@ -86,6 +86,21 @@ def test_conv_nchw(params):
 )
 def test_conv_fractal_formats(params):
     check_lowering(conv_module(**params))
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(c=5, o=9),  # NCHW, OIHW weights: 8-channel blocks
+        dict(c=20, o=17, w_format="FRACTAL_Z", y_format="NC1HWC0", bias=True, act="relu", strides=(2, 1)),
+        dict(c=12, o=10, kh=1, kw=1, pads=(0, 0, 0, 0), x_format="NC1HWC0", w_format="FRACTAL_Z"),
+        dict(c=16, o=16, groups=2, x_format="NC1HWC0", w_format="FRACTAL_Z", y_format="NC1HWC0", residual=True),
+    ],
+    ids=["nchw", "fz-5hd-out", "5hd-1x1", "5hd-groups"],
+)
+def test_conv_f32(params):
+    """fp32: C0 = 8 channel blocks (NC1HWC0, FRACTAL_Z), the cube at its fp32 rate."""
+    check_lowering(conv_module(**params, dtype="f32"))
 
 
 def test_conv_ascend910():

@@ -83,15 +83,17 @@ def test_tiling_large_matmul_uses_every_core_with_full_l0c():
     assert [t.get_shape() for t in l0c] == [(256 * 256,)]
 
 
-@pytest.mark.parametrize("k,kc", [(2048, 512), (100, 64), (1, 16), (600, 256), (4096, 256)])
-@pytest.mark.parametrize("base", [0, 1])
-def test_k_schedule_covers_k(k, kc, base):
-    s = k_schedule(k, kc, base)
-    chunks = [*s.head, *((s.middle_start + i * kc, kc) for i in range(s.middle)), *s.tail]
-    assert chunks[0][0] == 0 and sum(size for _, size in chunks) == k
-    assert all(a + size == b for (a, size), (b, _) in zip(chunks, chunks[1:]))
-    parities = [s.parity(i) for i in range(s.count)]
-    assert parities[0] == base and all(x != y for x, y in zip(parities, parities[1:]))
+@pytest.mark.parametrize("k,kc", [(2048, 512), (100, 64), (1, 16), (600, 256), (4096, 256), (1536, 512)])
+def test_k_schedule_covers_k(k, kc):
+    """Pairs of full chunks, then the rest: K covered exactly, in order, the L1
+    copies alternating from chunk to chunk."""
+    s = k_schedule(k, kc)
+    chunks = s.chunks()
+    assert len(chunks) == s.count and s.pairs == (k // kc) // 2
+    assert chunks[0][0] == 0 and sum(size for _, size, _ in chunks) == k
+    assert all(a + size == b for (a, size, _), (b, _, _) in zip(chunks, chunks[1:]))
+    copies = [copy for _, _, copy in chunks]
+    assert copies[0] == 0 and all(x != y for x, y in zip(copies, copies[1:]))
 
 
 @pytest.mark.parametrize("hw", ["tiny", "ascend910"])

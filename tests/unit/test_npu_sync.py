@@ -21,6 +21,7 @@ from gecomp.transforms.npu.insert_sync import strip_syncs, synchronize
 from npu_pass_testing import (
     K_LOOP_MATMUL,
     assert_same_outputs,
+    pipelined_matmul,
     compiled,
     inputs_for,
     kernel_of,
@@ -325,3 +326,56 @@ def test_an_ordering_made_inside_a_loop_that_may_not_run_implies_nothing_else():
     )
     expected, actual, _ = reference_and_synced(text)
     assert_same_outputs(expected, actual)
+
+
+# ---- software-pipelined loops ---------------------------------------------------------------
+
+
+def _plan_and_sync(hw: str = "tiny") -> str:
+    return f"npu-plan-local-memory{{hw={hw}}},npu-insert-sync{{hw={hw}}}"
+
+
+def test_pipelined_loops_run_as_fast_as_straight_line_code():
+    """An item loop around a loop over pairs of K chunks (L1 tiles in two copies)
+    around loops over pairs of L0 steps (two L0 copies): the "buffer free" flags
+    are handed from one step loop to the next and through the enclosing loops, so
+    the next chunk and the next item load while this one computes, exactly as
+    when every instruction is written out (3 items x 4 chunks x 4 steps)."""
+    looped = compiled(pipelined_matmul(3, 2, 4, looped=True), _plan_and_sync())
+    straight = compiled(pipelined_matmul(3, 2, 4, looped=False), _plan_and_sync())
+    inputs = inputs_for(looped)
+    (loop_out, loop_report), (straight_out, straight_report) = outputs(looped, "tiny", inputs), outputs(straight, "tiny", inputs)
+    assert_same_outputs(straight_out, loop_out)
+    a, b = inputs
+    products = a.astype(np.float64).reshape(3, 32, -1) @ b.astype(np.float64)
+    np.testing.assert_allclose(loop_out[0].astype(np.float64), products.reshape(96, 32), rtol=2e-3, atol=2e-2)
+    assert loop_report.total_cycles <= straight_report.total_cycles * 1.002
+    assert sync_ops(looped) < sync_ops(straight) / 5
+
+
+def test_pipelined_loops_pass_their_flags_through():
+    """The "L1 free" (MTE1 -> MTE2) and "L0 free" (M -> MTE1) flags of the inner
+    loops are set before the item loop and waited after it: nothing waits for them
+    between two runs of the chunk loop."""
+    module = compiled(pipelined_matmul(2, 2, 4, looped=True), _plan_and_sync())
+    kernel = kernel_of(module)
+    items = next(op for op in kernel.entry.ops if op.name == "scf.for")
+    around = [op for op in kernel.entry.ops if isinstance(op, npu.SetFlagOp | npu.WaitFlagOp)]
+    pairs = {(op.name, op.attr_values().src, op.attr_values().dst) for op in around}
+    assert {("npu.set_flag", "MTE1", "MTE2"), ("npu.wait_flag", "MTE1", "MTE2")} <= pairs
+    assert {("npu.set_flag", "M", "MTE1"), ("npu.wait_flag", "M", "MTE1")} <= pairs
+    waits_in_item_body = [
+        (op.attr_values().src, op.attr_values().dst) for op in items.body.block.ops if isinstance(op, npu.WaitFlagOp)
+    ]
+    assert ("MTE1", "MTE2") not in waits_in_item_body and ("M", "MTE1") not in waits_in_item_body
+
+
+def test_every_flag_of_the_pipelined_kernel_is_needed():
+    module = compiled(pipelined_matmul(2, 2, 4, looped=True), "npu-plan-local-memory{hw=tiny}")
+    inputs = inputs_for(module)
+    planned = len(synchronize(kernel_of(module), load_preset("tiny").event_ids).planned)
+    for left_out in range(planned):
+        module = compiled(pipelined_matmul(2, 2, 4, looped=True), "npu-plan-local-memory{hw=tiny}")
+        synchronize(kernel_of(module), load_preset("tiny").event_ids, leave_out={left_out})
+        with pytest.raises(CompileError, match="race:"):
+            outputs(module, "tiny", inputs)

@@ -15,6 +15,12 @@ avoid materialising data:
   constants it reads are larger than `max-bytes` (default 1 MiB): a random
   weight that is merely consumed is never turned into dense hex.
 
+Tensors with no elements are known too, whatever computed them: an op whose
+results are all empty becomes empty constants, and an empty operand (a graph
+input of shape 2x0x4 included) counts as a constant, so a reduction over an
+empty set folds to its identity (0 for a sum, the lowest value for a max) and
+no kernel ever sees a zero-sized tensor.
+
 Ops whose evaluation is undefined (an integer division by zero, an index out of
 range) are left for run time, which reports them.
 """
@@ -29,7 +35,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from ...core import dtypes
 from ...core.diagnostics import CompileError
@@ -51,6 +57,8 @@ from ...dialects.ge.base import EvaluationError
 from ...dialects.ge.canonicalization import (
     constant_from_array,
     defining_op,
+    empty_constant,
+    is_empty,
     retyped_constant,
     splat_constant,
     splat_scalar,
@@ -75,6 +83,10 @@ class ConstantFoldPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         folded = too_large = 0
         for candidate in list(op.walk()):
+            if _all_results_empty(candidate):
+                _replace(candidate, [empty_constant(r.type) for r in candidate.results], [])
+                folded += 1
+                continue
             constants = _constant_operands(candidate)
             if constants is None:
                 continue
@@ -89,11 +101,29 @@ class ConstantFoldPass(ModulePass):
 
 
 def _constant_operands(op: Operation) -> list[ConstOp] | None:
-    """The defining constants of `op`'s operands, if `op` is a foldable ge op."""
+    """The defining constants of `op`'s operands, if `op` is a foldable ge op. An
+    empty operand computed at run time gets an (empty) constant of its own."""
     if not isinstance(op, GEOp) or isinstance(op, ConstOp) or not op.operands:
         return None
     constants = [defining_op(v, ConstOp) for v in op.operands]
-    return None if any(c is None for c in constants) else constants
+    if any(c is None and not is_empty(v.type) for c, v in zip(constants, op.operands)):
+        return None
+    for i, (c, v) in enumerate(zip(constants, op.operands)):
+        if c is None:
+            constants[i] = empty_constant(v.type)
+            Rewriter.insert_op(constants[i], InsertPoint.before(op))
+            op.operands[i] = constants[i].result
+    return constants
+
+
+def _all_results_empty(op: Operation) -> bool:
+    return (
+        isinstance(op, GEOp) and not isinstance(op, ConstOp) and bool(op.results)
+        and all(is_empty(r.type) for r in op.results)
+    )
+
+
+
 
 
 def fold(op: GEOp, constants: Sequence[ConstOp], max_bytes: int = DEFAULT_MAX_BYTES) -> list[ConstOp] | None:

@@ -20,7 +20,8 @@ an axis whose padding would count, gather, concat, ...) have no rule: they get
 ND data. Pooling and batch_norm run natively in NC1HWC0 (each channel is
 independent and only H, W are reduced), as in CANN.
 
-Only float cube ops (f16, f32) get cube formats; integer matmuls stay ND.
+Only float cube ops (f16, f32) get cube formats; integer matmuls stay ND, and
+so do grouped convolutions whose groups are not whole C0-channel blocks.
 """
 
 from __future__ import annotations
@@ -62,8 +63,20 @@ def cube_formats(op: Operation) -> tuple[tuple[Format, ...], Format] | None:
     if isinstance(op, MatmulOp | BatchMatmulOp):
         return (Format.FRACTAL_NZ, Format.FRACTAL_NZ), Format.FRACTAL_NZ
     if isinstance(op, Conv2DOp):
-        return (Format.NC1HWC0, Format.FRACTAL_Z), Format.NC1HWC0
+        return None if _unaligned_groups(op) else ((Format.NC1HWC0, Format.FRACTAL_Z), Format.NC1HWC0)
     return None
+
+
+def _unaligned_groups(conv: Conv2DOp) -> bool:
+    """A grouped convolution whose groups do not start on C0-channel blocks (a
+    depthwise one, say): a group is not a run of whole blocks of NC1HWC0, which the
+    cube kernel reads and writes block by block, so it stays ND."""
+    groups = conv.attr_value("groups")
+    if groups == 1:
+        return False
+    c0 = block_shape(Format.NC1HWC0, conv.results[0].type.element_type)[0]
+    c, o = conv.operands[0].type.get_shape()[1], conv.results[0].type.get_shape()[1]
+    return (c // groups) % c0 != 0 or (o // groups) % c0 != 0
 
 
 def _blocked_dims(shape: tuple[int, ...], fmt: Format) -> tuple[int, ...]:

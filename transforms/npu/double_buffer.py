@@ -24,7 +24,8 @@ A buffer gets a copy only if it is iteration-private to the loop
 what it reads before reading it), so alternating copies cannot change what any
 instruction reads: the numbers do not change. Accumulators and buffers read
 across iterations keep one copy. Loops are handled innermost first, a buffer
-once; a loop is left alone when fewer than two pipes touch its private buffers,
+once; a loop is left alone when it is marked `{npu.pipelined}` (its buffers
+already alternate, as the cube kernels write them), when fewer than two pipes touch its private buffers,
 when it runs fewer than two iterations, or when the copies would not fit the
 preset's buffers next to everything else live (planned as
 `npu-plan-local-memory` would). It runs before `npu-insert-sync`, which then
@@ -211,7 +212,7 @@ def double_buffer_kernel(kernel: npu.KernelOp, preset: HardwarePreset) -> Outcom
     loops = [op for op in kernel.walk() if isinstance(op, scf.ForOp)]
     for loop in reversed(loops):  # inner loops first
         trips = trip_count(loop)
-        if trips is not None and trips < 2:
+        if trips is not None and trips < 2 or npu.PIPELINED_ATTR in loop.attributes:
             continue
         liveness = Liveness(kernel)
         private = liveness.private_to(loop) - handled

@@ -59,7 +59,7 @@ class KernelSync:
 
     @property
     def barrier_ops(self) -> int:
-        return sum(2 if e.planned.sync.around_loop else 1 for e in self.emitted if not e.sets)
+        return sum(e.barriers for e in self.emitted)
 
 
 def strip_syncs(kernel: npu.KernelOp) -> int:
@@ -71,17 +71,17 @@ def strip_syncs(kernel: npu.KernelOp) -> int:
     return len(syncs)
 
 
-def plan_syncs(kernel: npu.KernelOp) -> tuple[KernelLevels, list[PlannedSync]]:
+def plan_syncs(kernel: npu.KernelOp, event_ids: int = 4) -> tuple[KernelLevels, list[PlannedSync]]:
     """The kernel's levels and the flags they need (the kernel must hold no sync)."""
     levels = KernelLevels(kernel, KernelAccesses(kernel))
-    return levels, plan_kernel(levels)
+    return levels, plan_kernel(levels, event_ids)
 
 
 def synchronize(kernel: npu.KernelOp, event_ids: int, leave_out: Collection[int] = ()) -> KernelSync:
     """Replace the kernel's sync by what its dependencies need. `leave_out` drops
     planned flags by index: how tests show that each flag is needed."""
     strip_syncs(kernel)
-    levels, planned = plan_syncs(kernel)
+    levels, planned = plan_syncs(kernel, event_ids)
     kept = [p for i, p in enumerate(planned) if i not in leave_out]
     emitted = emit_syncs(levels, kept)
     demoted = allocate_event_ids(kernel, emitted, event_ids)

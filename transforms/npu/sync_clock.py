@@ -13,15 +13,31 @@ Every pipe starts with one ENTRY tick, standing for everything it did before the
 level's block runs: what covers a pipe's entry tick is ordered after all the
 work outside that preceded the block (`Boundary`). A loop body is run twice
 (iterations A and B) so that carried dependencies, from a node of A to a node of
-B, are checked the same way; the waits of A of a flag set across iterations
-take the set made before the loop (the source pipe's entry state).
+B, are checked the same way.
 
-Nested nodes are opaque ticks, plus what their own sync is known to order
-(`Boundary`, computed from their level's clocks when it was planned): at the
-node's end an "exit" event makes pipe r learn pipe p's state, and a dependency
-into the node holds when some pipe r that knows the producer at the node's start
-orders all the node's work on the consumer pipe. The exit orderings apply all
+A nested loop ticks a pipe once per node of its body using that pipe (its last
+iteration's), so a dependency may name the inner node it comes from
+(`Dependency.xi`) and what the loop orders at its end may be partial: at its
+end pipe r knows pipe p's work up to inner node n (`Boundary.exit`). Other
+nested nodes (branches) are one tick per pipe. At a nested node's end an "exit"
+event makes pipe r learn what pipe p knew then (all of it), or only p's state at
+the node's start and p's work up to inner node n; the exit orderings apply all
 at once: knowing all p did inside the node is not knowing what p learned after.
+A dependency into a nested node holds when some pipe r that knows the producer
+at the node's start orders the node's work on the consumer pipe from the
+consumer's inner node on (`Boundary.entry`).
+
+TOKENS. A flag set in one iteration of a loop and waited in the next (set once
+before the loop, waited once after it) hands its source pipe's knowledge from
+set to wait like a token. What the first iteration's wait takes depends on the
+level holding the loop (a set just before the loop, or the last set of the
+previous run of the loop when the flag is passed through an enclosing loop), so
+a level's clocks have one extra component per such flag: its "set before the
+loop" carries only a tick of its own component, and a pipe whose clock covers
+it at a node of the first iteration is ordered after whatever that set knew.
+The level holding the loop `take`s (or `peek`s at) the token when the loop
+starts, to check dependencies into it, and `join`s it into the waiting pipe
+after it.
 """
 
 from __future__ import annotations
@@ -31,28 +47,43 @@ from dataclasses import dataclass
 
 from .sync_levels import PIPE_COUNT, S, Dependency, Level
 
-ZERO = (0,) * PIPE_COUNT
 ENTRY = 1  # every pipe's tick standing for its work before the block
+
+ALL = 1 << 30
+"""An inner node index past every node: "all of it"."""
+
+BEFORE = -1
+"""An inner node index before every node: "none of it, only the state at the start"."""
 
 
 @dataclass(frozen=True)
 class Event:
     """One sync op at a gap of a level: "set", "wait", "barrier", or "exit" (what a
-    nested node orders at its end: `key` holds its (p, r) pairs)."""
+    nested node orders at its end: `key` holds its (p, r, inner node) triples);
+    for the flags of nested loops also "take" / "peek" (hold the next set of `key`
+    in `slot`, taking it or not), "join" (pipe learns what `slot` holds) and
+    "replace" (the pending set of `key` replaced by one made now). A set may
+    know only part of a nested node `node` (its source pipe's work up to inner
+    node `known`)."""
 
     kind: str
     key: object  # pairs a wait with its sets
     pipe: int = 0  # the pipe executing it (set: source, wait: destination)
+    slot: object = None  # take / peek / join: where the token is held
+    node: int | None = None  # set / replace made inside this nested node ...
+    known: int = ALL  # ... after its pipe's work up to this inner node
 
 
 class Schedule:
     """The events at each gap of a level (gap g is before node g; gap `size` is the
     end), in execution order, and the flags set before the level's first iteration."""
 
-    def __init__(self, level: Level):
+    def __init__(self, level: Level, inner: dict[int, list[frozenset[int]]], tokens: int = 0):
         self.level = level
+        self.inner = inner  # nested loop node -> the pipes of each node of its body
         self.gaps: list[list[Event]] = [[] for _ in range(level.size + 1)]
-        self.preset: list[tuple[object, int]] = []  # (flag key, source pipe)
+        self.tokens = tokens  # clock components beyond the pipes
+        self.preset: list[tuple[object, int]] = []  # (flag key, its token component)
 
     def add(self, gap: int, event: Event) -> None:
         self.gaps[gap].append(event)
@@ -67,17 +98,26 @@ class ClockRun:
 
     def __init__(self, schedule: Schedule, iterations: int, watched: frozenset[int] = frozenset()):
         level = schedule.level
-        self.vc = [[ENTRY if i == p else 0 for i in range(PIPE_COUNT)] for p in range(PIPE_COUNT)]
+        self.inner = schedule.inner
+        self.width = PIPE_COUNT + schedule.tokens
+        self.zero = (0,) * self.width
+        self.vc = [[ENTRY if i == p else 0 for i in range(self.width)] for p in range(PIPE_COUNT)]
         self.fifos: dict[object, deque] = {
-            key: deque([tuple(self._learn_scalar(pipe))]) for key, pipe in schedule.preset
+            key: deque([tuple(ENTRY if i == component else 0 for i in range(self.width))])
+            for key, component in schedule.preset
         }
-        # ticks[it][node]: pipe -> its tick; before[it][node]: pipe -> its clock just before;
-        # start[it][node]: every pipe's clock when a watched (nested) node starts
+        # ticks[it][node]: pipe -> its (last) tick; inner_ticks[it]: (node, inner, pipe) ->
+        # tick; before[it][node]: pipe -> its clock just before; start[it][node]: every
+        # pipe's clock when a watched (nested) node starts; held[it]: slot -> token
         self.ticks = [[{} for _ in range(level.size)] for _ in range(iterations)]
+        self.inner_ticks: list[dict[tuple[int, int, int], int]] = [{} for _ in range(iterations)]
         self.before = [[{} for _ in range(level.size)] for _ in range(iterations)]
         self.start: list[dict[int, list[tuple[int, ...]]]] = [{} for _ in range(iterations)]
+        self.held: list[dict[object, tuple[int, ...]]] = [{} for _ in range(iterations)]
         self.ends: list[list[tuple[int, ...]]] = []  # every pipe's clock at the end of each iteration
+        self._it = 0
         for it in range(iterations):
+            self._it = it
             for gap in range(level.size + 1):
                 for event in schedule.gaps[gap]:
                     self._event(event)
@@ -94,30 +134,77 @@ class ClockRun:
         return row
 
     def _node(self, it: int, node: int, pipes) -> None:
+        inner = self.inner.get(node)
         for pipe in sorted(pipes):
             row = self._learn_scalar(pipe)
             self.before[it][node][pipe] = tuple(row)
-            row[pipe] += 1
+            if inner is None:
+                row[pipe] += 1
+            else:
+                for index, inner_pipes in enumerate(inner):
+                    if pipe in inner_pipes:
+                        row[pipe] += 1
+                        self.inner_ticks[it][(node, index, pipe)] = row[pipe]
             self.ticks[it][node][pipe] = row[pipe]
 
+    def tick(self, it: int, node: int, inner: int, pipe: int) -> int | None:
+        """Pipe's tick of node (of its inner node `inner`, or the last one if BEFORE)."""
+        if inner != BEFORE:
+            found = self.inner_ticks[it].get((node, inner, pipe))
+            if found is not None:
+                return found
+        return self.ticks[it][node].get(pipe)
+
+    def partial(self, node: int, pipe: int, known: int) -> tuple[int, ...]:
+        """What `pipe` knows having done its work of nested `node` up to inner node
+        `known` (ALL: everything it knows now; BEFORE: its state at the node's start)."""
+        if known == ALL:
+            return tuple(self._learn_scalar(pipe))
+        state = list(self.start[self._it][node][pipe])
+        if known != BEFORE:
+            ticks = [t for (n, i, p), t in self.inner_ticks[self._it].items() if n == node and p == pipe and i <= known]
+            if ticks:
+                state[pipe] = max(ticks)
+        return tuple(state)
+
+    def _snapshot(self, event: Event) -> tuple[int, ...]:
+        if event.node is None:
+            return tuple(self._learn_scalar(event.pipe))
+        return self.partial(event.node, event.pipe, event.known)
+
     def _event(self, event: Event) -> None:
-        if event.kind == "set":
-            self.fifos.setdefault(event.key, deque()).append(tuple(self._learn_scalar(event.pipe)))
-        elif event.kind == "wait":
+        kind = event.kind
+        if kind == "set":
+            self.fifos.setdefault(event.key, deque()).append(self._snapshot(event))
+        elif kind == "wait":
             fifo = self.fifos.get(event.key)
-            _join(self._learn_scalar(event.pipe), fifo.popleft() if fifo else ZERO)
-        elif event.kind == "exit":
+            _join(self._learn_scalar(event.pipe), fifo.popleft() if fifo else self.zero)
+        elif kind in ("take", "peek"):
+            fifo = self.fifos.get(event.key)
+            if not fifo:
+                self.held[self._it][event.slot] = self.zero
+            else:
+                self.held[self._it][event.slot] = fifo.popleft() if kind == "take" else fifo[0]
+        elif kind == "join":
+            _join(self._learn_scalar(event.pipe), self.held[self._it].get(event.slot, self.zero))
+        elif kind == "replace":
+            fifo = self.fifos.setdefault(event.key, deque())
+            if fifo:
+                fifo.popleft()
+            fifo.append(self._snapshot(event))
+        elif kind == "exit":
             # All at once, from the clocks the node ended with: r learned what p had
             # done inside the node, not what p learned after its last instruction.
-            ended = [tuple(self._learn_scalar(p)) for p in range(PIPE_COUNT)]
-            for p, r in event.key:
-                _join(self.vc[r], ended[p])
+            node, triples = event.key
+            learned = [(r, self.partial(node, p, known)) for p, r, known in triples]
+            for r, state in learned:
+                _join(self.vc[r], state)
         else:
             merged = [max(column) for column in zip(*self.vc)]
             self.vc = [list(merged) for _ in range(PIPE_COUNT)]
 
     def orders(self, d: Dependency) -> bool:
-        tick = self.ticks[0][d.x].get(d.p)
+        tick = self.tick(0, d.x, d.xi, d.p)
         clock = self.before[self.later(d)][d.y].get(d.q)
         return tick is not None and clock is not None and clock[d.p] >= tick
 
@@ -127,7 +214,7 @@ class ClockRun:
 
     def knowing(self, d: Dependency) -> list[int]:
         """The pipes that know the producer when the (watched) consumer node starts."""
-        tick = self.ticks[0][d.x].get(d.p)
+        tick = self.tick(0, d.x, d.xi, d.p)
         state = self.start[self.later(d)].get(d.y)
         if tick is None or state is None:
             return []
@@ -135,26 +222,39 @@ class ClockRun:
 
     # ---- what the level orders for the level holding it --------------------------------
 
-    def entry_ordered(self) -> set[tuple[int, int]]:
-        """(r, q): all of pipe q's work in the block (its first node in the first
-        iteration) comes after pipe r's entry state; vacuous if q does nothing."""
-        first: dict[int, int] = {}
+    def entry_ordered(self) -> dict[tuple[int, int], int]:
+        """(r, q) -> n: pipe q's work in the block from node n of the first iteration
+        on (n = 0: all of it) comes after pipe r's entry state, or after token r (r >=
+        PIPE_COUNT) as set before the loop."""
+        nodes: dict[int, list[int]] = {}
         for node, pipes in enumerate(self.before[0]):
             for q in pipes:
-                first.setdefault(q, node)
-        return {
-            (r, q)
-            for q in range(PIPE_COUNT)
-            for r in range(PIPE_COUNT)
-            if q not in first or self.before[0][first[q]][q][r] >= ENTRY
-        }
+                nodes.setdefault(q, []).append(node)
+        result = {}
+        for q in range(PIPE_COUNT):
+            using = nodes.get(q, [])
+            for r in range(self.width):
+                first = next((n for n in using if self.before[0][n][q][r] >= ENTRY), None)
+                if not using or first == using[0]:
+                    result[(r, q)] = 0
+                elif first is not None:
+                    result[(r, q)] = first
+        return result
 
-    def exit_ordered(self) -> set[tuple[int, int]]:
-        """(p, r): at the end of an iteration pipe r knows all pipe p did (at the end of
-        both simulated iterations: the first and a later one may be the last)."""
-        return {
-            (p, r)
-            for p in range(PIPE_COUNT)
-            for r in range(PIPE_COUNT)
-            if all(end[r][p] >= end[p][p] for end in self.ends)
-        }
+    def exit_ordered(self) -> dict[tuple[int, int], int]:
+        """(p, r) -> n: at the end of an iteration pipe r knows pipe p's work up to node
+        n of that iteration (ALL: all of it), at the end of both simulated iterations
+        (the first and a later one may be the last)."""
+        result = {}
+        for p in range(PIPE_COUNT):
+            using = [n for n in range(len(self.ticks[0])) if p in self.ticks[0][n]]
+            for r in range(PIPE_COUNT):
+                known = ALL
+                for it, end in enumerate(self.ends):
+                    if end[r][p] >= end[p][p]:
+                        continue  # all p did, its entry state included
+                    covered = [n for n in using if end[r][p] >= self.ticks[it][n][p]]
+                    known = min(known, covered[-1]) if covered and known is not None else None
+                if known is not None:
+                    result[(p, r)] = known
+        return result

@@ -4,12 +4,15 @@ Each level's gap gets its ops as one contiguous group, in the order the planner'
 clocks assumed (`LevelPlanner.schedule`): the waits after a nested loop, this
 level's sets, its waits, then the sets before the next nested loop. A CARRIED
 flag is four ops: set before its loop, wait and set in the body, wait after the
-loop.
+loop; a chain of them (`sync_plan.Chain`: one token handed from loop to loop,
+possibly through enclosing loops) is one flag, set before its first loop and
+waited after its last, in the block where the chain was closed.
 
 Event ids: a flag is OUTSTANDING from a set to the wait that takes it. In the
 kernel's pre-order numbering of ops that is [set, wait] for a flag within one
 iteration, and for a CARRIED flag [set before the loop, wait in the body] plus
-[set in the body, wait after the loop]. Two flags of one pipe pair may share an
+[set in the body, wait after the loop] (for a chain, from each set to the next
+loop's wait). Two flags of one pipe pair may share an
 id when their outstanding ranges are disjoint: then at most one set of the id is
 pending at any time, so the k-th wait still takes the k-th set of its own flag.
 Ids are given first-fit in order of first set; a flag that finds none of the
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xdsl.dialects import scf
 from xdsl.ir import Operation
 
 from ...dialects import npu
@@ -29,14 +31,18 @@ from ...dialects.ge.base import Kind as AttrKind
 from ...dialects.ge.base import to_attribute
 from .buffers import linear_positions
 from .sync_levels import KernelLevels, Level
-from .sync_plan import PlannedSync
+from .sync_plan import Chain, PlannedSync
 
 
 @dataclass
 class EmittedSync:
+    """One flag (one event id): a planned sync, or a chain of CARRIED flags handing
+    one token from loop to loop (`planned` is its first member)."""
+
     planned: PlannedSync
     sets: list[npu.SetFlagOp] = field(default_factory=list)
     waits: list[npu.WaitFlagOp] = field(default_factory=list)
+    barriers: int = 0  # pipe_barrier ops standing for it (no event id was free)
 
     @property
     def pair(self) -> tuple[int, int]:
@@ -55,17 +61,22 @@ def _flag(op_class, p: int, q: int):
 class Emitter:
     def __init__(self, levels: KernelLevels, planned: list[PlannedSync]):
         self.levels = levels
-        self.by_level: dict[Level, list[EmittedSync]] = {}
+        self.flag: dict[int, EmittedSync] = {}  # planned sync -> its flag (chains share one)
+        self.emitted: list[EmittedSync] = []
+        self.by_level: dict[Level, list[PlannedSync]] = {}
+        self.chains: dict[Level, list[tuple[Chain, EmittedSync]]] = {}
         for p in planned:
-            self.by_level.setdefault(p.level, []).append(EmittedSync(p))
-        self.emitted = [e for group in self.by_level.values() for e in group]
-
-    def _loop_syncs(self, node: Operation) -> list[EmittedSync]:
-        """The CARRIED flags of a nested loop node (their outer ops go to this level)."""
-        if not isinstance(node, scf.ForOp):
-            return []
-        inner = self.levels.levels[node.body.block]
-        return [e for e in self.by_level.get(inner, []) if e.planned.sync.around_loop]
+            self.by_level.setdefault(p.level, []).append(p)
+            chain = p.chain
+            if chain is not None and id(chain) in self.flag:
+                self.flag[id(p)] = self.flag[id(chain)]
+                continue
+            e = EmittedSync(p)
+            self.emitted.append(e)
+            self.flag[id(p)] = e
+            if chain is not None:
+                self.flag[id(chain)] = e
+                self.chains.setdefault(chain.home, []).append((chain, e))
 
     def emit(self) -> list[EmittedSync]:
         for level in self.levels.levels.values():
@@ -75,19 +86,20 @@ class Emitter:
 
     def _emit_level(self, level: Level) -> None:
         own = self.by_level.get(level, [])
+        chains = self.chains.get(level, [])
         for gap in range(level.size + 1):
             ops: list[Operation] = []
-            if gap > 0:
-                for e in self._loop_syncs(level.nodes[gap - 1]):
+            for chain, e in chains:
+                if chain.last == gap - 1:
                     ops.append(self._wait(e))
-            for e in own:
-                if e.planned.sync.set_gap == gap:
-                    ops.append(self._set(e))
-            for e in own:
-                if e.planned.sync.wait_position(level.size) == gap:
-                    ops.append(self._wait(e))
-            if gap < level.size:
-                for e in self._loop_syncs(level.nodes[gap]):
+            for p in own:
+                if p.sync.set_gap == gap:
+                    ops.append(self._set(self.flag[id(p)]))
+            for p in own:
+                if p.sync.wait_position(level.size) == gap:
+                    ops.append(self._wait(self.flag[id(p)]))
+            for chain, e in chains:
+                if chain.first == gap:
                     ops.append(self._set(e))
             self._insert(level, gap, ops)
 
@@ -153,6 +165,7 @@ def _to_barriers(e: EmittedSync) -> None:
     """Replace a flag by `pipe_barrier ALL` where it is waited for."""
     for wait in e.waits:
         wait.parent_block().insert_op_before(npu.PipeBarrierOp.new(pipe=npu.ALL_PIPES), wait)
+    e.barriers = len(e.waits)
     for op in (*e.sets, *e.waits):
         op.detach()
         op.erase()

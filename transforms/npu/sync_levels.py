@@ -16,7 +16,10 @@ one writing (`access_conflicts.py`), where one may run before the other:
 * carried: for every loop around that block, a later iteration of the loop
   runs the second instruction after the first ran in an earlier one: a
   dependency of the loop body's level from the node holding the first to the
-  node holding the second (possibly the same node, or an earlier one).
+  node holding the second (possibly the same node, or an earlier one). Not
+  when both are in one nested loop that itself carries the dependency from an
+  iteration to the next: that loop's flags order it across its runs too
+  (`sync_plan.py`).
 
 Instructions on the scalar pipe S need no sync before later ones: the scalar
 unit issues everything in program order, and every instruction knows what the
@@ -43,13 +46,21 @@ S = PIPE_INDEX["S"]
 class Dependency:
     """Node `x` (pipe `p`) must be ordered before node `y` (pipe `q`): in the same
     iteration of the level's block, or with `carried` x in one iteration and y in
-    the next."""
+    the next. When x (y) is a nested loop, `xi` (`yi`) is the node of its body
+    holding the instruction (-1: the whole node)."""
 
     x: int
     y: int
     p: int
     q: int
     carried: bool
+    xi: int = -1
+    yi: int = -1
+
+    @property
+    def producer(self) -> tuple[int, int]:
+        """Where the producer's last instance is, in program order."""
+        return (self.x, self.xi if self.xi >= 0 else 1 << 30)
 
 
 @dataclass(eq=False)
@@ -94,8 +105,8 @@ class Level:
         kept: set[Dependency] = set()
         for deps in groups.values():
             forward = self._skyline([d for d in deps if not d.carried])
-            last_forward_producer = max((d.x for d in forward if not self.nodes[d.y].regions), default=-1)
-            carried = self._skyline([d for d in deps if d.carried and d.x > last_forward_producer])
+            last_forward_producer = max((d.producer for d in forward if not self.nodes[d.y].regions), default=(-1, 0))
+            carried = self._skyline([d for d in deps if d.carried and d.producer > last_forward_producer])
             kept.update(forward, carried)
         self.dependencies = kept
 
@@ -103,7 +114,7 @@ class Level:
         """Those no other dependency with an instruction consumer implies (one with a
         later producer and an earlier consumer)."""
         kept, earliest_consumer = [], None
-        for d in sorted(deps, key=lambda d: (-d.x, d.y)):
+        for d in sorted(deps, key=lambda d: (tuple(-v for v in d.producer), d.y, d.yi)):
             if earliest_consumer is None or d.y < earliest_consumer:
                 kept.append(d)
                 if not self.nodes[d.y].regions:
@@ -215,15 +226,36 @@ class KernelLevels:
             node_x, node_y = level.index(path_x[depth][1]), level.index(path_y[depth][1])
             p, q = self.pipe[x], self.pipe[y]
             if node_x < node_y and self.accesses.conflict(x, y, Relation.forward(block)):
-                level.dependencies.add(Dependency(node_x, node_y, p, q, False))
+                level.dependencies.add(
+                    Dependency(node_x, node_y, p, q, False, self._inner(path_x, depth), self._inner(path_y, depth))
+                )
+            carried_inside = False  # by the loop that is x's and y's node at the level below
             for d in range(depth, -1, -1):
                 loop = path_x[d][0].parent_op()
-                if not isinstance(loop, scf.ForOp):
-                    continue
-                if self.accesses.conflict(x, y, Relation.across_iterations(loop)):
+                carried = isinstance(loop, scf.ForOp) and self.accesses.conflict(
+                    x, y, Relation.across_iterations(loop)
+                )
+                # Between two runs of a nested loop, x and y are ordered as between two
+                # of its iterations when one iteration carries the dependency to the next
+                # (the loop's flags are passed through or closed around it: either way
+                # its next run's waits learn at least what they would in its next
+                # iteration); the level holding it adds nothing.
+                if carried and not carried_inside:
                     body = self.levels[path_x[d][0]]
                     body.dependencies.add(
-                        Dependency(body.index(path_x[d][1]), body.index(path_y[d][1]), p, q, True)
+                        Dependency(
+                            body.index(path_x[d][1]), body.index(path_y[d][1]), p, q, True,
+                            self._inner(path_x, d), self._inner(path_y, d),
+                        )
                     )
+                carried_inside = carried
         for level in self.levels.values():
             level.keep_dominant_dependencies()
+
+    def _inner(self, path: list[tuple[Block, Operation]], depth: int) -> int:
+        """The index of the node inside the nested loop `path[depth][1]` holding the
+        instruction, or -1 (an instruction, or a branch)."""
+        if depth + 1 >= len(path) or not isinstance(path[depth][1], scf.ForOp):
+            return -1
+        block, node = path[depth + 1]
+        return self.levels[block].index(node)

@@ -27,11 +27,30 @@ Once a level is planned, its clocks give the `Boundary` the level holding it
 sees: which pipes' state at the start orders all of a pipe's work inside, and
 which pipes know which at the end. A loop's exit counts only if it surely runs
 (constant bounds, at least one iteration); an `scf.if` counts what every branch
-orders (a missing `else` orders nothing). The CARRIED flags of a loop are also
-ops of the level holding it (set before, wait after), and order pipe p's work
-before the loop (and, if the set follows the body's last use of p, the loop's
-own) before pipe q after it, whatever the trip count.
+orders (a missing `else` orders nothing).
+
+The CARRIED flags of a nested loop are TOKENS (`sync_clock.py`): set before
+the loop and waited after it, they order pipe p's work before the loop (and
+the loop's own up to the node the set follows) before pipe q after it. Closing
+each around its own loop drains the pipeline at the loop's end: q waits for
+p's last use of a buffer that what follows (the next K chunk's L0 steps, the
+next output tile) would only need later. So the level holding the loops CHAINS
+the tokens of one pipe pair from one nested loop to the next (the first run of
+the next loop takes the token the previous loop's last iteration left: one flag,
+set before the first loop and waited after the last), and when that level is
+itself a loop body the chains are PASSED THROUGH it: set once before the
+enclosing loop and waited once after it, its next iteration's first loop taking
+what its last loop left (and so on outwards while the enclosing levels are
+loops). Then nothing waits between the loops, and a dependency between two
+instructions of one loop that one iteration carries to the next
+(`sync_levels.py`) is ordered across its runs by the same flags. The level
+holding the loops models each as the token the loop takes at its start (what
+the previous set knew: p's state up to the node it followed) and joins into q
+at its end; dependencies that this leaves unordered get flags of the level's
+own. Chains are passed only while their pipe pair keeps an event id for the
+level's own flags.
 """
+
 
 from __future__ import annotations
 
@@ -42,7 +61,7 @@ from xdsl.dialects import scf
 from xdsl.ir import Block, Operation
 
 from .affine import trip_count
-from .sync_clock import ClockRun, Event, Schedule
+from .sync_clock import ALL, BEFORE, ClockRun, Event, Schedule
 from .sync_levels import PIPE_COUNT, Dependency, KernelLevels, Level
 
 
@@ -70,55 +89,136 @@ class Sync:
         return self.kind is Kind.CARRIED and not self.at_end
 
 
+@dataclass(eq=False)
+class Chain:
+    """The CARRIED flags (of nested loops, possibly several) that hand one token from
+    one to the next: one event id, set before the loop node `first` of `home`'s
+    block and waited after its loop node `last` (home None: not placed yet)."""
+
+    members: list[PlannedSync]
+    home: Level | None = None
+    first: int = 0
+    last: int = 0
+
+
+@dataclass(eq=False)
+class PlannedSync:
+    """A sync of the plan: its level and its placement; a CARRIED flag set before and
+    waited after its loop belongs to a `chain`."""
+
+    level: Level
+    sync: Sync
+    chain: Chain | None = None
+
+
 @dataclass(frozen=True)
 class LoopFlag:
-    """A CARRIED flag of a nested loop, seen from the level holding it: pipe p's work
-    before the loop (with `set_after`, the loop's own too) before pipe q after it."""
+    """A token of a nested loop (one of its body's CARRIED flags, or a chain passed
+    through it), seen from the level holding it: its last set knows pipe p's work
+    before the loop and the loop's own up to node `known` of the body's last
+    iteration (ALL: all of it; BEFORE: none); waited by pipe q."""
 
     p: int
     q: int
-    set_after: bool
+    known: int
+    chain: Chain
 
 
 @dataclass
 class Boundary:
     """What a nested node's own sync orders, seen from the level holding it."""
 
-    entry: set[tuple[int, int]]  # (r, q): the node's work on q follows pipe r's state at its start
-    exit: set[tuple[int, int]]  # (p, r): at its end pipe r knows all pipe p did
+    # (r, q) -> n: the node's work on q from its inner node n on (0: all of it) follows
+    # pipe r's state at its start (or token r - PIPE_COUNT of `flags`, as set before it)
+    entry: dict[tuple[int, int], int]
+    # (p, r) -> n: at its end pipe r knows pipe p's work up to inner node n (ALL: all of it)
+    exit: dict[tuple[int, int], int]
     flags: list[LoopFlag] = field(default_factory=list)
+    runs: bool = False  # a loop surely running at least once
+    inner: list[frozenset[int]] | None = None  # a loop: the pipes of each node of its body
 
     @staticmethod
     def opaque() -> Boundary:
-        pairs = {(p, p) for p in range(PIPE_COUNT)}
-        return Boundary(set(pairs), set(pairs))
+        return Boundary({(p, p): 0 for p in range(PIPE_COUNT)}, {(p, p): ALL for p in range(PIPE_COUNT)})
+
+
+@dataclass(frozen=True)
+class Link:
+    """Token `index` of nested loop `node`, as a link of one of this level's chains."""
+
+    node: int
+    index: int
+    flag: LoopFlag
+    runs: bool  # the nested loop surely runs: it takes the token and sets a new one
 
 
 @dataclass
-class PlannedSync:
-    """A sync of the plan: its level and its placement."""
+class LevelChain:
+    """Tokens of nested loops of one pipe pair, in node order, handing one token
+    on; `passed` through this level's loop, or set before its first link and
+    waited after its last."""
 
-    level: Level
-    sync: Sync
+    links: list[Link]
+    passed: bool = False
+
+    @property
+    def p(self) -> int:
+        return self.links[0].flag.p
+
+    @property
+    def q(self) -> int:
+        return self.links[0].flag.q
 
 
 class LevelPlanner:
     """Places the flags of one level, given the boundaries of its nested nodes."""
 
-    def __init__(self, level: Level, nested: dict[int, Boundary]):
+    def __init__(self, level: Level, nested: dict[int, Boundary], passing: int = 0):
+        """`passing`: how many chains of one pipe pair may be passed through this
+        level (when it is a loop body; the others are closed in it)."""
         self.level = level
         self.nested = nested
         self.iterations = 2 if level.loop is not None else 1
         self.watched = frozenset(nested)
+        self.chains = self._chains(passing if level.loop is not None else 0)
+        self.passed = [c for c in self.chains if c.passed]
+        self._link_chain = {(link.node, link.index): c for c in self.chains for link in c.links}
+
+    def _chains(self, passing: int) -> list[LevelChain]:
+        """Each nested token joins the first chain of its pipe pair whose last link is
+        an earlier node, or starts one."""
+        chains: list[LevelChain] = []
+        for node, boundary in sorted(self.nested.items()):
+            for index, flag in enumerate(boundary.flags):
+                link = Link(node, index, flag, boundary.runs)
+                chain = next(
+                    (c for c in chains if (c.p, c.q) == (flag.p, flag.q) and c.links[-1].node < node), None
+                )
+                if chain is None:
+                    chains.append(LevelChain([link]))
+                else:
+                    chain.links.append(link)
+        per_pair: dict[tuple[int, int], int] = {}
+        for c in chains:
+            count = per_pair.get((c.p, c.q), 0)
+            if count < passing:
+                c.passed = True
+                per_pair[(c.p, c.q)] = count + 1
+        return chains
 
     # ---- clocks -----------------------------------------------------------------------
 
     def schedule(self, syncs: list[Sync]) -> Schedule:
         """The events of `syncs` and of the nested nodes, per gap in the order they are
-        emitted: after node g-1 what it orders at its end (the sets of its loop flags
-        made inside the loop, what its own sync orders, then the waits after the loop),
-        then this level's sets and waits, then the sets made before loop g."""
-        schedule = Schedule(self.level)
+        emitted: after node g-1 what it orders at its end (the sets its tokens made
+        inside it, what its own sync orders, then the waits after the last link of
+        a chain), then this level's sets and waits, then the sets before the first
+        link of a chain and the takes of loop g's tokens. This level's tokens
+        (passed chains, then its CARRIED flags around the loop) are clock
+        components of their own, set before the first iteration."""
+        own = [i for i, s in enumerate(syncs) if s.around_loop]
+        inner = {g: b.inner for g, b in self.nested.items() if b.inner is not None}
+        schedule = Schedule(self.level, inner, len(self.passed) + len(own))
         size = self.level.size
         sets: list[list[int]] = [[] for _ in range(size + 1)]
         waits: list[list[int]] = [[] for _ in range(size + 1)]
@@ -131,25 +231,38 @@ class LevelPlanner:
                 schedule.add(gap, Event("set", i, syncs[i].p))
             for i in waits[gap]:
                 schedule.add(gap, Event("wait", i, syncs[i].q))
-            boundary = self.nested.get(gap)
-            for k, f in enumerate(boundary.flags if boundary else []):
-                if not f.set_after:
-                    schedule.add(gap, Event("set", ("loop", gap, k), f.p))
-        schedule.preset.extend((i, s.p) for i, s in enumerate(syncs) if s.around_loop)
+            self._before_node(schedule, gap)
+        schedule.preset.extend((("chain", id(c)), PIPE_COUNT + j) for j, c in enumerate(self.passed))
+        schedule.preset.extend((i, PIPE_COUNT + len(self.passed) + n) for n, i in enumerate(own))
         return schedule
 
+    def _before_node(self, schedule: Schedule, gap: int) -> None:
+        boundary = self.nested.get(gap)
+        for k, f in enumerate(boundary.flags if boundary else []):
+            chain = self._link_chain[(gap, k)]
+            key = ("chain", id(chain))
+            if not chain.passed and chain.links[0].node == gap:
+                schedule.add(gap, Event("set", key, f.p))
+            schedule.add(gap, Event("take" if boundary.runs else "peek", key, slot=(gap, k)))
+
     def _after_node(self, schedule: Schedule, gap: int) -> None:
-        boundary = self.nested.get(gap - 1)
+        node = gap - 1
+        boundary = self.nested.get(node)
         if boundary is None:
             return
         for k, f in enumerate(boundary.flags):
-            if f.set_after:  # made inside the loop, before anything its end orders
-                schedule.add(gap, Event("set", ("loop", gap - 1, k), f.p))
-        pairs = tuple(sorted((p, r) for p, r in boundary.exit if p != r))
-        if pairs:
-            schedule.add(gap, Event("exit", pairs))
+            if boundary.runs:  # the last set made inside the loop
+                chain = self._link_chain[(node, k)]
+                schedule.add(gap, Event("set", ("chain", id(chain)), f.p, node=node, known=f.known))
+        triples = tuple(sorted((p, r, n) for (p, r), n in boundary.exit.items() if p != r))
+        if triples:
+            schedule.add(gap, Event("exit", (node, triples)))
         for k, f in enumerate(boundary.flags):
-            schedule.add(gap, Event("wait", ("loop", gap - 1, k), f.q))
+            if boundary.runs:  # the loop's first wait took the token
+                schedule.add(gap, Event("join", None, f.q, slot=(node, k)))
+            chain = self._link_chain[(node, k)]
+            if not chain.passed and chain.links[-1].node == node:
+                schedule.add(gap, Event("wait", ("chain", id(chain)), f.q))
 
     def run(self, syncs: list[Sync]) -> ClockRun:
         return ClockRun(self.schedule(syncs), self.iterations, self.watched)
@@ -158,7 +271,17 @@ class LevelPlanner:
         if run.orders(d):
             return True
         boundary = self.nested.get(d.y)
-        return boundary is not None and any((r, d.q) in boundary.entry for r in run.knowing(d))
+        if boundary is None:
+            return False
+        knowing = run.knowing(d)
+        tick = run.tick(0, d.x, d.xi, d.p)
+        held = run.held[run.later(d)]
+        for k in range(len(boundary.flags)):
+            token = held.get((d.y, k))
+            if tick is not None and token is not None and token[d.p] >= tick:
+                knowing.append(PIPE_COUNT + k)
+        need = max(d.yi, 0)
+        return any(boundary.entry.get((r, d.q), ALL) <= need for r in knowing)
 
     def unordered(self, syncs: list[Sync], dependencies) -> list[Dependency]:
         """The dependencies `syncs` leave unordered."""
@@ -227,39 +350,81 @@ class LevelPlanner:
         run = self.run(syncs)
         return Boundary(run.entry_ordered(), run.exit_ordered())
 
+    def place_chains(self, own: list[PlannedSync]) -> list[LoopFlag]:
+        """Give the chains closed here their place, and return this loop's tokens as the
+        level holding it sees them, in the order of their clock components: the
+        passed chains, then its own CARRIED flags."""
+        tokens = []
+        for c in self.chains:
+            members = [m for link in c.links for m in link.flag.chain.members]
+            chain = Chain(members)
+            for m in members:
+                m.chain = chain
+            if c.passed:
+                last = c.links[-1]
+                known = self._known(c.p, last.node if last.flag.known == ALL else last.node - 1)
+                tokens.append(LoopFlag(c.p, c.q, known, chain))
+            else:
+                chain.home, chain.first, chain.last = self.level, c.links[0].node, c.links[-1].node
+        for p in own:
+            s = p.sync
+            if s.around_loop:
+                p.chain = Chain([p])
+                tokens.append(LoopFlag(s.p, s.q, self._known(s.p, s.set_gap - 1), p.chain))
+        return tokens
 
-def _loop_boundary(loop: scf.ForOp, body: Level, inner: Boundary, syncs: list[Sync]) -> Boundary:
+    def _known(self, pipe: int, node: int) -> int:
+        """What a set after `node` knows of `pipe`'s work in the body: its work up to
+        the last node using it at or before `node`."""
+        level = self.level
+        if node >= level.last_node_using(pipe):
+            return ALL
+        return max((i for i in range(node + 1) if pipe in level.pipes[i]), default=BEFORE)
+
+
+def _loop_boundary(loop: scf.ForOp, body: Level, inner: Boundary, tokens: list[LoopFlag]) -> Boundary:
     runs_once = (trip_count(loop) or 0) >= 1
     exit = inner.exit if runs_once else Boundary.opaque().exit
-    flags = [LoopFlag(s.p, s.q, s.set_gap > body.last_node_using(s.p)) for s in syncs if s.around_loop]
-    return Boundary(inner.entry, exit, flags)
+    return Boundary(inner.entry, exit, tokens, runs_once, body.pipes)
 
 
 def _if_boundary(branches: list[Boundary | None]) -> Boundary:
-    """What every branch orders; a branch with no instructions (or absent) orders
-    nothing at the exit and holds no work at the entry."""
-    result = None
+    """What every branch orders (its whole work: a branch is one node); a branch with
+    no instructions (or absent) orders nothing at the exit and holds no work at the
+    entry."""
+    entry: set[tuple[int, int]] | None = None
+    exit: set[tuple[int, int]] | None = None
     for branch in branches:
-        b = branch or Boundary(
-            {(r, q) for r in range(PIPE_COUNT) for q in range(PIPE_COUNT)}, Boundary.opaque().exit
-        )
-        result = b if result is None else Boundary(result.entry & b.entry, result.exit & b.exit)
-    return result
+        if branch is None:
+            b_entry = {(r, q) for r in range(PIPE_COUNT) for q in range(PIPE_COUNT)}
+            b_exit = {(p, p) for p in range(PIPE_COUNT)}
+        else:
+            b_entry = {pair for pair, n in branch.entry.items() if n == 0 and pair[0] < PIPE_COUNT}
+            b_exit = {pair for pair, n in branch.exit.items() if n == ALL}
+        entry = b_entry if entry is None else entry & b_entry
+        exit = b_exit if exit is None else exit & b_exit
+    return Boundary(dict.fromkeys(entry, 0), dict.fromkeys(exit, ALL))
 
 
-def plan_kernel(levels: KernelLevels) -> list[PlannedSync]:
+PASSING_RESERVE = 1
+"""Event ids of a pipe pair kept for a level's own flags when passing chains through it."""
+
+
+def plan_kernel(levels: KernelLevels, event_ids: int = 4) -> list[PlannedSync]:
     """Every level's flags, inner levels first (their boundaries feed the outer ones)."""
     planned: list[PlannedSync] = []
     boundaries: dict[Block, Boundary] = {}
     for level in levels.levels_bottom_up():
         nested = {i: _node_boundary(node, boundaries) for i, node in enumerate(level.nodes) if node.regions}
-        planner = LevelPlanner(level, nested)
+        planner = LevelPlanner(level, nested, max(0, event_ids - PASSING_RESERVE))
         syncs = planner.plan() if level.dependencies else []
-        planned.extend(PlannedSync(level, s) for s in syncs)
+        own = [PlannedSync(level, s) for s in syncs]
+        planned.extend(own)
+        tokens = planner.place_chains(own)
         boundary = planner.boundary(syncs)
         loop = level.loop
         if loop is not None:
-            boundary = _loop_boundary(loop, level, boundary, syncs)
+            boundary = _loop_boundary(loop, level, boundary, tokens)
         boundaries[level.block] = boundary
     return planned
 

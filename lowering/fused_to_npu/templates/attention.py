@@ -2,22 +2,23 @@
 of one head, the (Sq x Sk) scores never leaving the core.
 
 An item is `mq` query rows of one (batch, head); a core walks its range of items
-(`lowering/tiling.py:choose_attention_tiling`). Per item:
+(an scf.for, `lowering/tiling.py:choose_attention_tiling`). Per item:
 
     Q (mq x D)  GM -> L1 -> L0A once
     m = -3e38, l = 0, O = 0                               per-row max / sum, fp32 accumulator in UB
-    for each key / value block of sk rows:               two L1 / L0 copies of K, V and P, by parity
+    for each pair of key / value blocks of sk rows:     an scf.for; two L1 / L0 copies of K, V and P
         S  = Q K^T              (cube: K staged as K^T through load_l0's transpose)
         S  = mask(S * scale)    (UB, fp32: fixpipe, vmuls, vsel or vadd)
         m' = max(m, rowmax S);  a = exp(m - m');  P = exp(S - m');  l = l a + rowsum P
-        O  = O a + P V          (P rounded to fp16, UB -> L1 -> L0A; the product through L0C)
+        O  = O a + P V          (P rounded to the input type, UB -> L1 -> L0A; the product through L0C)
         m  = m'
-    out = O / l                 (fp16, in the output's format)
+    out = O / l                 (in the output's type and format)
 
 BNSD reads (*batch, S, D) matrices; BSH reads head h of (*batch, S, N*D) as the
 columns h*D.. of each row (for FRACTAL_NZ, whole 16-column blocks: D must be a
-multiple of 16). Scores and probabilities are fp32 until P goes back to the
-cube in fp16; the reference keeps them fp32 (within the fp16 tolerance).
+multiple of 16). Inputs are fp16 or fp32 (the cube's fp32 rate). Scores and
+probabilities are fp32 until P goes back to the cube in the input type; the
+reference keeps them fp32 (within the fp16 tolerance).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-from xdsl.dialects.builtin import f16, f32
+from xdsl.dialects.builtin import f32
 
 from ....dialects import fused, npu
 from ....dialects.ge.formats import Format
@@ -33,16 +34,13 @@ from ...tiling import FRACTAL, AttentionShape, AttentionTiling, choose_attention
 from ..context import GmTensor, KernelContext, kernel_for
 from ..kernel_builder import Index
 from ..vector_emitter import Operand, Tile, VectorEmitter, emit_elementwise
+from .cube import RATES
 from .cube_epilogue import EpilogueInput, Role, ScratchTiles
-from .cube_kernel import for_core_items
+from .cube_kernel import for_core_items, k_schedule
 from .cube_operands import ND, NZ, BatchMap, MatrixView, batch_map, broadcast_view, nz_block_stride
 
 NEG_INIT = -3.0e38
 """The running row max before any block: below any score, and exp(NEG_INIT - m) is 0."""
-
-UNROLLED_BLOCKS = 8
-"""Up to this many key / value blocks are written out (a straight line syncs best)."""
-
 
 def head_view(t: GmTensor, layout: str, heads: int, transposed: bool = False) -> MatrixView:
     """The (S x D) matrix of each (batch, head) of q, k, v or the output, batches
@@ -83,8 +81,9 @@ def lower_flash_attention(op: fused.FlashAttentionOp, k: KernelContext) -> None:
     names = op.present_operand_names()
     t = SimpleNamespace(**{"mask": None, **dict(zip(names, k.inputs))})
     out = k.outputs[0]
-    if t.query.element_type != f16:
-        raise k.unsupported(f"flash attention on {t.query.element_type} (the kernel takes f16)")
+    element_type = t.query.element_type
+    if element_type not in RATES or any(x.element_type != element_type for x in (t.key, t.value, out)):
+        raise k.unsupported(f"flash attention on {element_type} (the cube takes f16 or f32)")
     try:
         q = head_view(t.query, a.layout, a.num_heads)
         kt = head_view(t.key, a.layout, a.num_heads, transposed=True)
@@ -96,7 +95,7 @@ def lower_flash_attention(op: fused.FlashAttentionOp, k: KernelContext) -> None:
         raise k.unsupported(str(e)) from None
     batch = math.prod(size for size, _ in o.batches.dims)
     mask_bytes = 0 if mask is None or mask.role == Role.SCALAR else mask.view.itemsize
-    shape = AttentionShape(batch, q.rows, kt.cols, q.cols, v.cols, mask_bytes)
+    shape = AttentionShape(batch, q.rows, kt.cols, q.cols, v.cols, mask_bytes, t.query.itemsize)
     try:
         tiling = choose_attention_tiling(k.hw, shape)
     except ValueError as e:
@@ -117,6 +116,7 @@ def _mask_input(mask: GmTensor, scores) -> EpilogueInput:
 class _AttentionKernel:
     def __init__(self, k: KernelContext, t: AttentionTiling, q, kt, v, o, mask: EpilogueInput | None, boolean: bool, attrs):
         self.k, self.b, self.t = k, k.b, t
+        self.element_type = q.tensor.element_type
         self.q, self.kt, self.v, self.o, self.mask, self.a = q, kt, v, o, mask, attrs
         self.boolean_mask = boolean
         s = t.shape
@@ -126,22 +126,23 @@ class _AttentionKernel:
 
     def _alloc(self) -> None:
         b, t, s = self.b, self.t, self.t.shape
+        et = self.element_type
         mq, sk = t.mq, t.sk
-        self.q_l1 = b.alloc([self.q.l1_elements(mq, s.d)], f16, "l1", "q_l1")
-        self.q_l0 = b.alloc([mq * self.d16], f16, "l0a", "q_l0")
-        self.k_l1 = [b.alloc([self.kt.l1_elements(s.d, sk)], f16, "l1", f"k_l1_{i}") for i in range(2)]
-        self.v_l1 = [b.alloc([self.v.l1_elements(sk, s.dv)], f16, "l1", f"v_l1_{i}") for i in range(2)]
-        self.p_l1 = [b.alloc([mq * self.sk16], f16, "l1", f"p_l1_{i}") for i in range(2)]
-        self.p_l0 = [b.alloc([mq * self.sk16], f16, "l0a", f"p_l0_{i}") for i in range(2)]
-        self.k_l0 = [b.alloc([self.d16 * self.sk16], f16, "l0b", f"k_l0_{i}") for i in range(2)]
-        self.v_l0 = [b.alloc([self.sk16 * self.dv16], f16, "l0b", f"v_l0_{i}") for i in range(2)]
+        self.q_l1 = b.alloc([self.q.l1_elements(mq, s.d)], et, "l1", "q_l1")
+        self.q_l0 = b.alloc([mq * self.d16], et, "l0a", "q_l0")
+        self.k_l1 = [b.alloc([self.kt.l1_elements(s.d, sk)], et, "l1", f"k_l1_{i}") for i in range(2)]
+        self.v_l1 = [b.alloc([self.v.l1_elements(sk, s.dv)], et, "l1", f"v_l1_{i}") for i in range(2)]
+        self.p_l1 = [b.alloc([mq * self.sk16], et, "l1", f"p_l1_{i}") for i in range(2)]
+        self.p_l0 = [b.alloc([mq * self.sk16], et, "l0a", f"p_l0_{i}") for i in range(2)]
+        self.k_l0 = [b.alloc([self.d16 * self.sk16], et, "l0b", f"k_l0_{i}") for i in range(2)]
+        self.v_l0 = [b.alloc([self.sk16 * self.dv16], et, "l0b", f"v_l0_{i}") for i in range(2)]
         self.s_l0c = b.alloc([mq * self.sk16], f32, "l0c", "s_acc")
         self.pv_l0c = b.alloc([mq * self.dv16], f32, "l0c", "pv_acc")
         self.s_ub = b.alloc([mq * self.sk16], f32, "ub", "scores")
-        self.p_ub = b.alloc([mq * self.sk16], f16, "ub", "probs")
+        self.p_ub = b.alloc([mq * self.sk16], et, "ub", "probs")
         self.acc = b.alloc([mq * self.dv16], f32, "ub", "acc")
         self.pv_ub = b.alloc([mq * self.dv16], f32, "ub", "pv")
-        self.out_ub = b.alloc([round_up(mq, FRACTAL) * self.dv16], f16, "ub", "out")
+        self.out_ub = b.alloc([round_up(mq, FRACTAL) * self.dv16], et, "ub", "out")
         self.stats = [b.alloc([round_up(mq, 8)], f32, "ub", name) for name in ("row_max", "row_sum")]
         self.mask_home = None
         if self.mask is not None and self.mask.view is not None:
@@ -156,7 +157,7 @@ class _AttentionKernel:
         b, t = self.b, self.t
         if self.mask is not None and self.mask.role == Role.SCALAR and self.mask_home is not None:
             b.emit(npu.CopyOp, self.mask.view.value, self.mask.view.base, self.mask_home, 0, cols=1)
-        for_core_items(b, t.items, t.per_core, t.block_dim, lambda item, _: self._item(item))
+        for_core_items(b, t.items, t.per_core, t.block_dim, self._item)
 
     def _item(self, item: Index) -> None:
         b, t, s = self.b, self.t, self.t.shape
@@ -192,19 +193,13 @@ class _AttentionKernel:
         rows.per_row().fill(m, NEG_INIT)
         rows.per_row().fill(l, 0.0)
         VectorEmitter(b, mq, s.dv, rows.temp).fill(Tile(self.acc, 0, self.dv16), 0.0)
-        blocks = [(j * self.t.sk, min(self.t.sk, s.sk - j * self.t.sk)) for j in range(-(-s.sk // self.t.sk))]
-        full = [blk for blk in blocks if blk[1] == self.t.sk]
-        if len(blocks) <= UNROLLED_BLOCKS or len(full) < 2:
-            for j, (k0, size) in enumerate(blocks):
-                self._block(offsets, q0, mq, k0, size, j % 2)
-        else:
-            pairs = len(full) // 2
-            with b.loop(0, pairs, name="kvpair") as pair:
-                k0 = b.mul(pair, 2 * self.t.sk)
-                self._block(offsets, q0, mq, k0, self.t.sk, 0)
-                self._block(offsets, q0, mq, b.add(k0, self.t.sk), self.t.sk, 1)
-            for j, (k0, size) in enumerate(blocks[2 * pairs :]):
-                self._block(offsets, q0, mq, k0, size, j % 2)
+        schedule = k_schedule(s.sk, self.t.sk)
+        with b.loop(0, schedule.pairs, name="kvpair", pipelined=True) as pair:
+            k0 = b.mul(pair, 2 * self.t.sk)
+            self._block(offsets, q0, mq, k0, self.t.sk, 0)
+            self._block(offsets, q0, mq, b.add(k0, self.t.sk), self.t.sk, 1)
+        for k0, size, copy in schedule.rest:
+            self._block(offsets, q0, mq, k0, size, copy)
         self._finish(offsets, q0, mq, ends)
 
     # ---- one key / value block --------------------------------------------------------------

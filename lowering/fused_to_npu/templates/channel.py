@@ -90,16 +90,25 @@ def _scale_shift(v: VectorEmitter, x: Tile, a: Tile, b: Tile, out: Tile) -> None
 
 def batch_norm_factors(v: VectorEmitter, scale, bias, mean, variance, epsilon: float) -> tuple[Tile, Tile]:
     """(a, b) in fp32 with `a = scale / sqrt(variance + epsilon)`, `b = bias - mean * a`,
-    over tiles of per-channel values (temporaries from `v`)."""
+    over tiles of per-channel values or immediates (splat constants), in
+    temporaries from `v`."""
     a, b, t = v.temp(f32), v.temp(f32), v.temp(f32)
-    v.cast(variance, a)
+    _in_fp32(v, variance, a)
     v.binary(npu.VAddOp, a, float(epsilon), a)
     v.instr(npu.VRsqrtOp, a, a)
-    v.cast(scale, t)
+    _in_fp32(v, scale, t)
     v.instr(npu.VMulOp, a, t, a)
-    v.cast(mean, t)
+    _in_fp32(v, mean, t)
     v.instr(npu.VMulOp, t, a, t)
-    v.cast(bias, b)
+    _in_fp32(v, bias, b)
     v.instr(npu.VSubOp, b, t, b)
     v.release(t)
     return a, b
+
+
+def _in_fp32(v: VectorEmitter, x: Operand, dst: Tile) -> None:
+    """dst = x in fp32; the row kernel hands splat constants over as immediates."""
+    if isinstance(x, Tile):
+        v.cast(x, dst)
+    else:
+        v.fill(dst, float(x))

@@ -1,20 +1,25 @@
 """Convolution on the cube: ge.conv2d and fused.conv2d_bias_act as an implicit GEMM.
 
-Per (image, group) the convolution is a matrix product over K = C1 x KH x KW x 16
-(channel blocks of 16, the fractal order of FRACTAL_Z weights): the weights are
-an (O x K) matrix, the input an (P x K) "img2col" matrix of P = OH x OW output
-pixels, each row the receptive field of a pixel. The img2col matrix is never
-written to GM: it is gathered into L1 per K chunk, FRACTAL_NZ blocks of 16
-channels, by `ImageOperand` (the job of Ascend's img2col / load3d):
+Per (image, group) the convolution is a matrix product over K = C1 x KH x KW x C0
+(channel blocks of C0 = 32 bytes: 16 fp16 or 8 fp32 channels, the fractal order
+of FRACTAL_Z weights): the weights are an (O x K) matrix, the input an (P x K)
+"img2col" matrix of P = OH x OW output pixels, each row the receptive field of
+a pixel. The img2col matrix is never written to GM: it is gathered into L1 per
+K chunk, in FRACTAL_NZ blocks of 16 columns, by `ImageOperand` (the job of
+Ascend's img2col / load3d):
 
-    for each channel block of the chunk:
+    scf.for pairs of channel blocks of the chunk (two UB slabs in turn):
         MTE2  the input rows the pixel tile needs -> a UB slab, zero-padded, pixels
-              by 16 channels (NC1HWC0 rows copy as they are; NCHW planes are
+              by C0 channels (NC1HWC0 rows copy as they are; NCHW planes are
               transposed by the vector unit); rows outside the image stay zero
-        for each (kh, kw), each output row of the tile:
+              (an scf.for over the rows)
+        scf.for kh, scf.for output rows of the tile, each kw:
         MTE3  OW pixels (stride `strides`, dilation `dilations`) -> their L1 rows
 
-so pixel tiles are whole output rows and K chunks whole channel blocks. The
+so pixel tiles are whole output rows and K chunks whole channel blocks (and
+whole 16-column blocks). fp32 FRACTAL_Z weights (8-channel blocks) are staged
+into 16-column L1 blocks block by block (`FractalZWeights`); fp32 NC1HWC0
+results are written in 8-channel blocks. The
 orientation follows the output: an NC1HWC0 result is the FRACTAL_NZ image of
 the (P x O) product (pixels as rows, weights as the transposed B); an NCHW result
 is the row-major (O x P) product (weights as A) when the weights are FRACTAL_Z,
@@ -25,20 +30,19 @@ per-channel bias and the residual and applies the activation (`cube.py`).
 
 from __future__ import annotations
 
-import itertools
+import math
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from xdsl.dialects.builtin import f16
-
 from ....dialects import fused, ge, npu
+from ....dialects.ge import formats
 from ....dialects.ge.formats import Format
 from ....simulator.hardware import HardwarePreset
 from ....simulator.npu.costs import transfer_cycles
 from ...tiling import FRACTAL, GemmShape, round_up
 from ..context import GmTensor, KernelContext, kernel_for
 from ..kernel_builder import Index, KernelBuilder
-from .cube import bias_act_epilogue
+from .cube import RATES, bias_act_epilogue
 from .cube_epilogue import EpilogueInput
 from .cube_kernel import CubeProblem, emit_cube_kernel
 from .cube_operands import ND, NZ, BatchMap, MatrixView
@@ -59,6 +63,7 @@ class ConvGeometry:
     pads: tuple[int, int, int, int]  # top, left, bottom, right
     dilations: tuple[int, int]
     groups: int
+    c0: int = FRACTAL  # channels per block: 32 bytes of the element type
 
     @property
     def cg(self) -> int:
@@ -71,7 +76,7 @@ class ConvGeometry:
     @property
     def c1(self) -> int:
         """Channel blocks of one group."""
-        return -(-self.cg // FRACTAL)
+        return -(-self.cg // self.c0)
 
     @property
     def window(self) -> int:
@@ -79,7 +84,12 @@ class ConvGeometry:
 
     @property
     def k(self) -> int:
-        return self.c1 * self.window * FRACTAL
+        return self.c1 * self.window * self.c0
+
+    @property
+    def k_block(self) -> int:
+        """K of one channel block: its window positions times C0."""
+        return self.window * self.c0
 
     @property
     def p(self) -> int:
@@ -100,7 +110,7 @@ def geometry(op, x: GmTensor, w: GmTensor, out: GmTensor) -> ConvGeometry:
     o, _, kh, kw = w.shape
     return ConvGeometry(
         n, c, h, wd, o, kh, kw, out.shape[2], out.shape[3],
-        tuple(a.strides), tuple(a.pads), tuple(a.dilations), a.groups,
+        tuple(a.strides), tuple(a.pads), tuple(a.dilations), a.groups, formats.c0(x.element_type),
     )
 
 
@@ -134,16 +144,16 @@ class ImageOperand:
         self.x, self.g, self.transposed = x, g, transposed
         self.rows, self.cols = (g.k, g.p) if transposed else (g.p, g.k)
         self.mn_granule = g.ow  # pixel tiles are whole output rows
-        self.k_granule = g.window * FRACTAL  # K chunks are whole channel blocks
+        self.k_granule = math.lcm(g.k_block, FRACTAL)  # K chunks: whole channel blocks and L1 blocks
         # How the staged tile sits in L1 and goes to L0: an NZ matrix of the same shape.
         self.l1 = MatrixView(x, self.rows, self.cols, NZ, transposed, 0)
-        plane = g.h * g.w
+        plane, c0 = g.h * g.w, g.c0
         if x.format == Format.NC1HWC0:
-            if g.groups > 1 and g.cg % FRACTAL:
-                raise ValueError(f"groups of {g.cg} channels in an NC1HWC0 input (a multiple of 16 is needed)")
-            image, group, self.block = -(-g.c // FRACTAL) * plane * FRACTAL, g.cg // FRACTAL * plane * FRACTAL, plane * FRACTAL
+            if g.groups > 1 and g.cg % c0:
+                raise ValueError(f"groups of {g.cg} channels in an NC1HWC0 input (a multiple of {c0} is needed)")
+            image, group, self.block = -(-g.c // c0) * plane * c0, g.cg // c0 * plane * c0, plane * c0
         elif x.format == Format.ND:
-            image, group, self.block = g.c * plane, g.cg * plane, FRACTAL * plane
+            image, group, self.block = g.c * plane, g.cg * plane, c0 * plane
         else:
             raise ValueError(f"a {x.format.value} convolution input")
         self.batches = BatchMap(((g.n, image), (g.groups, group)))
@@ -156,7 +166,7 @@ class ImageOperand:
         return max(1, pixels // self.g.ow)
 
     def _slab_elements(self, out_rows: int) -> int:
-        return self.g.slab_rows(out_rows) * self.g.padded_width * FRACTAL
+        return self.g.slab_rows(out_rows) * self.g.padded_width * self.g.c0
 
     def l1_elements(self, rows: int, cols: int) -> int:
         return self.l1.l1_elements(rows, cols)
@@ -166,16 +176,16 @@ class ImageOperand:
 
     def ub_bytes(self, rows: int, cols: int) -> int:
         out_rows = self._pixel_rows(rows, cols)
-        staging = FRACTAL * round_up(self.g.w, FRACTAL) if self.x.format == Format.ND else 0
+        staging = self.g.c0 * round_up(self.g.w, FRACTAL) if self.x.format == Format.ND else 0
         return (2 * self._slab_elements(out_rows) + staging) * self.x.itemsize
 
     def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
         g = self.g
         out_rows = self._pixel_rows(rows, cols)
-        blocks = -(-(rows if self.transposed else cols) // FRACTAL)
-        channel_blocks = -(-blocks // g.window)
-        slab = g.slab_rows(out_rows) * transfer_cycles(hw, "gm_to_ub", 1, g.w * FRACTAL * self.x.itemsize)
-        gather = blocks * out_rows * transfer_cycles(hw, "ub_to_l1", g.ow, FRACTAL * self.x.itemsize)
+        positions = -(-(rows if self.transposed else cols) // g.c0)  # (channel block, kh, kw)
+        channel_blocks = -(-positions // g.window)
+        slab = g.slab_rows(out_rows) * transfer_cycles(hw, "gm_to_ub", 1, g.w * g.c0 * self.x.itemsize)
+        gather = positions * out_rows * transfer_cycles(hw, "ub_to_l1", g.ow, g.c0 * self.x.itemsize)
         return channel_blocks * slab + gather
 
     def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
@@ -188,31 +198,66 @@ class ImageOperand:
 
     def stage_to_l1(self, b: KernelBuilder, batch_offset: Index, r0, nr: int, c0, nc: int, l1, l1_stride: int) -> None:
         """The tile of pixels [p0, p0 + np) x K columns [k0, k0 + nk) into `l1`, one
-        channel block at a time through a UB slab."""
+        channel block at a time through a UB slab (two slabs in turn: pairs of
+        blocks in an scf.for)."""
         p0, np_, k0, nk = (c0, nc, r0, nr) if self.transposed else (r0, nr, c0, nc)
         g = self.g
         out_rows = np_ // g.ow
         oh0 = b.floordiv(p0, g.ow)
-        first_block = b.floordiv(k0, g.window * FRACTAL)
+        first_block = b.floordiv(k0, g.k_block)
         slabs = self._slab_buffers(b, out_rows)
-        for j in range(-(-nk // (g.window * FRACTAL))):
-            slab = slabs[j % 2]
-            self._fill_slab(b, batch_offset, b.add(first_block, j), oh0, out_rows, slab)
-            for r, (i, kw_i) in enumerate(itertools.product(range(g.kh), range(g.kw))):
-                block = j * g.window + r
-                for row in range(out_rows):
-                    src = ((row * g.strides[0] + i * g.dilations[0]) * g.padded_width + kw_i * g.dilations[1]) * FRACTAL
-                    b.emit(
-                        npu.CopyOp, slab, src, l1, block * l1_stride + row * g.ow * FRACTAL,
-                        rows=g.ow, cols=FRACTAL, strides=[g.strides[1] * FRACTAL, FRACTAL],
+
+        def block(pair: Index, j: int, slab) -> None:
+            """Block 2 x pair + j of the chunk."""
+            self._fill_slab(b, batch_offset, b.add(first_block, b.add(b.mul(pair, 2), j)), oh0, out_rows, slab)
+            self._gather(b, slab, pair, j, out_rows, l1, l1_stride)
+
+        blocks = -(-nk // g.k_block)
+        with b.loop(0, blocks // 2, name="cblk", pipelined=True) as pair:
+            block(pair, 0, slabs[0])
+            block(pair, 1, slabs[1])
+        if blocks % 2:
+            block(blocks // 2, 0, slabs[0])
+
+    def _gather(self, b: KernelBuilder, slab, pair: Index, j: int, out_rows: int, l1, l1_stride: int) -> None:
+        """MTE3: for each (kh, kw) and output row, the OW pixels of the window position
+        (stride `strides`, dilation `dilations`) -> their rows of the L1 tile, K
+        columns ((2 x pair + j) x window + kh x KW + kw) x C0 .. + C0 (an scf.for
+        over kh when C0 fills 16-column blocks, else kh written out)."""
+        g = self.g
+        wp, c0 = g.padded_width, g.c0
+
+        def copies(i: Index) -> None:
+            i_static, i_dynamic = (i, 0) if isinstance(i, int) else (0, i)
+            with b.loop(0, out_rows, name="orow") as row:
+                for kw_i in range(g.kw):
+                    src = b.affine(
+                        (i_static * g.dilations[0] * wp + kw_i * g.dilations[1]) * c0,
+                        (row, g.strides[0] * wp * c0),
+                        (i_dynamic, g.dilations[0] * wp * c0),
                     )
+                    k = (j * g.window + i_static * g.kw + kw_i) * c0  # its K column, but for pair and i_dynamic
+                    dst = b.affine(
+                        k // FRACTAL * l1_stride + k % FRACTAL,
+                        (pair, 2 * g.k_block // FRACTAL * l1_stride),
+                        (i_dynamic, g.kw * c0 // FRACTAL * l1_stride),
+                        (row, g.ow * FRACTAL),
+                    )
+                    b.emit(npu.CopyOp, slab, src, l1, dst, rows=g.ow, cols=c0, strides=[g.strides[1] * c0, FRACTAL])
+
+        if c0 % FRACTAL == 0:
+            with b.loop(0, g.kh, name="kh") as i:
+                copies(i)
+        else:
+            for i in range(g.kh):
+                copies(i)
 
     def _slab_buffers(self, b: KernelBuilder, out_rows: int) -> list:
         if self._slabs is None:
             size = self._slab_elements(out_rows)
             self._slabs = [b.alloc([size], self.x.element_type, "ub", f"slab{i}") for i in range(2)]
             self._staging = (
-                b.alloc([FRACTAL * round_up(self.g.w, FRACTAL)], self.x.element_type, "ub", "planes")
+                b.alloc([self.g.c0 * round_up(self.g.w, FRACTAL)], self.x.element_type, "ub", "planes")
                 if self.x.format == Format.ND
                 else None
             )
@@ -220,31 +265,32 @@ class ImageOperand:
 
     def _fill_slab(self, b: KernelBuilder, batch_offset: Index, block: Index, oh0: Index, out_rows: int, slab) -> None:
         """Input rows oh0 * stride - pad_top .. of channel block `block`, zero where
-        the window leaves the image, as (rows x padded width) pixels x 16 channels."""
+        the window leaves the image, as (rows x padded width) pixels x C0 channels
+        (an scf.for over the rows, each copied if it is inside the image)."""
         g = self.g
-        rows = g.slab_rows(out_rows)
-        wp = g.padded_width
-        b.emit(npu.VDupOp, slab, 0, cols=rows * wp * FRACTAL, value=0.0)
+        wp, c0 = g.padded_width, g.c0
+        b.emit(npu.VDupOp, slab, 0, cols=g.slab_rows(out_rows) * wp * c0, value=0.0)
         ih0 = b.sub(b.mul(oh0, g.strides[0]), g.pads[0])
         base = b.add(batch_offset, b.mul(block, self.block))
-        last_channels = g.cg - (g.c1 - 1) * FRACTAL
-        for r in range(rows):
+        last_channels = g.cg - (g.c1 - 1) * c0
+        with b.loop(0, g.slab_rows(out_rows), name="irow") as r:
             ih = b.add(ih0, r)
+            dst = b.affine(g.pads[1] * c0, (r, wp * c0))
 
-            def copy_row(ih=ih, dst=(r * wp + g.pads[1]) * FRACTAL) -> None:
+            def copy_row() -> None:
                 if self.x.format == Format.NC1HWC0:
-                    src = b.add(base, b.mul(ih, g.w * FRACTAL))
-                    b.emit(npu.CopyOp, self.x.value, src, slab, dst, cols=g.w * FRACTAL)
+                    src = b.add(base, b.mul(ih, g.w * c0))
+                    b.emit(npu.CopyOp, self.x.value, src, slab, dst, cols=g.w * c0)
                 else:
                     self._transposed_row(b, base, ih, block, last_channels, slab, dst)
 
             if_less(b, [(-1, ih), (ih, g.h)], copy_row)
 
-    def _transposed_row(self, b: KernelBuilder, base: Index, ih: Index, block: Index, last_channels: int, slab, dst: int) -> None:
-        """One NCHW input row of 16 channels: the 16 planes' rows, then the vector
-        unit's transpose into pixels x 16 channels (missing channels of the last
+    def _transposed_row(self, b: KernelBuilder, base: Index, ih: Index, block: Index, last_channels: int, slab, dst: Index) -> None:
+        """One NCHW input row of C0 channels: the C0 planes' rows, then the vector
+        unit's transpose into pixels x C0 channels (missing channels of the last
         block are zeros)."""
-        g, staging = self.g, self._staging
+        g, staging, c0 = self.g, self._staging, self.g.c0
         w16 = round_up(g.w, FRACTAL)
         src = b.add(base, b.mul(ih, g.w))
         plane = g.h * g.w
@@ -252,16 +298,16 @@ class ImageOperand:
         # others, the rest of the last one over zeros (decided at compile time when
         # the block is known).
         last = block == g.c1 - 1 if isinstance(block, int) else None
-        if last_channels == FRACTAL or last is False:
-            b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=FRACTAL, cols=g.w, strides=[plane, w16])
+        if last_channels == c0 or last is False:
+            b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=c0, cols=g.w, strides=[plane, w16])
         else:
             if g.c1 > 1 and last is None:
                 with b.when(b.less_than(block, g.c1 - 1)):
-                    b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=FRACTAL, cols=g.w, strides=[plane, w16])
+                    b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=c0, cols=g.w, strides=[plane, w16])
             with b.when(True if last else b.equals(block, g.c1 - 1)):
-                b.emit(npu.VDupOp, staging, 0, cols=FRACTAL * w16, value=0.0)
+                b.emit(npu.VDupOp, staging, 0, cols=c0 * w16, value=0.0)
                 b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=last_channels, cols=g.w, strides=[plane, w16])
-        b.emit(npu.VTransposeOp, staging, 0, slab, dst, rows=FRACTAL, cols=g.w, strides=[w16, FRACTAL])
+        b.emit(npu.VTransposeOp, staging, 0, slab, dst, rows=c0, cols=g.w, strides=[w16, c0])
 
 
 class OihwWeights:
@@ -285,7 +331,7 @@ class OihwWeights:
         return self.l1.l1_stride(rows, cols)
 
     def ub_bytes(self, rows: int, cols: int) -> int:
-        return round_up(cols, FRACTAL) * self.w.itemsize if self.g.cg % FRACTAL else 0
+        return round_up(cols, FRACTAL) * self.w.itemsize if self.g.cg % self.g.c0 else 0
 
     def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
         return rows * transfer_cycles(hw, "gm_to_l1", cols, self.w.itemsize)
@@ -297,28 +343,29 @@ class OihwWeights:
         self.l1.load_to_l0(b, l1, l1_stride, r0, nr, c0, nc, l0, l0_stride)
 
     def stage_to_l1(self, b: KernelBuilder, batch_offset: Index, r0, nr: int, c0, nc: int, l1, l1_stride: int) -> None:
-        """K rows [k0, k0 + nk) (whole channel blocks) of output channels [o0, o0 + no)."""
+        """K rows [k0, k0 + nk) (whole channel blocks) of output channels [o0, o0 + no):
+        an scf.for over the C0 channels of each block, the window positions written
+        out."""
         g = self.g
-        window = g.window
-        first_block = b.floordiv(r0, window * FRACTAL)
+        window, k0 = g.window, g.c0
+        first_block = b.floordiv(r0, g.k_block)
         row_bytes = g.cg * window
-        zeros = self._zero_row(b) if g.cg % FRACTAL else None
-        for j in range(-(-nr // (window * FRACTAL))):
+        zeros = self._zero_row(b) if g.cg % k0 else None
+        for j in range(-(-nr // g.k_block)):
             block = b.add(first_block, j)
-            for r, c0_ in itertools.product(range(window), range(FRACTAL)):
-                row = (j * window + r) * FRACTAL + c0_
-                channel = b.add(b.mul(block, FRACTAL), c0_)
-                src = b.affine(batch_offset, (c0, row_bytes), (channel, window))
-                src = b.add(src, r)
-                dst = row * l1_stride
-                real = isinstance(channel, int) and channel < g.cg or g.cg % FRACTAL == 0
+            with b.loop(0, k0, name="chan") as c:
+                channel = b.add(b.mul(block, k0), c)
+                real = isinstance(channel, int) and channel < g.cg or g.cg % k0 == 0
                 padding = isinstance(channel, int) and channel >= g.cg
-                if not padding:
-                    with b.when(True if real else b.less_than(channel, g.cg)):
-                        b.emit(npu.CopyOp, self.w.value, src, l1, dst, rows=nc, cols=1, strides=[row_bytes, 1])
-                if not real:
-                    with b.when(True if padding else b.less_than(g.cg - 1, channel)):
-                        b.emit(npu.CopyOp, zeros, 0, l1, dst, cols=nc)
+                for r in range(window):
+                    src = b.add(b.affine(batch_offset, (c0, row_bytes), (channel, window)), r)
+                    dst = b.affine((j * window + r) * k0 * l1_stride, (c, l1_stride))
+                    if not padding:
+                        with b.when(True if real else b.less_than(channel, g.cg)):
+                            b.emit(npu.CopyOp, self.w.value, src, l1, dst, rows=nc, cols=1, strides=[row_bytes, 1])
+                    if not real:
+                        with b.when(True if padding else b.less_than(g.cg - 1, channel)):
+                            b.emit(npu.CopyOp, zeros, 0, l1, dst, cols=nc)
 
     def _zero_row(self, b: KernelBuilder):
         """A row of zeros in UB for the rows of missing channels (filled wherever this
@@ -333,23 +380,25 @@ class OihwWeights:
 
 
 def _fz_weights(w: GmTensor, g: ConvGeometry, transposed: bool) -> MatrixView:
-    """FRACTAL_Z weights: the FRACTAL_NZ image of the (O x K) matrix; group i is its
-    rows i * O/groups .. (as B: transposed)."""
-    stride = round_up(g.o, FRACTAL) * FRACTAL
+    """FRACTAL_Z weights: the FRACTAL_NZ image of the (O x K) matrix in blocks of C0
+    columns; group i is its rows i * O/groups .. (as B: transposed)."""
+    stride = round_up(g.o, FRACTAL) * g.c0
     rows, cols = (g.k, g.og) if transposed else (g.og, g.k)
-    return MatrixView(w, rows, cols, NZ, transposed, stride, BatchMap(((g.n, 0), (g.groups, g.og * FRACTAL))))
+    batches = BatchMap(((g.n, 0), (g.groups, g.og * g.c0)))
+    return MatrixView(w, rows, cols, NZ, transposed, stride, batches, block=g.c0)
 
 
 def _image_view(t: GmTensor, g: ConvGeometry, pixels_as_rows: bool) -> MatrixView:
     """An (N, O, OH, OW) tensor as the product tile sees it: (P x O/groups) when
-    pixels are rows, else (O/groups x P); NC1HWC0 is the NZ image of (P x O)."""
-    p, og = g.p, g.og
+    pixels are rows, else (O/groups x P); NC1HWC0 is the NZ image of (P x O) in
+    blocks of C0 channels."""
+    p, og, c0 = g.p, g.og, g.c0
     rows, cols = (p, og) if pixels_as_rows else (og, p)
     if t.format == Format.NC1HWC0:
-        if g.groups > 1 and og % FRACTAL:
-            raise ValueError(f"groups of {og} channels in an NC1HWC0 result (a multiple of 16 is needed)")
-        batches = BatchMap(((g.n, -(-g.o // FRACTAL) * p * FRACTAL), (g.groups, og // FRACTAL * p * FRACTAL)))
-        return MatrixView(t, rows, cols, NZ, not pixels_as_rows, p * FRACTAL, batches)
+        if g.groups > 1 and og % c0:
+            raise ValueError(f"groups of {og} channels in an NC1HWC0 result (a multiple of {c0} is needed)")
+        batches = BatchMap(((g.n, -(-g.o // c0) * p * c0), (g.groups, og // c0 * p * c0)))
+        return MatrixView(t, rows, cols, NZ, not pixels_as_rows, p * c0, batches, block=c0)
     if t.format == Format.ND:
         batches = BatchMap(((g.n, g.o * p), (g.groups, og * p)))
         return MatrixView(t, rows, cols, ND, pixels_as_rows, p, batches)
@@ -389,8 +438,9 @@ def lower_conv2d(op, k: KernelContext) -> None:
     t = SimpleNamespace(**{"bias": None, "residual": None, **dict(zip(names, k.inputs))})
     act = op.attr_values().act if isinstance(op, fused.Conv2DBiasActOp) else "none"
     out = k.outputs[0]
-    if t.input.element_type != f16:
-        raise k.unsupported(f"convolution on {t.input.element_type} (the kernel takes f16)")
+    element_type = t.input.element_type
+    if element_type not in RATES or t.weight.element_type != element_type:
+        raise k.unsupported(f"convolution of {element_type} by {t.weight.element_type} (the cube takes f16 or f32)")
     g = geometry(op, t.input, t.weight, out)
     fz = t.weight.format == Format.FRACTAL_Z
     pixels_as_rows = out.format == Format.NC1HWC0 or not fz
@@ -417,6 +467,6 @@ def lower_conv2d(op, k: KernelContext) -> None:
     epilogue = bias_act_epilogue([output], inputs, act)
     a, b = (image, weights) if pixels_as_rows else (weights, image)
     m, n = (g.p, g.og) if pixels_as_rows else (g.og, g.p)
-    shape = GemmShape(g.n * g.groups, m, n, g.k, 1, False, 2, "fp16")
-    emit_cube_kernel(k, CubeProblem(shape, a, [b], epilogue, f16))
+    shape = GemmShape(g.n * g.groups, m, n, g.k, 1, False, t.input.itemsize, RATES[element_type])
+    emit_cube_kernel(k, CubeProblem(shape, a, [b], epilogue, element_type))
 

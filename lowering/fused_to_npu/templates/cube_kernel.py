@@ -5,26 +5,33 @@ and convolution (whose A or B is an image gathered on the fly, see conv.py).
 The tiling (`lowering/tiling.py`) cuts the output into items of `mb` rows by
 `n_block` columns; each core walks its range of items:
 
-    for each item (batch, i, j):             # written out (few per core) or scf.for
-        for each K chunk of kc:              # written out (<= 8) or an scf.for over pairs
-            MTE2  A (mb x kc), B (kc x n_block) -> L1        # two L1 copies, in turn
-            for each step of kb in the chunk:                # written out
-                MTE1  A (mb x kb) -> L0A, B (kb x nb) -> L0B  # two copies each, in turn
-                M     mmad into the L0C sub-tiles (accumulate after the first)
-        for each row chunk of the epilogue:  # written out, UB copies in turn
-            fixpipe L0C -> UB (fp32, or cast when there is no vector work)
-            MTE2 epilogue operands, V the epilogue body, MTE3 the outputs in their format
+    scf.for item (this core's range):
+      scf.for kpair (pairs of K chunks of kc)                  {npu.pipelined}
+        MTE2  A (mb x kc), B (kc x n_block) -> L1 copy 0
+        scf.for kstep (pairs of L0 steps of kb)                {npu.pipelined}
+          MTE1  A (mb x kb) -> L0A copy 0, B (kb x nb) -> L0B copy 0 (per sub-tile)
+          M     mmad into the L0C sub-tiles (overwriting for the item's first step:
+                an scf.if on the loop variables)
+          ... the same on L0 copy 1
+        ... the same chunk on L1 copy 1
+      the rest of K (an odd chunk, a short one), written out
+      scf.for rows (groups of the epilogue's UB copies)         {npu.pipelined}
+        fixpipe L0C -> UB (fp32, or cast when there is no vector work)
+        MTE2 epilogue operands, V the epilogue body, MTE3 the outputs in their format
+      the last row chunk (a tail, the padding of an NZ output)
 
-The multi-buffering is explicit (distinct allocations chosen by a parity known
-at compile time), so MTE2, MTE1, the cube and the epilogue overlap once
-`npu-insert-sync` orders the accesses; no synchronisation is emitted here.
-Straight-line code where the counts are small keeps loop boundaries, where
-the sync pass drains the pipes, out of the steady state.
+The multi-buffering is written here (the two halves of a pair use different
+allocations, `{npu.pipelined}` keeps npu-double-buffer off), so MTE2, MTE1, the
+cube and the epilogue overlap once `npu-insert-sync` orders the accesses; no
+synchronisation is emitted here. The sync pass hands the "buffer free" flags
+from loop to loop and through the enclosing loops (`transforms/npu/sync_plan.py`),
+so the next chunk or item loads while this one computes, as in straight-line
+code.
 
 Tails: the last row / column block of items have static sizes of their own
-(a separate copy of the item body under `scf.if`), the last K chunk and step
-are peeled. Sizes that are not multiples of 16 go to the cube as they are
-(`mmad` takes any m, n, k); FRACTAL_NZ operands move whole 16-column blocks,
+(a separate copy of the item body under `scf.if`), what K leaves after the
+pairs is written out. Sizes that are not multiples of 16 go to the cube as they
+are (`mmad` takes any m, n, k); FRACTAL_NZ operands move whole 16-column blocks,
 and FRACTAL_NZ outputs get their padding written with zeros.
 """
 
@@ -34,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import f32
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 
 from ....core import dtypes
 from ....dialects import npu
@@ -83,62 +90,49 @@ class Copies:
         return self.buffers[index]
 
 
-UNROLLED_ITEMS = 4
-"""Up to this many items per core are written out rather than looped over."""
-
-
 def for_core_items(b: KernelBuilder, items: int, per_core: int, block_dim: int, body) -> None:
-    """`body(item, position)` for the items of this core, [block_idx x per_core, ..)
-    up to `items`. When every core has the same few (<= UNROLLED_ITEMS) they are
-    written out one after the other (position 0, 1, ...): the next item's loads
-    overlap the last one's work with no loop boundary in between, which is where
-    `npu-insert-sync` has to drain the pipes. Otherwise the first is written out
-    (position 0) and the others are an scf.for (position None)."""
+    """`body(item)` for the items of this core, [block_idx x per_core, ..) up to
+    `items`: an scf.for over them (constant bounds when every core has the same
+    number), or the body alone when each core has one."""
     start = b.mul(b.block_idx(), per_core) if block_dim > 1 else 0
-    body(start, 0)
-    if items == per_core * block_dim and per_core <= UNROLLED_ITEMS:
-        for u in range(1, per_core):
-            body(b.add(start, u), u)
-    elif per_core > 1:
-        stop = b.min(b.add(start, per_core), items) if block_dim > 1 else items
-        with b.loop(b.add(start, 1), stop, name="item") as item:
-            body(item, None)
-
-
-UNROLLED_CHUNKS = 8
-"""Up to this many full K chunks of an item are written out rather than looped
-over in pairs: a straight line lets npu-insert-sync overlap the next chunk's
-staging with this one's work exactly, where a loop boundary costs a drain."""
+    if per_core == 1:
+        body(start)
+        return
+    count: Index = per_core if items == per_core * block_dim else b.min(per_core, b.sub(items, start))
+    with b.loop(0, count, name="item") as u:
+        body(b.add(start, u))
 
 
 @dataclass(frozen=True)
 class KSchedule:
-    """How an item walks K: static `head` chunks (k0, size), `middle` full chunks of
-    kc from `middle_start` (an scf.for over pairs), static `tail` chunks. Chunk i
-    uses L1 copy (base + i) % 2: consecutive chunks, within an item and across
-    items, alternate so that one loads while the other is used."""
+    """How an item walks K in chunks of kc: `pairs` pairs of full chunks (an scf.for,
+    the first chunk of a pair in L1 copy 0, the second in copy 1), then the
+    static `rest` chunks (k0, size, L1 copy): an odd full chunk and what remains
+    of K. Chunks alternate between the two copies so that one loads while the
+    other is used; every item starts on copy 0."""
 
-    head: tuple[tuple[int, int], ...]
-    middle_start: int
-    middle: int
-    tail: tuple[tuple[int, int], ...]
-    base: int = 0
+    kc: int
+    pairs: int
+    rest: tuple[tuple[int, int, int], ...]
 
     @property
     def count(self) -> int:
-        return len(self.head) + self.middle + len(self.tail)
+        return 2 * self.pairs + len(self.rest)
 
-    def parity(self, index: int) -> int:
-        return (self.base + index) % 2
+    def chunks(self) -> list[tuple[int, int, int]]:
+        """Every chunk as (k0, size, copy), in order."""
+        paired = [(i * self.kc, self.kc, i % 2) for i in range(2 * self.pairs)]
+        return paired + list(self.rest)
 
 
-def k_schedule(k: int, kc: int, base: int = 0) -> KSchedule:
-    """Chunks of kc over K: the first (static: it starts the accumulation), the full
-    ones after it, and what remains."""
-    first = min(kc, k)
-    middle, remainder = divmod(k - first, kc)
-    tail = ((first + middle * kc, remainder),) if remainder else ()
-    return KSchedule(((0, first),), first, middle, tail, base)
+def k_schedule(k: int, kc: int) -> KSchedule:
+    """Chunks of kc over K (see KSchedule)."""
+    full, remainder = divmod(k, kc)
+    pairs, odd = divmod(full, 2)
+    rest = [((2 * pairs) * kc, kc, 0)] if odd else []
+    if remainder or not full:
+        rest.append((full * kc, remainder if full else k, full % 2))
+    return KSchedule(kc, pairs, tuple(rest))
 
 
 def _cases(b: KernelBuilder, index: Index, count: int, tile: int, total: int) -> list[tuple[object, int, bool]]:
@@ -233,86 +227,101 @@ class _CubeKernel:
         for inp, home in zip(self.p.epilogue.inputs, self.homes):
             if inp.role == Role.SCALAR and home is not None:
                 b.emit(npu.CopyOp, inp.view.value, inp.view.base, home[0], 0, cols=1)
-        # L1 copies alternate from chunk to chunk across items too: looped items
-        # all start on copy 0, so the first item (peeled) ends on copy 1.
-        count = k_schedule(self.p.shape.k, t.kc).count
+        for_core_items(b, t.items, t.per_core, t.block_dim, self._item)
 
-        def item(index: Index, position: int | None) -> None:
-            self._item(index, (count * (position + 1)) % 2 if position is not None else 0)
-
-        for_core_items(b, t.items, t.per_core, t.block_dim, item)
-
-    def _item(self, item: Index, base: int) -> None:
+    def _item(self, item: Index) -> None:
         """One item: decode (batch, i, j), then a copy of the body per tail case."""
         b, s, t = self.b, self.p.shape, self.t
         j = b.rem(item, self.n_tiles)
         rest = b.floordiv(item, self.n_tiles)
         i = b.rem(rest, self.m_tiles)
         batch = b.floordiv(rest, self.m_tiles) if s.batch > 1 else 0
-        schedule = k_schedule(s.k, t.kc, base)
         for ci, m_act, m_end in _cases(b, i, self.m_tiles, t.mb, s.m):
             with b.when(ci):
                 for cj, n_act, _ in _cases(b, j, self.n_tiles, t.n_block, s.n):
                     with b.when(cj):
-                        self._emit_item(batch, b.mul(i, t.mb), b.mul(j, t.n_block), m_act, n_act, m_end, schedule)
+                        self._emit_item(batch, b.mul(i, t.mb), b.mul(j, t.n_block), m_act, n_act, m_end)
 
-    def _emit_item(self, batch: Index, m0: Index, n0: Index, m_act: int, n_act: int, m_end: bool, schedule) -> None:
+    def _emit_item(self, batch: Index, m0: Index, n0: Index, m_act: int, n_act: int, m_end: bool) -> None:
         b, p = self.b, self.p
         a_off = p.a.batches.offset(b, batch)
         b_offs = [x.batches.offset(b, batch) for x in p.bs]
-        self._k_loop(a_off, b_offs, m0, n0, m_act, n_act, schedule)
+        self._k_loop(a_off, b_offs, m0, n0, m_act, n_act)
         self._epilogue(batch, m0, n0, m_act, n_act, m_end)
 
     # ---- the K loop ----------------------------------------------------------------------
 
-    def _k_loop(self, a_off, b_offs, m0, n0, m_act: int, n_act: int, schedule: "KSchedule") -> None:
-        """The chunks of `schedule`: static pieces, full chunks in pairs of an scf.for
-        (one per L1 copy), static pieces."""
+    def _k_loop(self, a_off, b_offs, m0, n0, m_act: int, n_act: int) -> None:
+        """The chunks of `k_schedule`: pairs of full chunks in an scf.for, then the
+        static rest. The first product of the item overwrites L0C: `first` is an
+        index that is 0 exactly for the item's first chunk."""
         b, t = self.b, self.t
+        schedule = k_schedule(self.p.shape.k, t.kc)
 
-        def chunk(k0: Index, parity: int, size: int, first: bool) -> None:
-            self._chunk(a_off, b_offs, m0, n0, m_act, n_act, k0, parity, size, first)
+        def chunk(k0: Index, copy: int, size: int, first: Index) -> None:
+            self._chunk(a_off, b_offs, m0, n0, m_act, n_act, k0, copy, size, first)
 
-        for index, (k0, size) in enumerate(schedule.head):
-            chunk(k0, schedule.parity(index), size, index == 0)
-        first = len(schedule.head)
-        if schedule.middle <= UNROLLED_CHUNKS:
-            for index in range(schedule.middle):
-                chunk(schedule.middle_start + index * t.kc, schedule.parity(first + index), t.kc, False)
-        else:
-            pairs, odd = divmod(schedule.middle, 2)
-            with b.loop(0, pairs, name="kpair") as pair:
-                k0 = b.add(schedule.middle_start, b.mul(pair, 2 * t.kc))
-                chunk(k0, schedule.parity(first), t.kc, False)
-                chunk(b.add(k0, t.kc), schedule.parity(first + 1), t.kc, False)
-            if odd:
-                last = schedule.middle - 1
-                chunk(schedule.middle_start + last * t.kc, schedule.parity(first + last), t.kc, False)
-        for index, (k0, size) in enumerate(schedule.tail):
-            chunk(k0, schedule.parity(first + schedule.middle + index), size, False)
+        with b.loop(0, schedule.pairs, name="kpair", pipelined=True) as pair:
+            k0 = b.mul(pair, 2 * t.kc)
+            chunk(k0, 0, t.kc, pair)
+            chunk(b.add(k0, t.kc), 1, t.kc, 1)
+        for k0, size, copy in schedule.rest:
+            chunk(k0, copy, size, k0)
 
-    def _chunk(self, a_off, b_offs, m0, n0, m_act, n_act, k0: Index, parity: int, size: int, first: bool) -> None:
+    def _chunk(self, a_off, b_offs, m0, n0, m_act, n_act, k0: Index, copy: int, size: int, first: Index) -> None:
+        """MTE2 stages the chunk in L1 copy `copy`, then its L0 steps: pairs of full
+        steps in an scf.for (one L0 copy each), then what remains. L0 copies
+        alternate from step to step across chunks too."""
         b, t, p = self.b, self.t, self.p
-        p.a.stage_to_l1(b, a_off, m0, m_act, k0, size, self.a_l1[parity], self.a_stride)
+        p.a.stage_to_l1(b, a_off, m0, m_act, k0, size, self.a_l1[copy], self.a_stride)
         for x, off, bufs, stride in zip(p.bs, b_offs, self.b_l1, self.b_strides):
-            x.stage_to_l1(b, off, k0, size, n0, n_act, bufs[parity], stride)
-        steps_full = t.kc // t.kb
+            x.stage_to_l1(b, off, k0, size, n0, n_act, bufs[copy], stride)
+        base = copy * (t.kc // t.kb)  # steps before this chunk in its pair
+        full, remainder = divmod(size, t.kb)
+
+        def step(kk0: Index, kb_act: int, index: Index, parity: int) -> None:
+            # Both are >= 0: the step is the item's first when both are 0.
+            nonzero = any(isinstance(v, int) and v != 0 for v in (first, index))
+            self._step(copy, kk0, kb_act, n_act, m_act, 1 if nonzero else b.add(first, index), parity)
+
+        pairs = full // 2
+        with b.loop(0, pairs, name="kstep", pipelined=True) as j:
+            kk0 = b.mul(j, 2 * t.kb)
+            step(kk0, t.kb, j, base % 2)
+            step(b.add(kk0, t.kb), t.kb, 1, (base + 1) % 2)
+        for s in range(2 * pairs, full + (1 if remainder else 0)):
+            step(s * t.kb, min(t.kb, size - s * t.kb), s, (base + s) % 2)
+
+    def _step(self, copy: int, kk0: Index, kb_act: int, n_act: int, m_act: int, first: Index, parity: int) -> None:
+        """MTE1 moves the step's A tile and each B sub-tile into L0 copy `parity`, the
+        cube multiplies into the L0C sub-tiles (overwriting where `first` is 0)."""
+        b, t, p = self.b, self.t, self.p
         subtiles = [(q * t.nb, min(t.nb, n_act - q * t.nb)) for q in range(-(-n_act // t.nb))]
-        loads_per_step = len(p.bs) * len(subtiles)
-        for s in range(-(-size // t.kb)):
-            kk0, kb_act = s * t.kb, min(t.kb, size - s * t.kb)
-            step = parity * steps_full + s
-            l0a = self.l0a[step % 2]
-            p.a.load_to_l0(b, self.a_l1[parity], self.a_stride, 0, m_act, kk0, kb_act, l0a, t.kb)
-            for n, (x, bufs, stride) in enumerate(zip(p.bs, self.b_l1, self.b_strides)):
-                for q, (nq0, nq_act) in enumerate(subtiles):
-                    l0b = self.l0b[(step * loads_per_step + n * len(subtiles) + q) % 2]
-                    x.load_to_l0(b, bufs[parity], stride, kk0, kb_act, nq0, nq_act, l0b, t.nb)
-                    b.emit(
-                        npu.MmadOp, l0a, 0, l0b, 0, self.l0c[n][q], 0,
-                        m=m_act, n=nq_act, k=kb_act, accumulate=not (first and s == 0) or None,
-                        strides=[t.kb, t.nb, t.nb],
-                    )
+        l0a = self.l0a[parity]
+        p.a.load_to_l0(b, self.a_l1[copy], self.a_stride, 0, m_act, kk0, kb_act, l0a, t.kb)
+        loads = len(p.bs) * len(subtiles)
+        for n, (x, bufs, stride) in enumerate(zip(p.bs, self.b_l1, self.b_strides)):
+            for q, (nq0, nq_act) in enumerate(subtiles):
+                l0b = self.l0b[(parity * loads + n * len(subtiles) + q) % 2]
+                x.load_to_l0(b, bufs[copy], stride, kk0, kb_act, nq0, nq_act, l0b, t.nb)
+                self._mmad(l0a, l0b, self.l0c[n][q], m_act, nq_act, kb_act, first)
+
+    def _mmad(self, l0a, l0b, acc, m: int, n: int, k: int, first: Index) -> None:
+        """acc (+)= l0a @ l0b, overwriting when `first` is 0 (an scf.if when it is only
+        known at run time)."""
+        t, b = self.t, self.b
+
+        def mmad(accumulate: bool) -> None:
+            b.emit(
+                npu.MmadOp, l0a, 0, l0b, 0, acc, 0,
+                m=m, n=n, k=k, accumulate=accumulate or None, strides=[t.kb, t.nb, t.nb],
+            )
+
+        overwrite, accumulate = b.if_else(first == 0 if isinstance(first, int) else b.equals(first, 0))
+        with overwrite:
+            mmad(False)
+        with accumulate:
+            mmad(True)
 
     # ---- the epilogue ----------------------------------------------------------------------
 
@@ -323,21 +332,27 @@ class _CubeKernel:
         for inp, home in zip(e.inputs, self.homes):
             if inp.role == Role.ROW and home is not None:
                 inp.view.load_to_ub(b, offsets[id(inp)], 0, 1, n0, n_act, home[0], self.n_alloc)
-        chunks = -(-m_act // self.t.rows)
-        for r in range(chunks):
-            r0 = r * self.t.rows
-            rows = min(self.t.rows, m_act - r0)
-            last = m_end and r == chunks - 1
-            self._row_chunk(offsets, out_offsets, b.add(m0, r0), r0, rows, last, n0, n_act, r % self.copies)
+        rows, copies = self.t.rows, self.copies
+        chunks = -(-m_act // rows)
+        groups = (chunks - 1) // copies  # the last chunk (a tail, maybe padding) stays out
 
-    def _row_chunk(self, offsets, out_offsets, row0: Index, r0: int, rows: int, last: bool, n0, n_act: int, parity: int) -> None:
+        def chunk(r0: Index, size: int, last: bool, parity: int) -> None:
+            self._row_chunk(offsets, out_offsets, b.add(m0, r0), r0, size, last, n0, n_act, parity)
+
+        with b.loop(0, groups, name="rows", pipelined=True) as g:
+            for c in range(copies):
+                chunk(b.mul(b.add(b.mul(g, copies), c), rows), rows, False, c)
+        for r in range(groups * copies, chunks):
+            r0 = r * rows
+            chunk(r0, min(rows, m_act - r0), m_end and r == chunks - 1, r % copies)
+
+    def _row_chunk(self, offsets, out_offsets, row0: Index, r0: Index, rows: int, last: bool, n0, n_act: int, parity: int) -> None:
         b, t, e = self.b, self.t, self.p.epilogue
         outs = [Tile(bufs[parity], 0, self.n_alloc) for bufs in self.outs]
-        n16 = round_up(n_act, FRACTAL)
         pads = [view.padded_rows - view.rows if last and view.layout == NZ else 0 for view in e.outputs]
         for view, out, pad_rows in zip(e.outputs, outs, pads):
             if view.layout == NZ:
-                self._zero_padding(out, rows, pad_rows, n_act)
+                self._zero_padding(out, rows, pad_rows, n_act, view.block)
         if e.body is None:
             self._fixpipe(0, r0, rows, n_act, outs[0])
         else:
@@ -352,26 +367,27 @@ class _CubeKernel:
                 raise self.k.unsupported(str(error)) from None
         for view, out, off, pad_rows, scratch in zip(e.outputs, outs, out_offsets, pads, self.out_scratch):
             if view.layout == NZ and not view.transposed:
-                view.store_from_ub(b, off, row0, rows + pad_rows, n0, n16, out.buffer, self.n_alloc)
+                padded = round_up(n_act, view.block)
+                view.store_from_ub(b, off, row0, rows + pad_rows, n0, padded, out.buffer, self.n_alloc)
             else:
                 view.store_from_ub(b, off, row0, rows, n0, n_act, out.buffer, self.n_alloc, scratch)
 
-    def _zero_padding(self, out: Tile, rows: int, pad_rows: int, n_act: int) -> None:
-        """The padding of an NZ output tile is zeros: the 16-column block holding the
+    def _zero_padding(self, out: Tile, rows: int, pad_rows: int, n_act: int, block: int) -> None:
+        """The padding of an NZ output tile is zeros: the column block holding the
         end of the columns (before the real data lands on part of it) and the rows
         after the last one."""
-        b, n16 = self.b, round_up(n_act, FRACTAL)
-        if n_act % FRACTAL:
-            b.emit(npu.VDupOp, out.buffer, n16 - FRACTAL, rows=rows, cols=FRACTAL, strides=[self.n_alloc], value=0.0)
+        b, padded = self.b, round_up(n_act, block)
+        if n_act % block:
+            b.emit(npu.VDupOp, out.buffer, padded - block, rows=rows, cols=block, strides=[self.n_alloc], value=0.0)
         if pad_rows:
-            b.emit(npu.VDupOp, out.buffer, rows * self.n_alloc, rows=pad_rows, cols=n16, strides=[self.n_alloc], value=0.0)
+            b.emit(npu.VDupOp, out.buffer, rows * self.n_alloc, rows=pad_rows, cols=padded, strides=[self.n_alloc], value=0.0)
 
-    def _fixpipe(self, product: int, r0: int, rows: int, n_act: int, dst: Tile) -> None:
+    def _fixpipe(self, product: int, r0: Index, rows: int, n_act: int, dst: Tile) -> None:
         t = self.t
         for q in range(-(-n_act // t.nb)):
             nq0 = q * t.nb
             self.b.emit(
-                npu.FixpipeOp, self.l0c[product][q], r0 * t.nb, dst.buffer, nq0,
+                npu.FixpipeOp, self.l0c[product][q], self.b.mul(r0, t.nb), dst.buffer, nq0,
                 rows=rows, cols=min(t.nb, n_act - nq0), strides=[t.nb, self.n_alloc],
             )
 

@@ -2,7 +2,9 @@
 
 A `MatrixView` maps a logical (rows x cols) matrix of batch `b` to the bytes of a
 GM tensor: ND (row-major) or FRACTAL_NZ (16-column blocks stored one after
-another, `dialects/ge/formats.py`), possibly `transposed` (memory holds the
+another, `dialects/ge/formats.py`; an NC1HWC0 image of fp32 is such a matrix
+of 8-column blocks, `block`, which only the epilogue reads and writes: the
+cube's L1 tiles are 16-column blocks), possibly `transposed` (memory holds the
 (cols x rows) matrix: a matmul operand with a transpose flag), possibly
 broadcast (a bias is a 1-row view, a per-row value a 1-column view, and batch
 dims of size 1 repeat). It writes the transfers a kernel needs:
@@ -76,6 +78,7 @@ class MatrixView:
     row_stride: int  # ND: elements between stored rows; NZ: elements between 16-column blocks
     batches: BatchMap = field(default_factory=BatchMap)
     base: int = 0  # element offset of the first matrix (a head inside a row, ...)
+    block: int = FRACTAL  # NZ: columns per stored block
 
     @property
     def value(self):
@@ -98,16 +101,17 @@ class MatrixView:
         return (c0, nc, r0, nr) if self.transposed else (r0, nr, c0, nc)
 
     def element(self, b: KernelBuilder, batch_offset: Index, sr: Index, sc: Index) -> Index:
-        """Element offset of stored (sr, sc); for NZ, sc must start a 16-column block."""
+        """Element offset of stored (sr, sc); for NZ, sc must start a column block."""
         start = b.add(self.base, batch_offset)
         if self.layout == ND:
             return b.affine(start, (sr, self.row_stride), (sc, 1))
-        return b.affine(start, (b.floordiv(sc, FRACTAL), self.row_stride), (sr, FRACTAL))
+        return b.affine(start, (b.floordiv(sc, self.block), self.row_stride), (sr, self.block))
 
     # ---- the cube's path: GM -> L1 -> L0 ---------------------------------------------------
 
     def l1_elements(self, rows: int, cols: int) -> int:
-        """Elements of an L1 buffer staging a logical (rows x cols) tile."""
+        """Elements of an L1 buffer staging a logical (rows x cols) tile (the cube's path
+        takes ND and 16-column NZ views)."""
         _, snr, _, snc = self._stored(0, rows, 0, cols)
         return snr * round_up(snc, FRACTAL)
 
@@ -120,6 +124,8 @@ class MatrixView:
     def stage_runs(self, rows: int, cols: int) -> tuple[int, int]:
         """(contiguous runs, bytes per run) of staging a logical (rows x cols) tile."""
         _, snr, _, snc = self._stored(0, rows, 0, cols)
+        if self.layout == NZ and self.block != FRACTAL:  # a copy per block, a run per row
+            return -(-snc // self.block) * snr, self.block * self.itemsize
         if self.layout == ND:
             if snc == self.row_stride or snr == 1:
                 return 1, snr * snc * self.itemsize
@@ -131,6 +137,9 @@ class MatrixView:
 
     def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
         runs, run_bytes = self.stage_runs(rows, cols)
+        if self.layout == NZ and self.block != FRACTAL:
+            _, snr, _, snc = self._stored(0, rows, 0, cols)
+            return -(-snc // self.block) * transfer_cycles(hw, "gm_to_l1", snr, run_bytes)
         return transfer_cycles(hw, "gm_to_l1", runs, run_bytes)
 
     def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
@@ -147,24 +156,47 @@ class MatrixView:
         src = self.element(b, batch_offset, sr0, sc0)
         if self.layout == ND:
             b.emit(npu.CopyOp, self.value, src, l1, 0, rows=snr, cols=snc, strides=[self.row_stride, l1_stride])
+        elif self.block != FRACTAL:
+            self._stage_narrow_blocks(b, src, snr, snc, l1, l1_stride)
         else:
             b.emit(
                 npu.CopyOp, self.value, src, l1, 0,
                 rows=-(-snc // FRACTAL), cols=snr * FRACTAL, strides=[self.row_stride, l1_stride],
             )
 
+    def _stage_narrow_blocks(self, b: KernelBuilder, src: Index, rows: int, cols: int, l1, l1_stride: int) -> None:
+        """Stored blocks narrower than the L1 fractal (an fp32 FRACTAL_Z matrix: 8
+        columns) side by side into 16-column L1 blocks: one copy per block, an
+        scf.for over the L1 blocks."""
+        k = self.block
+        per_fractal = FRACTAL // k
+        blocks = -(-cols // k)
+
+        def copy(fractal: Index, index: int) -> None:
+            gm = b.affine(src, (fractal, per_fractal * self.row_stride), (index, self.row_stride))
+            dst = b.affine(index * k, (fractal, l1_stride))
+            b.emit(npu.CopyOp, self.value, gm, l1, dst, rows=rows, cols=k, strides=[k, FRACTAL])
+
+        with b.loop(0, blocks // per_fractal, name="fblk") as fractal:
+            for index in range(per_fractal):
+                copy(fractal, index)
+        for index in range(blocks % per_fractal):
+            copy(blocks // per_fractal, index)
+
     def load_to_l0(
-        self, b: KernelBuilder, l1, l1_stride: int, r0: int, nr: int, c0: int, nc: int, l0, l0_stride: int
+        self, b: KernelBuilder, l1, l1_stride: int, r0: Index, nr: int, c0: Index, nc: int, l0, l0_stride: int
     ) -> None:
         """MTE1: the logical sub-tile (r0.. +nr, c0.. +nc) of the staged tile into L0
         as a row-major matrix with row stride `l0_stride` (NZ sources move whole
-        16-column blocks, so the L0 tile may be rounded up to 16 rows or columns)."""
+        16-column blocks, so the L0 tile may be rounded up to 16 rows or columns;
+        sc0 must start one)."""
         sr0, snr, sc0, snc = self._stored(r0, nr, c0, nc)
         if self.layout == ND:
-            offset = sr0 * l1_stride + sc0
+            offset = b.affine(sc0, (sr0, l1_stride))
             cols = snc
         else:
-            offset = (sc0 // FRACTAL) * l1_stride + sr0 * FRACTAL
+            assert l1_stride % FRACTAL == 0
+            offset = b.affine(0, (sc0, l1_stride // FRACTAL), (sr0, FRACTAL))
             cols = round_up(snc, FRACTAL)
         b.emit(
             npu.LoadL0Op, l1, offset, l0, 0,
@@ -209,7 +241,7 @@ class MatrixView:
     @property
     def padded_rows(self) -> int:
         """Rows of the stored image (an NZ matrix pads them to its block stride)."""
-        return self.row_stride // FRACTAL if self.layout == NZ and not self.transposed else self.rows
+        return self.row_stride // self.block if self.layout == NZ and not self.transposed else self.rows
 
     def _move(self, b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm: bool) -> None:
         def copy(gm_offset: Index, ub_offset: Index, rows: int, cols: int, gm_stride: int, local_stride: int) -> None:
@@ -223,19 +255,20 @@ class MatrixView:
         if self.layout == ND:
             copy(start, 0, nr, nc, self.row_stride, ub_stride)
             return
-        if nc == 1 and self.cols == 1:  # one column of an NZ matrix: every 16th element
-            copy(start, 0, nr, 1, FRACTAL, 1)
+        k = self.block
+        if nc == 1 and self.cols == 1:  # one column of an NZ matrix: every k-th element
+            copy(start, 0, nr, 1, k, 1)
             return
-        blocks = -(-nc // FRACTAL)
-        if nr == 1:  # one row: a 16-element run per block
-            strides = [FRACTAL, self.row_stride] if to_gm else [self.row_stride, FRACTAL]
+        blocks = -(-nc // k)
+        if nr == 1:  # one row: a k-element run per block
+            strides = [k, self.row_stride] if to_gm else [self.row_stride, k]
             if to_gm:
-                b.emit(npu.CopyOp, ub, 0, self.value, start, rows=blocks, cols=FRACTAL, strides=strides)
+                b.emit(npu.CopyOp, ub, 0, self.value, start, rows=blocks, cols=k, strides=strides)
             else:
-                b.emit(npu.CopyOp, self.value, start, ub, 0, rows=blocks, cols=FRACTAL, strides=strides)
+                b.emit(npu.CopyOp, self.value, start, ub, 0, rows=blocks, cols=k, strides=strides)
             return
         with b.loop(0, blocks, name="blk") as j:
-            copy(b.add(start, b.mul(j, self.row_stride)), b.mul(j, FRACTAL), nr, FRACTAL, FRACTAL, ub_stride)
+            copy(b.add(start, b.mul(j, self.row_stride)), b.mul(j, k), nr, k, k, ub_stride)
 
 
 def nz_block_stride(rows: int) -> int:

@@ -285,6 +285,7 @@ class _GroupKernel:
             emit_elementwise(e, name, op.attr_values(), operands, dst)
             return
         source = values[op.operands[0]]
+        operands = [_as_tile(operands[0], "a constant row operand"), *operands[1:]]
         rows = v.with_cols(source.width)
         if op.name in _REDUCE_KINDS:
             _require_whole_row(self.plan, op)
@@ -328,9 +329,9 @@ class _GroupKernel:
             offset += width
 
 
-def _as_tile(operand: Operand) -> Tile:
+def _as_tile(operand: Operand, what: str = "a constant group result") -> Tile:
     if not isinstance(operand, Tile):
-        raise GroupUnsupported("a constant group result")
+        raise GroupUnsupported(what)
     return operand
 
 

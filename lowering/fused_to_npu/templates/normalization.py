@@ -108,31 +108,38 @@ def fp32_working_copy(v: VectorEmitter, x: Tile, out: Tile) -> Tile:
 
 
 def normalized_view(k: KernelContext, x: GmTensor, axis: int, parameters: list[RowOperand], extra_outputs=()) -> RowView:
-    """Rows = dims before `axis`, columns = dims from `axis` on (ND tensors)."""
-    for t in [x, *k.outputs]:
-        if t.format != Format.ND:
-            raise k.unsupported(f"normalising a {t.format.value} tensor (convert it to ND first)")
+    """Rows = dims before `axis`, columns = dims from `axis` on (ND tensors, or
+    FRACTAL_NZ ones normalised over their last dim: converted on the way)."""
     shape = x.shape
     axis = axis % len(shape)
+    _check_row_formats(k, [x, *k.outputs], axis == len(shape) - 1, "normalising")
     rows, cols = math.prod(shape[:axis]), math.prod(shape[axis:])
     outputs = [RowOperand(t, Role.FULL) for t in k.outputs]
     return RowView(rows, cols, [RowOperand(x, Role.FULL), *parameters, *extra_outputs], outputs, flat=False)
 
 
 def axis_view(k: KernelContext, x: GmTensor, axis: int) -> RowView:
-    """Softmax-like ops along one `axis`: rows when it is the last, else slabs of
-    (axis x inner dims) transposed in UB."""
-    for t in [x, *k.outputs]:
-        if t.format != Format.ND:
-            raise k.unsupported(f"softmax over a {t.format.value} tensor (convert it to ND first)")
+    """Softmax-like ops along one `axis`: rows when it is the last (a FRACTAL_NZ
+    operand is converted on the way), else slabs of (axis x inner dims) of ND
+    tensors transposed in UB."""
     shape = x.shape
     axis = axis % len(shape)
+    _check_row_formats(k, [x, *k.outputs], axis == len(shape) - 1, "softmax over")
     outer, size, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
     outputs = [RowOperand(t, Role.FULL) for t in k.outputs]
     inputs = [RowOperand(x, Role.FULL)]
     if inner == 1:
         return RowView(outer, size, inputs, outputs, flat=False)
     return RowView(outer, size, inputs, outputs, flat=False, inner=inner, inner_chunk=inner_chunk(k, x, size, inner))
+
+
+def _check_row_formats(k: KernelContext, tensors: list[GmTensor], along_last: bool, what: str) -> None:
+    """ND always; FRACTAL_NZ when the rows are its last dim (the row kernel's NZ
+    conversion, `nz_rows.py`, reads and writes those)."""
+    for t in tensors:
+        if t.format == Format.ND or (t.format == Format.FRACTAL_NZ and along_last):
+            continue
+        raise k.unsupported(f"{what} a {t.format.value} tensor (convert it to ND first)")
 
 
 def inner_chunk(k: KernelContext, x: GmTensor, size: int, inner: int) -> int:

@@ -31,7 +31,6 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
-import numpy as np
 from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
@@ -126,7 +125,7 @@ class _PoolKernel:
         self.rows = _Dim(h, oh, a.kernel[0], a.strides[0], a.pads[0], a.pads[2])
         self.cols = _Dim(w, ow, a.kernel[1], a.strides[1], a.pads[1], a.pads[3])
         self.dtype = self.x.element_type
-        self.acc_type = self.dtype if self.is_max or self.dtype == f32 else f32
+        self.acc_type = f32 if not self.is_max and dtypes.is_narrow_float(self.dtype) else self.dtype
         self.lanes = c0(self.dtype)
         self.blocks = -(-self.c // self.lanes)
         self.nchw_in = self.x.format == Format.ND
@@ -418,7 +417,9 @@ def _runs(values: list[int]) -> list[tuple[int, int, int]]:
 def _lowest(element_type) -> float:
     """Max pool's pad: the lowest finite value (pads are smaller than the kernel, so
     every window holds an input element and the pad never wins)."""
-    return float(np.finfo(dtypes.to_numpy_dtype(element_type)).min)
+    if dtypes.is_float(element_type):
+        return float(dtypes.float_info(element_type).min)
+    return float(dtypes.lowest_value(dtypes.to_numpy_dtype(element_type)))
 
 
 def _block(element_type) -> int:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import f16, f32
+from xdsl.dialects.builtin import f32
 
 from ....core import dtypes
 from ....dialects import ge, npu
@@ -100,9 +100,9 @@ def reduce_into(v: VectorEmitter, kind: str, count: int, x: Tile, out: Tile) -> 
     """out (one value per row) = the reduction of each row of x."""
     if kind == "max":
         v.reduce_rows("max", x, out)
-    elif kind == "sum" and x.element_type == f16:
+    elif kind == "sum" and dtypes.is_narrow_float(x.element_type):
         v.reduce_rows("sum", x, out, fold=False)  # one fp32 accumulation, one rounding
-    elif x.element_type == f16:  # a mean: the sum may exceed fp16 where the mean does not
+    elif dtypes.is_narrow_float(x.element_type):  # a mean: the sum may exceed fp16 where the mean does not
         wide = v.widened(x)
         total = v.col_temp(f32)
         v.reduce_rows("sum", wide, total, consume=True)
@@ -181,7 +181,7 @@ class _ChunkedReduction:
     def __init__(self, k: KernelContext, kind: str, x: GmTensor, out: GmTensor, shape: ReductionShape):
         self.k, self.b, self.kind, self.x, self.out, self.shape = k, k.b, kind, x, out, shape
         self.dtype = x.element_type
-        self.wide = kind != "max" and self.dtype == f16  # accumulate fp16 sums in fp32
+        self.wide = kind != "max" and dtypes.is_narrow_float(self.dtype)  # accumulate fp16 / bf16 ... sums in fp32
         self.acc_type = f32 if self.wide else self.dtype
         self.combine = npu.VMaxOp if kind == "max" else npu.VAddOp
         align = UB_ALIGN_BYTES // x.itemsize

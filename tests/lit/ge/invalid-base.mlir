@@ -3,17 +3,17 @@
 // unknown name, the wrong kind or a value outside their choices.
 // RUN: ge-opt %s --split-input-file --verify-diagnostics
 
-func.func @main(%a: tensor<4xi16>) {
-  // expected-error @+1 {{'ge.relu' op unsupported element type i16}}
-  %0 = ge.relu %a : (tensor<4xi16>) -> tensor<4xi16>
+func.func @main(%a: tensor<4xsi16>) {
+  // expected-error @+1 {{'ge.relu' op unsupported element type si16}}
+  %0 = ge.relu %a : (tensor<4xsi16>) -> tensor<4xsi16>
   func.return
 }
 
 // -----
 
 func.func @main(%a: tensor<4xf32>) {
-  // expected-error @+1 {{'ge.cast' op unsupported element type ui32}}
-  %0 = ge.cast %a : (tensor<4xf32>) -> tensor<4xui32>
+  // expected-error @+1 {{'ge.cast' op unsupported element type f80}}
+  %0 = ge.cast %a : (tensor<4xf32>) -> tensor<4xf80>
   func.return
 }
 

@@ -4,16 +4,16 @@
 // RUN: ge-opt %s --split-input-file --verify-diagnostics
 
 func.func @main() {
-  // expected-error @+1 {{'ge.const' op unsupported element type bf16}}
-  %0 = ge.const dense<1.0> : tensor<4xbf16>
+  // expected-error @+1 {{'ge.const' op unsupported element type si8}}
+  %0 = ge.const dense<1> : tensor<4xsi8>
   func.return
 }
 
 // -----
 
 func.func @main() {
-  // expected-error @+1 {{'ge.const' op unsupported element type ui8}}
-  %0 = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 1.0> : tensor<4xui8>
+  // expected-error @+1 {{'ge.const' op unsupported element type f80}}
+  %0 = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 1.0> : tensor<4xf80>
   func.return
 }
 

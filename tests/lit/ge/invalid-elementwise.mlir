@@ -218,8 +218,8 @@ func.func @main(%a: tensor<2x3xf32>) {
 // -----
 
 func.func @main(%a: tensor<2x3xf32>) {
-  // expected-error @+1 {{'ge.cast' op unsupported element type bf16}}
-  %0 = ge.cast %a : (tensor<2x3xf32>) -> tensor<2x3xbf16>
+  // expected-error @+1 {{'ge.cast' op unsupported element type tf32}}
+  %0 = ge.cast %a : (tensor<2x3xf32>) -> tensor<2x3xtf32>
   func.return
 }
 

@@ -218,9 +218,17 @@ func.func @main(%x: tensor<4x8x8xf16>) {
 
 // -----
 
+func.func @main(%x: tensor<1x4x8x8xi1>) {
+  // expected-error @+1 {{'ge.max_pool2d' op input must be numeric, got i1}}
+  %0 = ge.max_pool2d %x {kernel = [2, 2]} : (tensor<1x4x8x8xi1>) -> tensor<1x4x7x7xi1>
+  func.return
+}
+
+// -----
+
 func.func @main(%x: tensor<1x4x8x8xi32>) {
-  // expected-error @+1 {{'ge.max_pool2d' op input must have a float element type, got i32}}
-  %0 = ge.max_pool2d %x {kernel = [2, 2]} : (tensor<1x4x8x8xi32>) -> tensor<1x4x7x7xi32>
+  // expected-error @+1 {{'ge.avg_pool2d' op input must have a float element type, got i32}}
+  %0 = ge.avg_pool2d %x {kernel = [2, 2]} : (tensor<1x4x8x8xi32>) -> tensor<1x4x7x7xi32>
   func.return
 }
 

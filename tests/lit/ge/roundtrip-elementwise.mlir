@@ -131,11 +131,11 @@ func.func @cast_where(%f: tensor<2x3xf32>, %h: tensor<3xf16>, %i: tensor<2x3xi32
   // CHECK-NEXT: %to_f64 = ge.cast %l : (tensor<3xi64>) -> tensor<3xf64>
   // CHECK-NEXT: %where = ge.where %c, %f, %f : (tensor<2x1xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   // CHECK-NEXT: %where_bc = ge.where %to_i1, %i, %i : (tensor<3xi1>, tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
-  // GENERIC:      %to_i32 = "ge.cast"(%f) : (tensor<2x3xf32>) -> tensor<2x3xi32>
-  // GENERIC-NEXT: %to_f16 = "ge.cast"(%i) : (tensor<2x3xi32>) -> tensor<2x3xf16>
-  // GENERIC-NEXT: %to_i1 = "ge.cast"(%h) : (tensor<3xf16>) -> tensor<3xi1>
-  // GENERIC-NEXT: %from_i1 = "ge.cast"(%c) : (tensor<2x1xi1>) -> tensor<2x1xf32>
-  // GENERIC-NEXT: %to_f64 = "ge.cast"(%l) : (tensor<3xi64>) -> tensor<3xf64>
+  // GENERIC:      %to_i32 = "ge.cast"(%f) <{saturate = true, round_mode = "up"}> : (tensor<2x3xf32>) -> tensor<2x3xi32>
+  // GENERIC-NEXT: %to_f16 = "ge.cast"(%i) <{saturate = true, round_mode = "up"}> : (tensor<2x3xi32>) -> tensor<2x3xf16>
+  // GENERIC-NEXT: %to_i1 = "ge.cast"(%h) <{saturate = true, round_mode = "up"}> : (tensor<3xf16>) -> tensor<3xi1>
+  // GENERIC-NEXT: %from_i1 = "ge.cast"(%c) <{saturate = true, round_mode = "up"}> : (tensor<2x1xi1>) -> tensor<2x1xf32>
+  // GENERIC-NEXT: %to_f64 = "ge.cast"(%l) <{saturate = true, round_mode = "up"}> : (tensor<3xi64>) -> tensor<3xf64>
   // GENERIC-NEXT: %where = "ge.where"(%c, %f, %f) : (tensor<2x1xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   // GENERIC-NEXT: %where_bc = "ge.where"(%to_i1, %i, %i) : (tensor<3xi1>, tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
   %to_i32 = ge.cast %f : (tensor<2x3xf32>) -> tensor<2x3xi32>
