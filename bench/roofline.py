@@ -22,20 +22,25 @@ import argparse
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+from xdsl.dialects.builtin import ModuleOp
 
 from gecomp.core.context import make_context
+from gecomp.core.dtypes import tensor_bytes
 from gecomp.core.parsing import parse_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.compare import worst_mismatch
 from gecomp.simulator.hardware import HardwarePreset, load_preset
 from gecomp.simulator.npu import simulate
-from gecomp.simulator.npu.report import SimulationReport
+from gecomp.dialects import npu
+from gecomp.simulator.npu.program import STAT_INDEX
+from gecomp.simulator.npu.report import SimulationReport, roofline_terms
 from gecomp.simulator.reference import run_reference
 from gecomp.simulator.signature import input_specs, main_function, output_specs, random_inputs
 
-Roofline = Callable[[HardwarePreset, SimulationReport], float]
+Roofline = Callable[[HardwarePreset, SimulationReport, ModuleOp], float]
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ def tensor(shape, dtype: str = "f16") -> str:
 def matmul_roofline(m: int, n: int, k: int, batch: int = 1, in_bytes: int = 2) -> Roofline:
     """max(2 m n k / the cube's peak flops per cycle, (A + B + C) bytes / HBM bytes per cycle)."""
 
-    def bound(hw: HardwarePreset, report: SimulationReport) -> float:
+    def bound(hw: HardwarePreset, report: SimulationReport, module: ModuleOp) -> float:
         flops = 2 * batch * m * n * k
         compulsory = batch * (m * k + k * n + m * n) * in_bytes
         return max(flops / hw.peak_fp16_flops_per_cycle, compulsory / hw.hbm_bytes_per_cycle)
@@ -84,12 +89,52 @@ def matmul_module(m: int, n: int, k: int, weights: bool) -> Callable[[], str]:
     return text
 
 
+# ---- bandwidth-bound kernels and whole models -------------------------------------------------
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+
+
+def add_module(n: int) -> str:
+    t = tensor((n,))
+    return f"""func.func @main(%x: {t} {{ge.name = "x"}}, %y: {t} {{ge.name = "y"}}) -> ({t} {{ge.name = "z"}}) {{
+  %z = ge.add %x, %y : ({t}, {t}) -> {t}
+  func.return %z : {t}
+}}"""
+
+
+def bandwidth_roofline(nbytes: int) -> Roofline:
+    """The bytes every input and output cross the HBM once, at its bandwidth."""
+    return lambda hw, report, module: nbytes / hw.hbm_bytes_per_cycle
+
+
+def sum_of_kernel_rooflines(hw: HardwarePreset, report: SimulationReport, module: ModuleOp) -> float:
+    """Each launch as if alone on the chip: max(its cube work, its vector work, its
+    GM arguments read or written once / HBM bandwidth); the kernels' sum bounds a
+    model that runs them one after the other (streams may beat it by overlapping)."""
+    argument_bytes = {}
+    for launch in module.walk():
+        if isinstance(launch, npu.LaunchOp):
+            argument_bytes[launch.callee.string_value()] = sum(
+                tensor_bytes(a.type) for a in set(launch.args)
+            )
+    total = 0.0
+    for k in report.kernels:
+        stats = k.stats
+        terms = roofline_terms(hw, stats[STAT_INDEX["cube_min"]], stats[STAT_INDEX["vector_min"]], argument_bytes[k.name])
+        total += float(terms["roofline_cycles"])
+    return total
+
+
 CASES: list[Case] = [
     Case("matmul 2048^3 fp16, weights", matmul_module(2048, 2048, 2048, True), matmul_roofline(2048, 2048, 2048),
          "A an input (ND), B a constant (FRACTAL_NZ)"),
     Case("matmul 2048^3 fp16, two inputs", matmul_module(2048, 2048, 2048, False), matmul_roofline(2048, 2048, 2048),
          "A and B inputs (ND)"),
     Case("matmul 1024x4096x1024 fp16, weights", matmul_module(1024, 1024, 4096, True), matmul_roofline(1024, 1024, 4096)),
+    Case("add 16M fp16", lambda: add_module(1 << 24), bandwidth_roofline(3 * (1 << 24) * 2),
+         "x + y: two reads and a write of 32 MiB"),
+    Case("BERT layer, fused", lambda: EXAMPLES_DIR.joinpath("bert_layer.mlir").read_text(), sum_of_kernel_rooflines,
+         "roofline = the sum of its kernels' rooflines"),
 ]
 
 
@@ -133,7 +178,7 @@ def run_case(case: Case, hw: str, pipeline: str, check: bool, seed: int = 0) -> 
         case,
         report.total_cycles,
         sum(k.cycles for k in report.kernels),
-        case.roofline(load_preset(hw), report),
+        case.roofline(load_preset(hw), report, module),
         compiled - start,
         simulated - compiled,
         verdict,

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     Float8E5M2Type,
     Float8E8M0FNUType,
     IntegerType,
+    MemRefType,
     Signedness,
     TensorType,
     f16,
@@ -247,7 +248,7 @@ def tensor_type(shape, element_type: Attribute, encoding: Attribute | None = Non
     return TensorType(element_type, list(shape), encoding)
 
 
-def tensor_bytes(t: TensorType) -> int:
+def tensor_bytes(t: TensorType | MemRefType) -> int:
     return int(np.prod(t.get_shape(), dtype=np.int64)) * byte_width(t.element_type)
 
 

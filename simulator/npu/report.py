@@ -32,6 +32,20 @@ from .program import STAT_INDEX
 RATIO_NAMES = {"S": "scalar", "MTE1": "mte1", "MTE2": "mte2", "MTE3": "mte3", "M": "cube", "V": "vec", "FIX": "fix"}
 
 
+def roofline_terms(hw: HardwarePreset, cube_min: float, vector_min: float, gm_bytes: float) -> dict[str, float | str]:
+    """The three lower bounds (cube, vector, memory) of work needing `cube_min` /
+    `vector_min` pipe cycles on one core and moving `gm_bytes` through the HBM,
+    spread over every core; `roofline_cycles` is the largest, `bound` names it."""
+    cores = hw.core_count
+    terms = {
+        "cube_cycles": cube_min / cores,
+        "vector_cycles": vector_min / cores,
+        "memory_cycles": gm_bytes / hw.hbm_bytes_per_cycle,
+    }
+    bound = max(terms, key=terms.get)
+    return {**terms, "roofline_cycles": terms[bound], "bound": bound.removesuffix("_cycles")}
+
+
 @dataclass
 class KernelRecord:
     """One launch: timing, pipe busy cycles and traffic summed over its blocks."""
@@ -159,14 +173,9 @@ class SimulationReport:
         return {p: b / active for p, b in zip(PIPE_NAMES, self.busy)}
 
     def roofline(self) -> dict[str, float | str]:
-        cores = self.hw.core_count
-        terms = {
-            "cube_cycles": self.stat("cube_min") / cores,
-            "vector_cycles": self.stat("vector_min") / cores,
-            "memory_cycles": (self._read_bound_bytes + self.gm_bytes_written) / self.hw.hbm_bytes_per_cycle,
-        }
-        bound = max(terms, key=terms.get)
-        return {**terms, "roofline_cycles": terms[bound], "bound": bound.removesuffix("_cycles")}
+        return roofline_terms(
+            self.hw, self.stat("cube_min"), self.stat("vector_min"), self._read_bound_bytes + self.gm_bytes_written
+        )
 
     @property
     def roofline_cycles(self) -> float:

@@ -6,13 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from gecomp.core.context import make_context
+from gecomp.core.diagnostics import CompileError
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.dialects import npu
+from gecomp.simulator.hardware import load_preset
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.transforms.npu.insert_sync import synchronize
 from npu_testing import kernel_module, local
 
 LIT_NPU = Path(__file__).resolve().parents[1] / "lit" / "npu"
@@ -52,6 +56,23 @@ def assert_same_outputs(expected: list[np.ndarray], actual: list[np.ndarray]) ->
     assert len(expected) == len(actual)
     for e, a in zip(expected, actual):
         np.testing.assert_array_equal(a, e, strict=True)
+
+
+def assert_every_flag_is_needed(text: str, pipeline: str, hw: str) -> int:
+    """Leaving out any one of the flags `npu-insert-sync` plans for the kernel of
+    `text` (after `pipeline`) makes the simulator report a race; returns how many
+    flags it plans."""
+    event_ids = load_preset(hw).event_ids
+    module = compiled(text, pipeline)
+    inputs = inputs_for(module)
+    planned = len(synchronize(kernel_of(module), event_ids).planned)
+    assert planned > 0
+    for left_out in range(planned):
+        module = compiled(text, pipeline)
+        synchronize(kernel_of(module), event_ids, leave_out={left_out})
+        with pytest.raises(CompileError, match="race:"):
+            outputs(module, hw, inputs)
+    return planned
 
 
 def lit_kernel(name: str) -> str:

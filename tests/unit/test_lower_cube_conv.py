@@ -66,8 +66,9 @@ def conv_module(
         dict(c=32, o=8, groups=2, kh=1, kw=1, pads=(0, 0, 0, 0)),
         dict(c=6, o=6, groups=3, strides=(1, 2)),
         dict(n=2, c=16, h=5, w=7, o=3, bias=True, residual=True, act="relu"),
+        dict(n=2, c=4, h=1, w=4, o=4, groups=4, kh=1, kw=4, pads=(0, 0, 0, 0), bias=True),
     ],
-    ids=["eager", "stride-pads", "dilation", "groups-1x1", "groups-odd", "batch-fused"],
+    ids=["eager", "stride-pads", "dilation", "groups-1x1", "groups-odd", "batch-fused", "depthwise-bias"],
 )
 def test_conv_nchw(params):
     check_lowering(conv_module(**params))

@@ -62,9 +62,10 @@ class Event:
     nested node orders at its end: `key` holds its (p, r, inner node) triples);
     for the flags of nested loops also "take" / "peek" (hold the next set of `key`
     in `slot`, taking it or not), "join" (pipe learns what `slot` holds) and
-    "replace" (the pending set of `key` replaced by one made now). A set may
-    know only part of a nested node `node` (its source pipe's work up to inner
-    node `known`)."""
+    "replace" (after a nested loop `node` that may run no iteration, the pending
+    set of `key` replaced by what the next wait surely learns: the set its last
+    iteration made, or the pending one). A set may know only part of a nested
+    node `node` (its source pipe's work up to inner node `known`)."""
 
     kind: str
     key: object  # pairs a wait with its sets
@@ -172,6 +173,20 @@ class ClockRun:
             return tuple(self._learn_scalar(event.pipe))
         return self.partial(event.node, event.pipe, event.known)
 
+    def _either(self, pending: tuple[int, ...], event: Event) -> tuple[int, ...]:
+        """What the next wait of a flag surely learns after nested loop `event.node`,
+        which may run no iteration: the set its last iteration made (`event`) if it
+        ran, else the `pending` one. Knowing the loop's own ticks is empty knowledge
+        when it did not run, so the source pipe's component may be the loop's when
+        the pending set knew all that pipe did before the loop; other components
+        are what both sets knew."""
+        made = self._snapshot(event)
+        either = list(map(min, pending, made))
+        pipe = event.pipe
+        if pending[pipe] >= self.start[self._it][event.node][pipe][pipe]:
+            either[pipe] = made[pipe]
+        return tuple(either)
+
     def _event(self, event: Event) -> None:
         kind = event.kind
         if kind == "set":
@@ -189,9 +204,8 @@ class ClockRun:
             _join(self._learn_scalar(event.pipe), self.held[self._it].get(event.slot, self.zero))
         elif kind == "replace":
             fifo = self.fifos.setdefault(event.key, deque())
-            if fifo:
-                fifo.popleft()
-            fifo.append(self._snapshot(event))
+            pending = fifo.popleft() if fifo else self.zero
+            fifo.appendleft(self._either(pending, event))
         elif kind == "exit":
             # All at once, from the clocks the node ended with: r learned what p had
             # done inside the node, not what p learned after its last instruction.

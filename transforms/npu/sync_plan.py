@@ -251,9 +251,10 @@ class LevelPlanner:
         if boundary is None:
             return
         for k, f in enumerate(boundary.flags):
-            if boundary.runs:  # the last set made inside the loop
-                chain = self._link_chain[(node, k)]
-                schedule.add(gap, Event("set", ("chain", id(chain)), f.p, node=node, known=f.known))
+            # the last set made inside the loop, if it ran (if it may not have, what the
+            # next wait learns either way: `sync_clock.ClockRun._either`)
+            key = ("chain", id(self._link_chain[(node, k)]))
+            schedule.add(gap, Event("set" if boundary.runs else "replace", key, f.p, node=node, known=f.known))
         triples = tuple(sorted((p, r, n) for (p, r), n in boundary.exit.items() if p != r))
         if triples:
             schedule.add(gap, Event("exit", (node, triples)))

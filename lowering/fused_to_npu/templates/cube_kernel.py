@@ -225,9 +225,18 @@ class _CubeKernel:
     def emit(self) -> None:
         b, t = self.b, self.t
         for inp, home in zip(self.p.epilogue.inputs, self.homes):
-            if inp.role == Role.SCALAR and home is not None:
+            if self._scalar_per_batch(inp, home) is False:
                 b.emit(npu.CopyOp, inp.view.value, inp.view.base, home[0], 0, cols=1)
         for_core_items(b, t.items, t.per_core, t.block_dim, self._item)
+
+    @staticmethod
+    def _scalar_per_batch(inp, home) -> bool | None:
+        """For a SCALAR input in a buffer: whether each batch has its own value (a
+        bias of one channel per convolution group), loaded per item, rather than one
+        value loaded once. None for any other input."""
+        if inp.role != Role.SCALAR or home is None:
+            return None
+        return inp.view.batches.varies
 
     def _item(self, item: Index) -> None:
         """One item: decode (batch, i, j), then a copy of the body per tail case."""
@@ -332,6 +341,8 @@ class _CubeKernel:
         for inp, home in zip(e.inputs, self.homes):
             if inp.role == Role.ROW and home is not None:
                 inp.view.load_to_ub(b, offsets[id(inp)], 0, 1, n0, n_act, home[0], self.n_alloc)
+            elif self._scalar_per_batch(inp, home):
+                b.emit(npu.CopyOp, inp.view.value, b.add(inp.view.base, offsets[id(inp)]), home[0], 0, cols=1)
         rows, copies = self.t.rows, self.copies
         chunks = -(-m_act // rows)
         groups = (chunks - 1) // copies  # the last chunk (a tail, maybe padding) stays out

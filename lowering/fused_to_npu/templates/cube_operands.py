@@ -54,6 +54,11 @@ class BatchMap:
             inner *= size
         return total
 
+    @property
+    def varies(self) -> bool:
+        """Whether batches see different matrices (some dim of size > 1 has a stride)."""
+        return any(stride and size > 1 for size, stride in self.dims)
+
 
 def batch_map(batch_shape: Sequence[int], out_batch: Sequence[int], matrix_elements: int) -> BatchMap:
     """The map of a tensor with leading dims `batch_shape` (each matrix

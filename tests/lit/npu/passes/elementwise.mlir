@@ -75,7 +75,7 @@
 
 // STATS: npu-double-buffer: 1 loops double-buffered, 3 buffers copied, 0 loops left single (copies would not fit)
 // STATS: npu-plan-local-memory: 6 buffers placed, 6144 bytes without reuse, 6144 bytes as placed
-// STATS: npu-insert-sync: {{[0-9]+}} dependencies, 12 flags, 0 barriers for lack of event ids, 30 sync ops
+// STATS: npu-insert-sync: {{[0-9]+}} dependencies, 10 flags, 0 barriers for lack of event ids, 26 sync ops
 
 // SIM: z: tensor<2560xf16>
 // SIM-NOT: non-finite
