@@ -11,10 +11,16 @@ HBM rate, holds them. Consequences:
 * an unloaded transfer takes exactly its closed-form time (`costs.py`);
 * the bytes booked in any window never exceed its capacity, so any stretch of
   GM traffic takes at least bytes / HBM bandwidth (the roofline's memory term);
-* cores are simulated one after another, so earlier-simulated cores would book
-  first and the last ones starve, then run alone with the HBM half idle; so in
-  any window a core takes no more than an equal share (capacity / the launch's
-  concurrent blocks): streaming cores finish together, at bytes / bandwidth.
+* cores are simulated one after another, so earlier-simulated cores book first:
+  a priority, not a fair share. When the cores of a launch together want more
+  than the HBM gives for the whole launch (a streaming kernel on every core),
+  the last-simulated ones starve until the first finish, then run with the HBM
+  partly idle: the 16M-element add reaches 77% of its bandwidth bound where a
+  fair arbiter would give ~87%. Capping every core at an equal share per window
+  fixes that but is not work-conserving: a matmul's first-simulated core pays
+  the L2 misses of panels the others then hit (`l2.py`), and held to 1/32 of the
+  HBM it becomes the critical path (2048^3 at 54% of the cube peak instead of
+  81%). A work-conserving fair share needs the cores simulated in lockstep.
 """
 
 from __future__ import annotations
@@ -31,41 +37,28 @@ class SharedHbm:
         self.window = window
         self.capacity = bytes_per_cycle * window
         self.booked: dict[int, float] = {}
-        self.sharers = 1
-        self.core = 0
-        self.core_booked: dict[tuple[int, int], float] = {}
-
-    def share_among(self, cores: int) -> None:
-        """The next launch runs on `cores` cores at once: in any window a core may take
-        no more than an equal share of its capacity."""
-        self.sharers = max(cores, 1)
 
     def transfer(self, start: int, cycles: int, nbytes: int) -> int:
-        """Book `nbytes` moved over `cycles` from `start` when unloaded by the current
-        core; returns when the data phase ends (>= start + cycles)."""
+        """Book `nbytes` moved over `cycles` from `start` when unloaded; returns when
+        the data phase ends (>= start + cycles)."""
         end = start + cycles
         if nbytes <= 0 or cycles <= 0:
             return end
         w = self.window
         rate = nbytes / cycles
-        booked, core_booked, core = self.booked, self.core_booked, self.core
-        share = self.capacity / self.sharers
-        share_rate = self.bytes_per_cycle / self.sharers
+        booked = self.booked
         t = float(start)
         remaining = float(nbytes)
         while True:
             index = int(t // w)
             window_end = (index + 1) * w
             used = booked.get(index, 0.0)
-            mine = core_booked.get((core, index), 0.0)
-            portion = min(remaining, rate * (window_end - t), self.capacity - used, share - mine)
+            portion = min(remaining, rate * (window_end - t), self.capacity - used)
             if portion > 0:
                 used += portion
-                mine += portion
                 booked[index] = used
-                core_booked[(core, index)] = mine
                 remaining -= portion
             if remaining <= 1e-9:
-                done = max(t + portion / rate, index * w + used / self.bytes_per_cycle, index * w + mine / share_rate)
+                done = max(t + portion / rate, index * w + used / self.bytes_per_cycle)
                 return max(end, math.ceil(done - 1e-9))
             t = float(window_end)

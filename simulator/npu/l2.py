@@ -35,8 +35,6 @@ schedule from below, which is what the report's roofline uses.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..hardware import HardwarePreset
@@ -105,14 +103,6 @@ class GlobalMemory:
     def __init__(self, hw: HardwarePreset):
         self.hbm = SharedHbm(hw.hbm_bytes_per_cycle)
         self.l2 = L2Cache(hw.l2_bytes, hw.l2_bytes_per_cycle, hw.l2_sector_bytes) if hw.l2_bytes else None
-
-    def share_among(self, cores: int) -> None:
-        """The next launch's blocks run on `cores` cores at once (see SharedHbm)."""
-        self.hbm.share_among(cores)
-
-    def run_on(self, core: int) -> None:
-        """The transfers booked from now on are core `core`'s."""
-        self.hbm.core = core
 
     def transfer(
         self, start: int, cycles: int, moved: int, starts: np.ndarray | None, run_bytes: int, writes: bool

@@ -127,10 +127,6 @@ class HostPlan:
         self._check_streams()
         self._check_lifetimes()
 
-    @property
-    def global_memory(self) -> GlobalMemory:
-        return self._memory
-
     # ---- reading --------------------------------------------------------------------
 
     def program(self, kernel: npu.KernelOp) -> KernelProgram:
@@ -387,11 +383,9 @@ def run_plan(plan: HostPlan, check_races: bool, trace: bool, recorder) -> int:
         program.bind_locals(memory)
         program.bind_arguments([b.array for b in step.args], [b.address for b in step.args])
         start = ready[step.stream] + hw.kernel_launch_cycles
-        plan.global_memory.share_among(min(step.block_dim, hw.core_count))
         blocks = []
         for block_idx in range(step.block_dim):
             free, core_id = heapq.heappop(cores)
-            plan.global_memory.run_on(core_id)
             core = program.run_block(block_idx, step.block_dim, max(start, free), check_races, trace)
             end = max(core.s_time, *core.pipe_free)
             heapq.heappush(cores, (end, core_id))
