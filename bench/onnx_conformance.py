@@ -6,6 +6,9 @@ with ONNX's expected outputs. Prints a table per op and the totals.
     python bench/onnx_conformance.py --op Conv --op Pad -v   # some ops, list what did not pass
     python bench/onnx_conformance.py --markdown           # the README's table
 
+Without --op it also checks that every node test case of an unsupported op is
+refused at import with a one-line error (`run_refusals`).
+
 `--backend` picks an entry of `gecomp.frontend.conformance.BACKENDS`: `reference`
 (the reference interpreter), `npu` (ge-compile, then the NPU simulator: it works
 once the ge-compile pipeline is registered), or `pipeline:P` for any registered
@@ -21,9 +24,11 @@ import time
 from gecomp.core.diagnostics import CompileError
 from gecomp.frontend.conformance import (
     BACKENDS,
+    UNSUPPORTED,
     format_table,
     pass_rates,
     run_conformance,
+    run_refusals,
     summarize,
     total_row,
 )
@@ -53,8 +58,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{in_scope:.1%} of the {total.cases - total.unsupported} not refused as unsupported "
         f"[{args.backend} backend, {time.perf_counter() - start:.1f} s]"
     )
+    refusals = [] if args.ops else run_refusals()
+    if refusals:
+        clean = sum(r.status == UNSUPPORTED for r in refusals)
+        print(
+            f"unsupported ops: {len(refusals)} cases of {len({r.op_type for r in refusals})} ops, "
+            f"{clean} refused at import with a one-line error, {len(refusals) - clean} not"
+        )
     if args.verbose:
-        for r in results:
+        for r in [*results, *(r for r in refusals if r.status != UNSUPPORTED)]:
             if r.status != "passed":
                 print(f"  {r.status:<12}{r.name}: {r.reason}")
     return 0

@@ -15,6 +15,9 @@ Each case ends in one of three states:
   type, attribute value or mode gecomp does not take);
 * failed: anything else (a wrong number, a crash, an unexpected import error).
 
+The cases of the ops gecomp does not support are checked too (`run_refusals`):
+each must be refused at import with a one-line `UnsupportedError`.
+
 Inputs that the importer needs as constants (Reshape's shape, Slice's bounds...)
 are graph inputs in many test cases; the harness binds them to the case's data,
 as a static-shape compiler must.
@@ -106,12 +109,49 @@ def node_cases(op_types: Iterable[str] | None = None, multi_node: bool = False) 
         by_op[MULTI_NODE] = []
     for case in cases:
         nodes = case.model.graph.node
-        supported = all(n.domain in ("", "ai.onnx") and n.op_type in CONVERTERS for n in nodes)
+        supported = all(_supported(n) for n in nodes)
         if len(nodes) == 1 and supported and nodes[0].op_type in wanted:
             by_op[nodes[0].op_type].append(case)
         elif len(nodes) > 1 and supported and multi_node:
             by_op[MULTI_NODE].append(case)
     return by_op
+
+
+def _supported(node) -> bool:
+    return node.domain in ("", "ai.onnx") and node.op_type in CONVERTERS
+
+
+def run_refusals(progress: Callable[[CaseResult], None] | None = None) -> list[CaseResult]:
+    """ONNX's node test cases that use an op gecomp does not import (LSTM, NonZero,
+    com.microsoft ops...), each filed under its first such op: every one must be
+    refused at import with a one-line `UnsupportedError` (status unsupported);
+    anything else (another error, a crash, a model that imports) is a failed case."""
+    results = []
+    for case in _collected():
+        unsupported = [n for n in case.model.graph.node if not _supported(n)]
+        if not unsupported:
+            continue
+        node = unsupported[0]
+        op_type = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+        results.append(CaseResult(case.name, op_type, *_refusal(case)))
+        if progress is not None:
+            progress(results[-1])
+    return results
+
+
+def _refusal(case) -> tuple[str, str]:
+    inputs = _arrays(case.data_sets[0][0]) if case.data_sets else []
+    try:
+        import_model(bind_static_inputs(model_from_proto(case.model), inputs)[0])
+    except UnsupportedError as e:
+        if "\n" in e.message:
+            return FAILED, f"a refusal of several lines: {e.message!r}"
+        return UNSUPPORTED, e.message
+    except CompileError as e:
+        return FAILED, f"import: not refused as unsupported: {e.message}"
+    except Exception as e:  # noqa: BLE001 - a crash of the importer is what this looks for
+        return FAILED, f"import: {type(e).__name__}: {e}"
+    return FAILED, "imported, although it uses an unsupported op"
 
 
 @functools.cache
@@ -319,5 +359,6 @@ __all__ = [
     "total_row",
     "run_case",
     "run_conformance",
+    "run_refusals",
     "summarize",
 ]

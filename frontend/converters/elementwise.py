@@ -142,7 +142,9 @@ def dropout(c: NodeContext):
         training = c.constant(2, "training_mode")
         ratio = 0.5 if ratio is None else float(ratio.reshape(-1)[0])
         if training is not None and bool(training.reshape(-1)[0]) and ratio != 0.0:
-            raise c.unsupported("training mode is not supported (gecomp compiles inference graphs)")
+            raise c.unsupported(
+                "training mode is not supported: it drops a random part of the input (gecomp compiles inference graphs)"
+            )
     else:
         ratio = c.float("ratio", 0.5)
     y = c.g.op(DropoutOp, x, ratio=ratio)

@@ -1,6 +1,8 @@
-"""BatchNormalization (inference), LayerNormalization, RMSNormalization, Softmax
-and LogSoftmax.
+"""BatchNormalization, LayerNormalization, RMSNormalization, Softmax and LogSoftmax.
 
+* BatchNormalization in training mode (opset 14+) is deterministic: it normalises
+  with the batch's own statistics (two reductions) and returns the updated running
+  mean and variance.
 * LayerNormalization without B gets a zero bias; scale and bias that only
   broadcast to the normalised shape are expanded to it. Its optional Mean and
   InvStdDev outputs are computed with reductions beside the `ge.layer_norm`.
@@ -35,20 +37,46 @@ from .registry import converts
 @converts("BatchNormalization")
 def batch_normalization(c: NodeContext):
     x = c.input(0, "X")
-    if c.int("training_mode", 0):
-        raise c.unsupported("training mode is not supported (gecomp compiles inference graphs)")
-    if any(c.output_used(i) for i in range(1, 5)):
+    training = bool(c.int("training_mode", 0))
+    if not training and any(c.output_used(i) for i in range(1, 5)):
         raise c.unsupported("the running mean / variance outputs exist only in training mode")
-    c.ignore("momentum", "spatial", "is_test", "consumed_inputs")
+    c.ignore("spatial", "is_test", "consumed_inputs")
     params = [c.input(i, what) for i, what in enumerate(("scale", "B", "input_mean", "input_var"), 1)]
-    params = [p if p.dtype == x.dtype else ops.cast(p, x.dtype) for p in params]
-    return c.g.op(BatchNormOp, x, *params, epsilon=c.float("epsilon", 1e-5))
+    epsilon = c.float("epsilon", 1e-5)
+    if training:
+        return _training_batch_norm(c, x, params, epsilon, c.float("momentum", 0.9))
+    c.ignore("momentum")
+    return c.g.op(BatchNormOp, x, *(_of_type(p, x.dtype) for p in params), epsilon=epsilon)
+
+
+def _of_type(t: Tensor, dtype) -> Tensor:
+    return t if t.dtype == dtype else ops.cast(t, dtype)
+
+
+def _training_batch_norm(c: NodeContext, x: Tensor, params: list[Tensor], epsilon: float, momentum: float):
+    """BatchNormalization with training_mode=1 (opset 14+): normalise with the batch's
+    own mean and (population) variance over every axis but the channels, and update
+    the running statistics: running = input * momentum + batch * (1 - momentum).
+    Deterministic, so it is the same ops as inference plus two reductions."""
+    if x.rank < 2:
+        raise c.fail(f"input must have rank >= 2 (N, C, ...), got {x.type}")
+    scale, bias, input_mean, input_var = params
+    axes = (0, *range(2, x.rank))
+    mean = c.g.op(ReduceMeanOp, x, axes=axes, keepdims=True)
+    centered = x - mean
+    variance = c.g.op(ReduceMeanOp, centered * centered, axes=axes, keepdims=True)
+    mean, variance = (ops.reshape(t, [x.shape[1]]) for t in (mean, variance))
+    y = c.g.op(BatchNormOp, x, _of_type(scale, x.dtype), _of_type(bias, x.dtype), mean, variance, epsilon=epsilon)
+    running = [
+        previous * momentum + _of_type(batch, previous.dtype) * (1.0 - momentum)
+        for previous, batch in ((input_mean, mean), (input_var, variance))
+    ]
+    return [y, *running]
 
 
 def _normalized_param(c: NodeContext, p: Tensor, normalized: tuple[int, ...], dtype) -> Tensor:
     """A scale or bias shaped like the normalised dims (ONNX lets it broadcast)."""
-    if p.dtype != dtype:
-        p = ops.cast(p, dtype)
+    p = _of_type(p, dtype)
     if p.shape == normalized:
         return p
     extra = p.rank - len(normalized)

@@ -2,10 +2,12 @@
 
 2-D pooling without dilation is `ge.max_pool2d` / `ge.avg_pool2d`, 1-D pooling the
 same over a unit height. Other windows (3-D, or dilated) have no ge twin and are
-decomposed: pad the input (with the lowest value for max), take one strided `ge.slice` per
-kernel offset, so slice k holds element k of every window, and combine them with
-`ge.maximum`, or add them and divide by the number of counted elements per
-window (a constant computed here, as ONNX counts padding).
+decomposed: pad the input (with the lowest value for max), then, one spatial axis at a
+time (max and sum are separable), take one strided `ge.slice` per kernel offset along
+that axis, so slice k holds element k of every window, and combine them with
+`ge.maximum` or add them; a mean divides the sum by the number of counted elements per
+window (a constant computed here, as ONNX counts padding). A 5x5x5 window is 15
+slices, not 125.
 """
 
 from __future__ import annotations
@@ -69,29 +71,28 @@ def _pool_by_slices(c: NodeContext, x: Tensor, window: Window, is_max: bool, cou
     padded = x
     if any(begins) or any(ends):
         padded = c.g.op(PadOp, x, pads=[0, 0, *begins, 0, 0, *ends], value=fill)
-    terms = [_window_element(c, padded, window, out, offset) for offset in _offsets(window)]
-    if is_max:
-        result = terms[0]
+    pooled = padded
+    for axis in range(n):  # max and sum are separable: one spatial axis at a time
+        terms = [_axis_element(c, pooled, 2 + axis, k * window.dilations[axis], out[axis], window.strides[axis])
+                 for k in range(window.kernel[axis])]
+        pooled = terms[0]
         for t in terms[1:]:
-            result = c.g.op(MaximumOp, result, t)
-        return result
-    total = terms[0]
-    for t in terms[1:]:
-        total = total + t
+            pooled = c.g.op(MaximumOp, pooled, t) if is_max else pooled + t
+    if is_max:
+        return pooled
     counts = _counts(spatial, window, out, extra, count_include_pad)
-    return total / c.g.const(counts.reshape(1, 1, *out), dtype=x.dtype)
+    return pooled / c.g.const(counts.reshape(1, 1, *out), dtype=x.dtype)
 
 
 def _offsets(window: Window):
     return itertools.product(*(range(k) for k in window.kernel))
 
 
-def _window_element(c: NodeContext, padded: Tensor, window: Window, out, offset) -> Tensor:
-    """Element `offset` of every window: a strided slice of the padded input."""
-    starts = [o * d for o, d in zip(offset, window.dilations)]
-    ends = [start + (count - 1) * s + 1 for start, count, s in zip(starts, out, window.strides)]
-    n, ch = padded.shape[:2]
-    return c.g.op(SliceOp, padded, starts=[0, 0, *starts], ends=[n, ch, *ends], steps=[1, 1, *window.strides])
+def _axis_element(c: NodeContext, t: Tensor, axis: int, start: int, count: int, stride: int) -> Tensor:
+    """Element `start` of every window along `axis`: a strided slice of that axis."""
+    starts, ends, steps = [0] * t.rank, list(t.shape), [1] * t.rank
+    starts[axis], ends[axis], steps[axis] = start, start + (count - 1) * stride + 1, stride
+    return c.g.op(SliceOp, t, starts=starts, ends=ends, steps=steps)
 
 
 def _counts(spatial, window: Window, out, extra, count_include_pad: bool) -> np.ndarray:

@@ -99,6 +99,12 @@ CASES = {
         "R = RMSNormalization <axis = -2> (X, S) }",
         [rand(2, 3, 4), rand(1, 4, seed=1)],
     ),
+    "batch norm in training mode: rank 3, momentum, running statistics": (
+        header(15) + "g (float[4, 3, 5] X, float[3] S, float[3] B, float[3] M, float[3] V) => (float[4, 3, 5] Y, "
+        "float[3] RM, float[3] RV) { Y, RM, RV = BatchNormalization <training_mode = 1, momentum = 0.7, "
+        "epsilon = 0.01> (X, S, B, M, V) }",
+        [rand(4, 3, 5) * 2 + 1, rand(3, seed=1), rand(3, seed=2), rand(3, seed=3), np.abs(rand(3, seed=4))],
+    ),
     "pow with mixed types, variadic max, where, cast": (
         header() + "g (float[3] X, int32[3] K, float[3] Z, bool[3] c) => (float[3] P, float[3] M, float[3] W, int32[3] C) "
         "{ P = Pow (X, K) M = Max (X, Z, X) W = Where (c, X, Z) C = Cast <to = 6> (Z) }",
@@ -188,7 +194,10 @@ ERRORS = {
     "wrong attribute kind": ("Y = Softmax <axis = \"last\"> (X)", "2:52", CompileError, "attribute 'axis' must be int, got string"),
     "non-constant": ("Y = Reshape (X, X)", "2:52", CompileError, "input #1 ('shape') must be a constant, but it depends on graph input 'X'"),
     "shape rule": ("Y = Add (X, Z)", "2:52", CompileError, "'ge.add' op operands are not broadcast-compatible: 2x3 vs 4"),
-    "training": ("Y = BatchNormalization <training_mode = 1> (X, Z, Z, Z, Z)", "2:52", UnsupportedError, "training mode"),
+    "training": (
+        "r = Constant <value = float {0.5}> () t = Constant <value = bool {1}> () Y = Dropout (X, r, t)",
+        "2:125", UnsupportedError, "node #2 (Dropout, output 'Y'): training mode is not supported",
+    ),
     "3-D conv": ("Y = Conv (X, X)", "2:52", CompileError, "rank 3 or 4"),
 }
 

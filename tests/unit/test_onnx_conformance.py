@@ -1,9 +1,11 @@
 """ONNX's own backend node test cases for every supported op, imported and run by
-the reference interpreter (bench/onnx_conformance.py prints the table).
+the reference interpreter and, compiled with ge-compile, by the NPU simulator
+(bench/onnx_conformance.py prints the table); the cases of unsupported ops are
+refused cleanly.
 
 Every case must pass or be refused cleanly as unsupported, for a reason of a
-known kind (each is listed in the README); at least 95% of the cases in scope
-pass (here: all of them)."""
+known kind (each is listed in the README); at least 95% of all the cases of the
+supported ops pass, refused ones counted in the denominator."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from gecomp.frontend.conformance import (  # noqa: E402
     UNSUPPORTED,
     pass_rates,
     run_conformance,
+    run_refusals,
     summarize,
     total_row,
 )
@@ -26,11 +29,12 @@ from gecomp.frontend.converters import CONVERTERS  # noqa: E402
 
 # Why a case may be refused; a new kind must be looked at and listed in the README.
 KNOWN_REFUSALS = re.compile(
-    r"has element type (bfloat16|float8\w*|float4e2m1|u?int[24]|u?int16|uint(8|32|64)|string)"
-    r"|training mode is not supported"
-    r"|the Indices output is not supported"
+    r"\(Dropout, output '\w+'\): training mode is not supported"
+    r"|\(MaxPool, output '\w+'\): the Indices output is not supported"
     r"|is an? (sequence|optional)"
 )
+
+TARGET = 0.95
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +59,31 @@ def test_every_supported_op_has_cases_and_the_target_is_met(results):
     assert covered == set(CONVERTERS)
     assert total.cases >= 450
     overall, in_scope = pass_rates(total)
-    assert in_scope >= 0.95
-    assert total.passed >= 330
+    assert overall >= TARGET and in_scope == 1.0
     multi = next(r for r in rows if r.op_type == MULTI_NODE)
     assert multi.cases >= 80 and multi.passed == multi.cases
+
+
+def test_npu_backend_meets_the_target():
+    """Every case through ge-compile and the NPU simulator (one test: ~30 s)."""
+    results = run_conformance("npu", multi_node=True)
+    single = [r for r in results if r.op_type != MULTI_NODE]
+    assert [f"{r.name}: {r.reason}" for r in single if r.status == FAILED] == []
+    assert [r.name for r in single if r.status == UNSUPPORTED and not KNOWN_REFUSALS.search(r.reason)] == []
+    rows = summarize(results)
+    total = total_row(rows)
+    assert total.cases >= 450 and pass_rates(total)[0] >= TARGET
+    # Multi-node graphs may only fail where the NPU has no unit for the element type
+    # (f64 attention: the cube takes f16 and f32), a one-line compile error.
+    multi = [r for r in results if r.op_type == MULTI_NODE]
+    assert [r.reason for r in multi if r.status != "passed" and "has no NPU kernel" not in r.reason] == []
+    assert sum(r.status == "passed" for r in multi) >= TARGET * len(multi)
+
+
+def test_unsupported_ops_are_refused_cleanly():
+    refusals = run_refusals()
+    assert len(refusals) >= 1000
+    assert [f"{r.name}: {r.reason}" for r in refusals if r.status != UNSUPPORTED] == []
 
 
 def test_backends_by_name():
