@@ -8,11 +8,13 @@ read a verifier's message.
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from hypothesis import settings
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region
@@ -25,6 +27,14 @@ from gecomp.dialects.ge import GEOp
 from gecomp.dialects.ge.base import to_attribute
 from gecomp.simulator.compare import worst_mismatch
 from gecomp.simulator.reference import run_reference
+
+
+# Property tests draw the same cases on every run, so a CI run is reproducible and
+# a red one is a regression, not a newly drawn case. Set GECOMP_EXPLORE=1 to draw
+# new cases (and add any failure found to the test as an @example).
+settings.register_profile("reproducible", derandomize=True, print_blob=True)
+settings.register_profile("explore", print_blob=True)
+settings.load_profile("explore" if os.environ.get("GECOMP_EXPLORE") else "reproducible")
 
 
 def pytest_make_parametrize_id(config, val, argname):

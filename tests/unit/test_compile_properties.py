@@ -9,6 +9,7 @@ tiling, tails and multi-core splits.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from random_graphs import RandomGraph, graphs
@@ -48,3 +49,39 @@ def compile_and_compare(g: RandomGraph, pipeline: str) -> None:
 @given(graphs(max_ops=5, element_types=("f16", "f32"), max_elements=256))
 def test_compiled_graphs_match_the_reference(mode: str, g: RandomGraph):
     compile_and_compare(g, PIPELINES[mode])
+
+
+# Cases the property test once found (kept so they are run on every change).
+FOUND = [
+    # an f32 convolution: the cube kernel took f16 only
+    (
+        """builtin.module {
+  func.func @main(%0: tensor<1x1x1x1xf32>) -> tensor<1x1x1x1xf32> {
+    %1 = ge.const dense<0.125730217> : tensor<1x1x1x1xf32>
+    %2 = ge.conv2d %0, %1 : (tensor<1x1x1x1xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x1xf32>
+    func.return %2 : tensor<1x1x1x1xf32>
+  }
+}""",
+        [np.array([[[[1.117622]]]], dtype=np.float32)],
+    ),
+    # layer_norm of a splat constant inside a group: the group took the constant for a tile
+    (
+        """builtin.module {
+  func.func @main(%0: tensor<2xf16>, %1: tensor<2xf16>) -> tensor<2xf16> {
+    %2 = ge.const dense<0.000000e+00> : tensor<2xf16>
+    %3 = ge.layer_norm %2, %0, %1 {axis = 0} : (tensor<2xf16>, tensor<2xf16>, tensor<2xf16>) -> tensor<2xf16>
+    %4 = ge.abs %3 : (tensor<2xf16>) -> tensor<2xf16>
+    %5 = ge.abs %4 : (tensor<2xf16>) -> tensor<2xf16>
+    func.return %5 : tensor<2xf16>
+  }
+}""",
+        [np.array([1.117, -1.387], dtype=np.float16), np.array([-0.4265, -0.8037], dtype=np.float16)],
+    ),
+]
+
+
+@pytest.mark.parametrize("mode", sorted(PIPELINES))
+@pytest.mark.parametrize("index", range(len(FOUND)))
+def test_graphs_found_earlier_match_the_reference(mode: str, index: int):
+    text, inputs = FOUND[index]
+    compile_and_compare(RandomGraph(text, tuple(inputs), frozenset()), PIPELINES[mode])
