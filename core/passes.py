@@ -133,8 +133,28 @@ def parse_pass_pipeline(text: str) -> list[ModulePass]:
         try:
             result.append(pass_class.from_pass_spec(spec))
         except (ValueError, TypeError, ArgSpecParseError) as e:
-            raise CompileError(f"bad options for pass '{spec.name}': {_first_line(e)}") from None
+            reason = _mistyped_option(pass_class, spec) or _first_line(e)
+            raise CompileError(f"bad options for pass '{spec.name}': {reason}") from None
     return result
+
+
+_TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _mistyped_option(pass_class, spec) -> str | None:
+    """'option streams expects an integer, got x' for the first option whose value
+    is not of its field's type (judged by the field's default), if any."""
+    defaults = {f.name.replace("_", "-"): f.default for f in dataclasses.fields(pass_class)}
+    for option, values in spec.parameters.items():
+        expected = type(defaults.get(option.replace("_", "-"), None))
+        if expected not in _TYPE_NAMES:
+            continue
+        for value in values:
+            ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
+            if not ok and not (expected is float and isinstance(value, int) and not isinstance(value, bool)):
+                shown = str(value).lower() if isinstance(value, bool) else value
+                return f"option '{option}' expects {_TYPE_NAMES[expected]}, got '{shown}'"
+    return None
 
 
 def _without_separator_spaces(text: str) -> str:
