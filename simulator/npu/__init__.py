@@ -13,6 +13,8 @@ How it is built (one concept per file):
   event ids);
 * `core.py`: one core running one block: in-order pipes fed by the scalar unit,
   flags, deadlock detection;
+* `lockstep.py`: the blocks of a launch simulated side by side, so that the
+  cores meet the shared HBM and L2 in cycle order;
 * `hazards.py`: race detection with vector clocks over the pipes;
 * `costs.py`: the cost model in closed form; `hbm.py`: the HBM all cores share;
   `l2.py`: the L2 cache in front of it (presets with an `[l2]` table);

@@ -11,16 +11,13 @@ HBM rate, holds them. Consequences:
 * an unloaded transfer takes exactly its closed-form time (`costs.py`);
 * the bytes booked in any window never exceed its capacity, so any stretch of
   GM traffic takes at least bytes / HBM bandwidth (the roofline's memory term);
-* cores are simulated one after another, so earlier-simulated cores book first:
-  a priority, not a fair share. When the cores of a launch together want more
-  than the HBM gives for the whole launch (a streaming kernel on every core),
-  the last-simulated ones starve until the first finish, then run with the HBM
-  partly idle: the 16M-element add reaches 77% of its bandwidth bound where a
-  fair arbiter would give ~87%. Capping every core at an equal share per window
-  fixes that but is not work-conserving: a matmul's first-simulated core pays
-  the L2 misses of panels the others then hit (`l2.py`), and held to 1/32 of the
-  HBM it becomes the critical path (2048^3 at 54% of the cube peak instead of
-  81%). A work-conserving fair share needs the cores simulated in lockstep.
+* the window serves whoever books first, so the order of booking is the
+  arbitration: the blocks of a launch are simulated side by side, handing over
+  at GM transfers so that bookings arrive in (nearly) cycle order
+  (`lockstep.py`). Cores streaming at once then share the HBM fairly and a core
+  alone gets all it can take (the 16M-element add at 96% of its bandwidth
+  bound; simulated one block after another it was 77%, the last cores starving
+  until the first had finished).
 """
 
 from __future__ import annotations

@@ -35,6 +35,8 @@ schedule from below, which is what the report's roofline uses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..hardware import HardwarePreset
@@ -103,6 +105,8 @@ class GlobalMemory:
     def __init__(self, hw: HardwarePreset):
         self.hbm = SharedHbm(hw.hbm_bytes_per_cycle)
         self.l2 = L2Cache(hw.l2_bytes, hw.l2_bytes_per_cycle, hw.l2_sector_bytes) if hw.l2_bytes else None
+        self.pace: Callable[[int], None] = lambda cycle: None
+        """Called with a transfer's start cycle before it books memory (`lockstep.py`)."""
 
     def transfer(
         self, start: int, cycles: int, moved: int, starts: np.ndarray | None, run_bytes: int, writes: bool
@@ -110,6 +114,7 @@ class GlobalMemory:
         """A GM transfer of `moved` bytes over `cycles` cycles from `start` (unloaded);
         `starts` are the byte addresses of its runs of `run_bytes` on the GM side.
         Returns (when its data phase ends, HBM bytes, L2 hit bytes, compulsory bytes)."""
+        self.pace(start)
         if self.l2 is None or starts is None:
             return self.hbm.transfer(start, cycles, moved), moved, 0, moved if not writes else 0
         sectors = self.l2.sectors(starts, run_bytes)

@@ -20,7 +20,9 @@ Timing: a launch starts `launch.kernel_launch_us` after its stream is ready (its
 previous launch finished, and every event it waits for was reached); its blocks
 go to the cores that become free first (block i starts when both the launch and
 its core are ready), so kernels on different streams overlap while cores are
-free. A stream is ready again when its last block ends.
+free. A stream is ready again when its last block ends. The blocks of a launch
+are simulated side by side (`lockstep.py`), each core with local memory of its
+own; launches are simulated one after another.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from ..hardware import HardwarePreset
 from ..signature import npu_argument_roles
 from .hazards import describe
 from .l2 import GlobalMemory
+from .lockstep import Block, Lockstep
 from .program import KernelProgram, LocalMemory, decode_kernel
 
 ARG_ALIGNMENT = 512
@@ -119,7 +122,7 @@ class HostPlan:
         self.main = main
         self.hw = hw
         self.programs: dict[str, KernelProgram] = {}
-        self._memory = memory
+        self.memory = memory
         self.buffers: list[GmBuffer] = []
         self.steps: list[Launch | EventStep] = []
         self.arena_bytes = 0
@@ -132,7 +135,7 @@ class HostPlan:
     def program(self, kernel: npu.KernelOp) -> KernelProgram:
         name = kernel.sym_name.data
         if name not in self.programs:
-            self.programs[name] = decode_kernel(kernel, self.hw, self._memory)
+            self.programs[name] = decode_kernel(kernel, self.hw, self.memory)
         return self.programs[name]
 
     def _read_plan(self) -> None:
@@ -367,7 +370,17 @@ class HostPlan:
 def run_plan(plan: HostPlan, check_races: bool, trace: bool, recorder) -> int:
     """Execute the plan; `recorder` collects per-launch results. Returns total cycles."""
     hw = plan.hw
-    memory = plan.local_memory()
+    memories = [plan.local_memory() for _ in range(hw.core_count)]
+    lockstep = Lockstep()
+    plan.memory.pace = lockstep.pace
+    try:
+        return _run_steps(plan, memories, lockstep, check_races, trace, recorder)
+    finally:
+        lockstep.close()
+
+
+def _run_steps(plan: HostPlan, memories, lockstep: Lockstep, check_races: bool, trace: bool, recorder) -> int:
+    hw = plan.hw
     cores = [(0, c) for c in range(hw.core_count)]
     heapq.heapify(cores)
     ready: dict[int, int] = defaultdict(int)
@@ -379,17 +392,64 @@ def run_plan(plan: HostPlan, check_races: bool, trace: bool, recorder) -> int:
             else:
                 ready[step.stream] = max(ready[step.stream], reached[step.event])
             continue
-        program = step.program
-        program.bind_locals(memory)
-        program.bind_arguments([b.array for b in step.args], [b.address for b in step.args])
+        step.program.bind_arguments([b.array for b in step.args], [b.address for b in step.args])
         start = ready[step.stream] + hw.kernel_launch_cycles
-        blocks = []
-        for block_idx in range(step.block_dim):
-            free, core_id = heapq.heappop(cores)
-            core = program.run_block(block_idx, step.block_dim, max(start, free), check_races, trace)
-            end = max(core.s_time, *core.pipe_free)
-            heapq.heappush(cores, (end, core_id))
-            blocks.append((core_id, max(start, free), end, core))
+        blocks = _run_launch(step, start, cores, memories, lockstep, check_races, trace)
         ready[step.stream] = max(end for _, _, end, _ in blocks)
         recorder(step, start, blocks)
     return max(ready.values(), default=0)
+
+
+def _run_launch(
+    step: Launch,
+    start: int,
+    cores: list[tuple[int, int]],
+    memories: list[LocalMemory],
+    lockstep: Lockstep,
+    check_races: bool,
+    trace: bool,
+) -> list[tuple[int, int, int, object]]:
+    """Run the blocks of one launch, each on the core that frees first (`cores` is a
+    heap of (free cycle, core id), updated), side by side (`lockstep.py`). Returns
+    (core id, start, end, Core) per block, in block order."""
+    program = step.program
+    initial_regs = list(program.regs)
+    order = iter(range(step.block_dim))
+    placed: dict[Block, tuple[int, int, int]] = {}
+
+    def place(block_idx: int) -> Block:
+        free, core_id = heapq.heappop(cores)
+        begin = max(start, free)
+        saved = list(initial_regs)
+
+        def enter() -> None:
+            program.regs[:] = saved
+            program.bind_locals(memories[core_id])
+
+        def leave() -> None:
+            saved[:] = program.regs
+
+        block = Block(
+            core_id, begin, lambda: program.run_block(block_idx, step.block_dim, begin, check_races, trace), enter, leave
+        )
+        placed[block] = (block_idx, core_id, begin)
+        return block
+
+    def finished(block: Block) -> Block | None:
+        core = block.result
+        heapq.heappush(cores, (max(core.s_time, *core.pipe_free), placed[block][1]))
+        block_idx = next(order, None)
+        return None if block_idx is None else place(block_idx)
+
+    first = [place(i) for _, i in zip(range(len(cores)), order)]
+    if step.block_dim == 1:  # nothing to share the HBM with
+        first[0].enter()
+        first[0].result = first[0].run()
+        finished(first[0])
+    else:
+        lockstep.run(first, finished)
+    results = []
+    for block, (block_idx, core_id, begin) in sorted(placed.items(), key=lambda item: item[1][0]):
+        core = block.result
+        results.append((core_id, begin, max(core.s_time, *core.pipe_free), core))
+    return results

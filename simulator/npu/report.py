@@ -60,6 +60,7 @@ class KernelRecord:
     instructions: int
     core_cycles: int  # sum of block durations
     cores: list[int]
+    block_spans: list[tuple[int, int, int]]  # (start, core id, end) per block, in block order
 
     @classmethod
     def of(cls, name: str, stream: int, block_dim: int, start: int, blocks) -> "KernelRecord":
@@ -80,6 +81,7 @@ class KernelRecord:
             sum(core.count for *_, core in blocks),
             sum(end - begin for _, begin, end, _ in blocks),
             [core_id for core_id, *_ in blocks],
+            [(begin, core_id, end) for core_id, begin, end, _ in blocks],
         )
 
     @property

@@ -1,0 +1,175 @@
+"""The blocks of a launch simulated side by side, so that the cores meet the shared
+HBM and L2 in time order.
+
+A core's timing is decided instruction by instruction (`core.py`), and the HBM
+books each GM transfer first-come (`hbm.py`). Simulating one block to its end
+before the next would let the first-simulated cores take the whole HBM and
+starve the others: a priority nobody built. Here every block of a launch runs
+in a thread of its own, but only one thread runs at a time: before a GM
+transfer books the memory at cycle t, its block hands over to the block that
+waits at the earliest cycle if that one is more than `QUANTUM` cycles behind.
+The bookings thus reach the HBM in (nearly) the order of their cycles, and the
+first-come windows of `hbm.py` become a fair, work-conserving arbiter: the cores
+that stream at once share the bandwidth, a core alone gets all it can take, and
+an L2 miss is paid by whichever core reaches the line first in simulated time.
+
+The threads are only a way to keep each block's Python stack (a block may stop
+mid-loop, mid-instruction); nothing runs in parallel, and the hand-over order
+depends only on simulated cycles, so a simulation is deterministic. What a block
+keeps outside its stack is swapped on every hand-over by its `Block` callbacks:
+the kernel's scalar registers and the core's local memory.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+QUANTUM = 256
+"""How far (cycles) a block may run ahead of the earliest waiting block before it
+hands over: two HBM booking windows, so that bookings land in their windows in
+time order while hand-overs stay rare (one per few transfers)."""
+
+
+class _Aborted(BaseException):
+    """Unwinds a parked block when another block failed."""
+
+
+@dataclass(eq=False)
+class Block:
+    """One block to run on core `core`: `run()` returns its result; `enter()` makes the
+    shared kernel state this block's (called whenever it gets the turn), `leave()`
+    saves it."""
+
+    core: int
+    start: int
+    run: Callable[[], object]
+    enter: Callable[[], None]
+    leave: Callable[[], None]
+    result: object = None
+    cancelled: bool = False  # another block failed: unwind instead of going on
+
+
+class _Worker:
+    """The thread of one core, alive for a whole simulation: a BLAS library keeps
+    per-thread buffers, so a thread per block would pay their setup every launch."""
+
+    def __init__(self, lockstep: "Lockstep", core: int):
+        self.turn = threading.Semaphore(0)
+        self.block: Block | None = None
+        self.thread = threading.Thread(target=lockstep._serve, args=(self,), name=f"core {core}", daemon=True)
+        self.thread.start()
+
+
+class Lockstep:
+    """Runs blocks as described in the module docstring. `pace(cycle)` is the hook a
+    GM transfer calls before it books memory; outside `run` it does nothing. `close()`
+    ends the threads."""
+
+    def __init__(self, quantum: int = QUANTUM):
+        self.quantum = quantum
+        self._workers: dict[int, _Worker] = {}
+        self._waiting: list[tuple[int, int, Block]] = []
+        self._current: Block | None = None
+        self._finished = threading.Semaphore(0)
+        self._error: BaseException | None = None
+        self._closed = False
+        self._seq = 0
+        self._next_block: Callable[[Block], Block | None] = lambda block: None
+        self._errstate = np.geterr()
+
+    def pace(self, cycle: int) -> None:
+        block = self._current
+        if block is None or not self._waiting or cycle <= self._waiting[0][0] + self.quantum:
+            return
+        block.leave()
+        self._park(block, cycle)
+        self._hand_over()
+        self._wait_turn(self._workers[block.core])
+        block.enter()
+
+    def run(self, blocks: list[Block], next_block: Callable[[Block], Block | None]) -> None:
+        """Run `blocks` (on distinct cores), and every block `next_block(finished)`
+        returns as a core frees, to their ends; the first error of any block is raised
+        here."""
+        self._next_block = next_block
+        for block in blocks:
+            self._park(block, block.start)
+        self._hand_over()
+        self._finished.acquire()
+        self._next_block = lambda block: None
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def close(self) -> None:
+        self._closed = True
+        for worker in self._workers.values():
+            worker.turn.release()
+        for worker in self._workers.values():
+            worker.thread.join()
+        self._workers.clear()
+
+    # ---- the threads -------------------------------------------------------------------
+
+    def _serve(self, worker: _Worker) -> None:
+        np.seterr(**self._errstate)
+        while True:
+            worker.turn.acquire()
+            if self._closed:
+                return
+            if not worker.block.cancelled:
+                self._run_block(worker.block)
+
+    def _run_block(self, block: Block) -> None:
+        try:
+            block.enter()
+            block.result = block.run()
+            follower = self._next_block(block)
+        except _Aborted:
+            return
+        except BaseException as error:  # handed to the thread that called run()
+            self._abort(error)
+            return
+        if follower is not None:
+            self._park(follower, follower.start)
+        self._hand_over()
+
+    def _park(self, block: Block, cycle: int) -> None:
+        if block.core not in self._workers:
+            self._workers[block.core] = _Worker(self, block.core)
+        self._seq += 1
+        heapq.heappush(self._waiting, (cycle, self._seq, block))
+
+    def _hand_over(self) -> None:
+        """Give the turn to the earliest waiting block, or end the run."""
+        if not self._waiting:
+            self._current = None
+            self._finished.release()
+            return
+        _, _, block = heapq.heappop(self._waiting)
+        self._current = block
+        worker = self._workers[block.core]
+        worker.block = block
+        worker.turn.release()
+
+    def _wait_turn(self, worker: _Worker) -> None:
+        worker.turn.acquire()
+        if worker.block.cancelled:
+            raise _Aborted
+
+    def _abort(self, error: BaseException) -> None:
+        """Cancel every waiting block (each unwinds on its own thread) and wake run()."""
+        self._error = error
+        waiting, self._waiting = self._waiting, []
+        for _, _, block in waiting:
+            block.cancelled = True
+            worker = self._workers[block.core]
+            worker.block = block
+            worker.turn.release()
+        self._current = None
+        self._finished.release()
