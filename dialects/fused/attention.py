@@ -28,22 +28,19 @@ from xdsl.irdl import (
     operand_def,
     opt_operand_def,
     result_def,
-    traits_def,
 )
-from xdsl.traits import Pure
 
 from ...core import dtypes
-from ..ge import BatchMatmulOp, DropoutOp, SoftmaxOp
+from ..ge import BatchMatmulOp
 from ..ge.base import Kind, attr, fail, like, require_float, same_element_type, shape_of
 from .base import (
     FusedOp,
-    apply_mask,
     by_name,
     ge_compute,
+    masked_softmax,
     operand,
     require_dropout_ratio,
     require_mask,
-    scale_by,
 )
 
 LAYOUTS = ("BNSD", "BSH")
@@ -98,7 +95,6 @@ class FlashAttentionOp(FusedOp):
     scale = attr(Kind.FLOAT, 1.0)
     mask_value = attr(Kind.FLOAT, 0.0)
     dropout = attr(Kind.FLOAT, 0.0)
-    traits = traits_def(Pure())
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     @classmethod
@@ -126,8 +122,7 @@ class FlashAttentionOp(FusedOp):
         if a.layout == "BSH":
             q, k, v = (_to_bnsd(x, a.num_heads) for x in (q, k, v))
         scores = ge_compute(BatchMatmulOp, [q, k], transpose_a=False, transpose_b=True)
-        scores = apply_mask(scale_by(scores, a.scale), operand(t, "mask"), a.mask_value)
-        probs = ge_compute(DropoutOp, [ge_compute(SoftmaxOp, [scores], axis=-1)], ratio=a.dropout)
+        probs = masked_softmax(scores, operand(t, "mask"), a, axis=-1)
         out = ge_compute(BatchMatmulOp, [probs, v], transpose_a=False, transpose_b=False)
         return _from_bnsd(out) if a.layout == "BSH" else out
 

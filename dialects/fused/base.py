@@ -39,20 +39,24 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import OptionalDef
+from xdsl.irdl import OptionalDef, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import Pure
 
 from ...core import dtypes
-from ..ge import AddOp, GeluOp, GEOp, MulOp, ReluOp, SiluOp, WhereOp
-from ..ge.base import _with_declared_encodings, fail, shape_of, to_attribute
+from ..ge import AddOp, DropoutOp, GeluOp, GEOp, MulOp, ReluOp, SiluOp, SoftmaxOp, WhereOp
+from ..ge.base import _with_declared_encodings, as_type_list, fail, shape_of, to_attribute
 
 # ---- optional operands ------------------------------------------------------------------
 
 
 class FusedOp(GEOp):
     """Base class of the named fused ops: a `GEOp` whose optional operands follow
-    the convention in this module's docstring."""
+    the convention in this module's docstring. Every named fused op is pure: it
+    stands for a subgraph of pure `ge` ops."""
+
+    traits = traits_def(Pure())
 
     @classmethod
     def operand_names(cls) -> tuple[str, ...]:
@@ -96,11 +100,9 @@ class FusedOp(GEOp):
         values = cls._complete_attrs(kwargs)
         cls._check_choices(values)
         namespace = SimpleNamespace(**values, operands=present)
-        inferred = cls.infer([given[n].type for n in present], namespace, None)
-        inferred = [inferred] if isinstance(inferred, TensorType) else list(inferred)
+        inferred = as_type_list(cls.infer([given[n].type for n in present], namespace, None))
         if result_type is not None:
-            declared = [result_type] if isinstance(result_type, TensorType) else list(result_type)
-            inferred = _with_declared_encodings(inferred, declared)
+            inferred = _with_declared_encodings(inferred, as_type_list(result_type))
         return cls.build(
             operands=cls._grouped(given),
             result_types=inferred,
@@ -131,17 +133,10 @@ class FusedOp(GEOp):
                 parser.pos,
             )
         optional = cls._parse_optional_operands(parser)
+        unresolved = required + [u for _, u in optional]
         attr_pos = parser.pos
         written = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        type_pos = parser.pos
-        function_type = parser.parse_function_type()
-        inputs, outputs = function_type.inputs.data, function_type.outputs.data
-        unresolved = required + [u for _, u in optional]
-        if len(inputs) != len(unresolved):
-            parser.raise_error(
-                f"{cls.name} has {len(unresolved)} operands but its type lists {len(inputs)}", type_pos, parser.pos
-            )
+        inputs, outputs, type_pos = cls._parse_function_type(parser, len(unresolved))
         results = len(cls.get_irdl_definition().results)
         if len(outputs) != results:
             parser.raise_error(
@@ -247,6 +242,14 @@ def apply_mask(scores: np.ndarray, mask: np.ndarray | None, mask_value: float) -
     if mask.dtype == np.bool_:
         return ge_compute(WhereOp, [mask, scores, np.asarray(mask_value, dtype=scores.dtype)])
     return ge_compute(AddOp, [scores, mask])
+
+
+def masked_softmax(scores: np.ndarray, mask: np.ndarray | None, a: SimpleNamespace, axis: int) -> np.ndarray:
+    """`dropout(softmax(mask(scores * scale)))` along `axis`, with the op's `scale`,
+    `mask_value` and `dropout` attributes: `fused.softmax`'s semantics, which is
+    also the middle of `fused.flash_attention`, so the two cannot drift apart."""
+    scores = apply_mask(scale_by(scores, a.scale), mask, a.mask_value)
+    return ge_compute(DropoutOp, [ge_compute(SoftmaxOp, [scores], axis=axis)], ratio=a.dropout)
 
 
 def add_all(x: np.ndarray, *terms: np.ndarray | None) -> np.ndarray:

@@ -18,9 +18,7 @@ from xdsl.irdl import (
     operand_def,
     opt_operand_def,
     result_def,
-    traits_def,
 )
-from xdsl.traits import Pure
 
 from ..ge import BatchMatmulOp, Conv2DOp, MatmulOp, MulOp
 from ..ge.base import Kind, attr, fail, like, same_element_type, shape_of
@@ -70,7 +68,6 @@ def _matmul_epilogue_types(t, a) -> TensorType:
 class _MatmulAttrs(FusedOp):
     transpose_a = attr(Kind.BOOL, False)
     transpose_b = attr(Kind.BOOL, False)
-    traits = traits_def(Pure())
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
 
@@ -116,7 +113,6 @@ class Conv2DBiasActOp(FusedOp):
     dilations = attr(Kind.INTS, (1, 1))
     groups = attr(Kind.INT, 1)
     act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
-    traits = traits_def(Pure())
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     @classmethod
@@ -162,7 +158,6 @@ class FusedBatchMatmulOp(FusedOp):
     transpose_b = attr(Kind.BOOL, False)
     scale = attr(Kind.FLOAT, 1.0)
     mask_value = attr(Kind.FLOAT, 0.0)
-    traits = traits_def(Pure())
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     @classmethod

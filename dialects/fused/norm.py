@@ -20,12 +20,10 @@ from xdsl.irdl import (
     operand_def,
     opt_operand_def,
     result_def,
-    traits_def,
 )
-from xdsl.traits import Pure
 
 from ...core import dtypes
-from ..ge import AddOp, DropoutOp, LayerNormOp, MulOp, RMSNormOp, SiluOp, SoftmaxOp
+from ..ge import AddOp, LayerNormOp, MulOp, RMSNormOp, SiluOp, SoftmaxOp
 from ..ge.base import (
     Kind,
     attr,
@@ -37,15 +35,15 @@ from ..ge.base import (
     same_element_type,
     shape_of,
 )
+from ..ge.normalization import require_positive_epsilon
 from .base import (
     FusedOp,
-    apply_mask,
     by_name,
     ge_compute,
+    masked_softmax,
     operand,
     require_dropout_ratio,
     require_mask,
-    scale_by,
 )
 
 NORMS = {"layer_norm": (LayerNormOp, ("gamma", "beta")), "rms_norm": (RMSNormOp, ("gamma",))}
@@ -54,8 +52,7 @@ NORMS = {"layer_norm": (LayerNormOp, ("gamma", "beta")), "rms_norm": (RMSNormOp,
 
 def require_norm_parameters(norm: str, shape: Sequence[int], t: SimpleNamespace, epsilon: float, axis: int) -> None:
     """gamma (and beta) have the normalised shape, dims [axis, rank) of `shape`."""
-    if not epsilon > 0:
-        raise fail(f"epsilon must be positive, got {epsilon}")
+    require_positive_epsilon(epsilon)
     normalized = tuple(shape[normalize_axis(axis, len(shape)) :])
     for name in NORMS[norm][1]:
         parameter = getattr(t, name)
@@ -81,7 +78,6 @@ class _AddNormOp(FusedOp):
     sum = result_def(TensorType)
     axis = attr(Kind.INT, -1)
     epsilon = attr(Kind.FLOAT, 1e-5)
-    traits = traits_def(Pure())
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -136,7 +132,6 @@ class FusedSoftmaxOp(FusedOp):
     scale = attr(Kind.FLOAT, 1.0)
     mask_value = attr(Kind.FLOAT, 0.0)
     dropout = attr(Kind.FLOAT, 0.0)
-    traits = traits_def(Pure())
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     @classmethod
@@ -150,9 +145,7 @@ class FusedSoftmaxOp(FusedOp):
     @classmethod
     def compute(cls, inputs, a, result_types):
         t = by_name(inputs, a)
-        scores = apply_mask(scale_by(t.input, a.scale), operand(t, "mask"), a.mask_value)
-        probs = ge_compute(SoftmaxOp, [scores], axis=a.axis)
-        return ge_compute(DropoutOp, [probs], ratio=a.dropout)
+        return masked_softmax(t.input, operand(t, "mask"), a, axis=a.axis)
 
 
 @irdl_op_definition
@@ -163,7 +156,6 @@ class SwigluOp(FusedOp):
     gate = operand_def(TensorType)
     up = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
 
     @classmethod
     def infer(cls, types, a, declared):

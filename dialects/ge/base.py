@@ -224,10 +224,9 @@ class GEOp(IRDLOperation):
         types = [v.type for v in operand_values]
         declared = None
         if result_type is not None:
-            declared = [result_type] if isinstance(result_type, TensorType) else list(result_type)
+            declared = as_type_list(result_type)
         cls._check_choices(values)
-        results = cls.infer(types, cls._namespace(values), declared)
-        results = [results] if isinstance(results, TensorType) else list(results)
+        results = as_type_list(cls.infer(types, cls._namespace(values), declared))
         if declared is not None:
             results = _with_declared_encodings(results, declared)
         return cls.build(
@@ -275,8 +274,7 @@ class GEOp(IRDLOperation):
             if isinstance(t, TensorType) and any(d < 0 for d in t.get_shape()):
                 raise VerifyException(f"dynamic dimensions are not supported, got {t}")
         declared = list(self.result_types)
-        inferred = self.infer(list(self.operand_types), values, declared)
-        inferred = [inferred] if isinstance(inferred, TensorType) else list(inferred)
+        inferred = as_type_list(self.infer(list(self.operand_types), values, declared))
         if len(inferred) != len(declared):
             raise VerifyException(f"expected {len(inferred)} results, got {len(declared)}")
         for i, (want, got) in enumerate(zip(inferred, declared)):
@@ -331,16 +329,7 @@ class GEOp(IRDLOperation):
                 operands.append(parser.parse_unresolved_operand())
         attr_pos = parser.pos
         written = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        type_pos = parser.pos
-        function_type = parser.parse_function_type()
-        inputs, outputs = function_type.inputs.data, function_type.outputs.data
-        if len(inputs) != len(operands):
-            parser.raise_error(
-                f"{cls.name} has {len(operands)} operands but its type lists {len(inputs)}",
-                type_pos,
-                parser.pos,
-            )
+        inputs, outputs, type_pos = cls._parse_function_type(parser, len(operands))
         definition = cls.get_irdl_definition()
         for defs, count, noun in (
             (definition.operands, len(inputs), "operand"),
@@ -359,6 +348,25 @@ class GEOp(IRDLOperation):
             properties=properties,
             attributes=attributes,
         )
+
+    @classmethod
+    def _parse_function_type(
+        cls, parser: Parser, operand_count: int
+    ) -> tuple[Sequence[Attribute], Sequence[Attribute], int]:
+        """`: (inputs) -> outputs` after the operands and attributes: the input and
+        output types and where they start (for errors about them), checking that
+        the type lists one type per operand written."""
+        parser.parse_punctuation(":")
+        type_pos = parser.pos
+        function_type = parser.parse_function_type()
+        inputs, outputs = function_type.inputs.data, function_type.outputs.data
+        if len(inputs) != operand_count:
+            parser.raise_error(
+                f"{cls.name} has {operand_count} operands but its type lists {len(inputs)}",
+                type_pos,
+                parser.pos,
+            )
+        return inputs, outputs, type_pos
 
     @classmethod
     def _split_written_attrs(
@@ -432,6 +440,12 @@ def _to_storage(value: np.ndarray, t: TensorType) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         # Not np.ascontiguousarray: it turns a rank-0 result into shape (1,).
         return np.asarray(value.astype(dtype, copy=False), order="C")
+
+
+def as_type_list(types: TensorType | Sequence[TensorType]) -> list[TensorType]:
+    """One result type or several as a list: `infer` and the builders' `result_type`
+    take either, so that single-result ops need no brackets."""
+    return [types] if isinstance(types, TensorType) else list(types)
 
 
 def _with_declared_encodings(results: list[TensorType], declared: list[TensorType]) -> list[TensorType]:

@@ -49,17 +49,27 @@ def _matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) 
     return np.matmul(a, b)
 
 
-@irdl_op_definition
-class MatmulOp(GEOp):
-    """`lhs x rhs` of 2-D tensors, each optionally transposed: (M, K) x (K, N) -> (M, N)."""
+class MatrixProductOp(GEOp):
+    """`lhs x rhs` over the last two dims, each optionally transposed; the
+    subclasses say which ranks they take and what the leading dims become."""
 
-    name = "ge.matmul"
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
     transpose_a = attr(Kind.BOOL, False)
     transpose_b = attr(Kind.BOOL, False)
     traits = traits_def(Pure(), Canonicalize())
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        return _matmul(*inputs, a.transpose_a, a.transpose_b)
+
+
+@irdl_op_definition
+class MatmulOp(MatrixProductOp):
+    """`lhs x rhs` of 2-D tensors, each optionally transposed: (M, K) x (K, N) -> (M, N)."""
+
+    name = "ge.matmul"
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -71,22 +81,12 @@ class MatmulOp(GEOp):
         m, n = _contract(shape_of(lhs), shape_of(rhs), a.transpose_a, a.transpose_b)
         return like(lhs, (m, n), element_type)
 
-    @classmethod
-    def compute(cls, inputs, a, result_types):
-        return _matmul(*inputs, a.transpose_a, a.transpose_b)
-
 
 @irdl_op_definition
-class BatchMatmulOp(GEOp):
+class BatchMatmulOp(MatrixProductOp):
     """Batched `lhs x rhs` over the last two dims; leading (batch) dims broadcast."""
 
     name = "ge.batch_matmul"
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-    transpose_a = attr(Kind.BOOL, False)
-    transpose_b = attr(Kind.BOOL, False)
-    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -99,10 +99,6 @@ class BatchMatmulOp(GEOp):
         m, n = _contract(ls, rs, a.transpose_a, a.transpose_b)
         batch = broadcast_shapes(ls[:-2], rs[:-2])
         return like(lhs, (*batch, m, n), element_type)
-
-    @classmethod
-    def compute(cls, inputs, a, result_types):
-        return _matmul(*inputs, a.transpose_a, a.transpose_b)
 
 
 # ---- windows ----------------------------------------------------------------------------

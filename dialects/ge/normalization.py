@@ -23,7 +23,8 @@ from .base import (
 )
 
 
-def _require_positive_epsilon(epsilon: float) -> None:
+def require_positive_epsilon(epsilon: float) -> None:
+    """The verifier's check of every normalisation's `epsilon` (the fused ones too)."""
     if not epsilon > 0:
         raise fail(f"epsilon must be positive, got {epsilon}")
 
@@ -51,7 +52,7 @@ class BatchNormOp(GEOp):
             raise fail(f"input must have rank >= 2 (N, C, ...), got {x}")
         require_float(x, "input")
         same_element_type(types)
-        _require_positive_epsilon(a.epsilon)
+        require_positive_epsilon(a.epsilon)
         for what, t in zip(("scale", "bias", "mean", "variance"), types[1:]):
             if shape_of(t) != (shape[1],):
                 raise fail(f"{what} must have shape ({shape[1]}) to match the channels, got {t}")
@@ -82,7 +83,7 @@ class _TrailingNormOp(GEOp):
         shape = shape_of(x)
         require_float(x, "input")
         same_element_type(types)
-        _require_positive_epsilon(a.epsilon)
+        require_positive_epsilon(a.epsilon)
         axis = normalize_axis(a.axis, len(shape))
         normalized = shape[axis:]
         for what, t in zip(cls._parameter_names(), types[1:]):
