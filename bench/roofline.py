@@ -11,6 +11,14 @@ bytes being every input and output once (A + B + C). "simulated" is the whole
 module's time as `ge-sim` reports it (kernel launches included), "kernels" the
 sum of its launches' own durations; achieved = roofline / simulated.
 
+"ports" is a second lower bound, from each core's own GM ports rather than the
+shared HBM: per launch, the busiest block's GM bytes per pipe at the per-core
+bandwidth of their paths (`port_cycles` in simulator/npu/report.py), summed over
+the launches. It exceeds the roofline where every core must re-read an operand
+(a matrix product with few rows reads all of A on every core); "of bound" =
+max(roofline, ports) / simulated says how close the kernels come to what their
+own data movement allows.
+
 Cases are entries of CASES: a name, the ge module (text), and the roofline (a
 function of the preset and the simulation report, so a case may bound itself
 by what its kernels did, e.g. a sum of per-kernel rooflines). Add rows there.
@@ -147,6 +155,7 @@ class Row:
     simulated: int
     kernels: int
     roofline: float
+    ports: float
     compile_s: float
     simulate_s: float
     check: str
@@ -154,6 +163,10 @@ class Row:
     @property
     def achieved(self) -> float:
         return self.roofline / self.simulated if self.simulated else 0.0
+
+    @property
+    def of_bound(self) -> float:
+        return max(self.roofline, self.ports) / self.simulated if self.simulated else 0.0
 
 
 def run_case(case: Case, hw: str, pipeline: str, check: bool, seed: int = 0) -> Row:
@@ -179,6 +192,7 @@ def run_case(case: Case, hw: str, pipeline: str, check: bool, seed: int = 0) -> 
         report.total_cycles,
         sum(k.cycles for k in report.kernels),
         case.roofline(load_preset(hw), report, module),
+        sum(k.port_cycles for k in report.kernels),
         compiled - start,
         simulated - compiled,
         verdict,
@@ -192,7 +206,10 @@ def main(argv=None) -> None:
     parser.add_argument("--pipeline", default="ge-compile")
     parser.add_argument("--check", action="store_true", help="compare with the reference and check races")
     args = parser.parse_args(argv)
-    header = f"{'case':<40}{'simulated':>11}{'kernels':>10}{'roofline':>10}{'achieved':>10}{'compile s':>11}{'sim s':>8}"
+    header = (
+        f"{'case':<40}{'simulated':>11}{'kernels':>10}{'roofline':>10}{'achieved':>10}{'ports':>8}{'of bound':>10}"
+        f"{'compile s':>11}{'sim s':>8}"
+    )
     print(f"preset {args.hw}, pipeline {args.pipeline}")
     print(header)
     for case in CASES:
@@ -201,6 +218,7 @@ def main(argv=None) -> None:
         row = run_case(case, args.hw, args.pipeline, args.check)
         print(
             f"{case.name:<40}{row.simulated:>11}{row.kernels:>10}{row.roofline:>10.0f}{100 * row.achieved:>9.1f}%"
+            f"{row.ports:>8.0f}{100 * row.of_bound:>9.1f}%"
             f"{row.compile_s:>11.2f}{row.simulate_s:>8.2f}  {row.check}{'  ' + case.note if case.note else ''}",
             flush=True,
         )

@@ -70,7 +70,7 @@ def simulate(
     events: list | None = [] if trace else None
 
     def record(launch, start: int, blocks) -> None:
-        kernels.append(KernelRecord.of(launch.program.name, launch.stream, launch.block_dim, start, blocks))
+        kernels.append(KernelRecord.of(preset, launch.program.name, launch.stream, launch.block_dim, start, blocks))
         if events is not None:
             events.extend((core_id, *event) for core_id, _, _, core in blocks for event in core.trace)
 

@@ -1,5 +1,6 @@
 """The blocks of a launch are simulated side by side (simulator/npu/lockstep.py): the
-HBM is shared fairly, errors in any block surface once, runs are deterministic."""
+HBM is shared fairly, errors in any block surface once, runs are deterministic;
+and the per-block bound the report derives from the cores' GM ports."""
 
 from __future__ import annotations
 
@@ -92,3 +93,13 @@ def test_an_error_in_one_block_is_raised_once_and_the_next_simulation_runs():
     x = np.arange(2048, dtype=np.float16)
     np.testing.assert_array_equal(run(copy_module(2048, 8), inputs=[x], hw="ascend910").outputs[0], x)
     assert threading.active_count() == threads
+
+
+def test_port_cycles_is_the_busiest_pipes_gm_bytes_at_its_per_core_bandwidth():
+    # each block reads 512 B (MTE2, gm_to_ub) and writes 512 B (MTE3, ub_to_gm)
+    hw = load_preset("ascend910")
+    (kernel,) = run(copy_module(2048, 8), hw="ascend910").report.kernels
+    read = 512 / hw.paths["gm_to_ub"].bytes_per_cycle
+    write = 512 / hw.paths["ub_to_gm"].bytes_per_cycle
+    assert kernel.port_cycles == pytest.approx(max(read, write)) and read > write
+    assert kernel.cycles > kernel.port_cycles  # a bound: latencies come on top
