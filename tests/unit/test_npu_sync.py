@@ -365,6 +365,30 @@ def test_every_flag_of_the_pipelined_kernel_is_needed():
     assert_every_flag_is_needed(pipelined_matmul(2, 2, 4, looped=True), "npu-plan-local-memory{hw=tiny}", "tiny")
 
 
+ITEM_PAIRS = {
+    "the last item has none": "%np = arith.subi %c2, %it : index",
+    "every other item has none": "%odd = arith.remui %it, %c2 : index\n    %np = arith.muli %odd, %c2 : index",
+    "the first item has none": "%even = arith.remui %it, %c2 : index\n    %np = arith.muli %even, %c2 : index",
+}
+
+
+@pytest.mark.parametrize("pairs", ITEM_PAIRS, ids=list(ITEM_PAIRS))
+def test_chains_through_a_loop_that_runs_zero_times_in_some_items(pairs):
+    """The chunk loop's flags are chained through the item loop; when the chunk loop
+    runs zero times for an item (a trip count known only at run time), its chained
+    waits and sets do not run either. The synced kernel must still be race-free and
+    compute what the serialised one computes (an item without chunks stores the
+    previous item's accumulator)."""
+    text = pipelined_matmul(3, 2, 4, looped=True).replace(
+        "scf.for %kp = %c0 to %c2 step %c1 {", ITEM_PAIRS[pairs] + "\n    scf.for %kp = %c0 to %np step %c1 {"
+    )
+    assert "%np" in text
+    inputs = inputs_for(compiled(text))
+    synced, _ = outputs(compiled(text, _plan_and_sync()), inputs=inputs)
+    serial, _ = outputs(compiled(text, "npu-plan-local-memory{hw=tiny},npu-serialize"), inputs=inputs)
+    assert_same_outputs(serial, synced)
+
+
 def _elementwise_on_one_block(tiles: int) -> str:
     """The kernel of tests/lit/npu/passes/elementwise.mlir (z = 2x + y over tiles of
     512, a trip count known only at run time) on one block of `tiles` tiles, so
