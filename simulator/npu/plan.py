@@ -394,6 +394,7 @@ def _run_steps(plan: HostPlan, memories, lockstep: Lockstep, check_races: bool, 
             continue
         step.program.bind_arguments([b.array for b in step.args], [b.address for b in step.args])
         start = ready[step.stream] + hw.kernel_launch_cycles
+        plan.memory.fair_share = hw.hbm_bytes_per_cycle / min(step.block_dim, hw.core_count)
         blocks = _run_launch(step, start, cores, memories, lockstep, check_races, trace)
         ready[step.stream] = max(end for _, _, end, _ in blocks)
         recorder(step, start, blocks)
