@@ -35,6 +35,7 @@ _PROJECT_PASSES: dict[str, str] = {
     # Graph level (transforms/graph) and the pipelines (registered as they land).
     "ge-pattern-fuse": ".lowering.graph_to_fused.pattern_fusion:PatternFusePass",
     "ge-auto-fuse": ".lowering.graph_to_fused.auto_fusion:AutoFusePass",
+    "ge-merge-matmuls": ".lowering.graph_to_fused.merge_matmuls:MergeMatmulsPass",
     "ge-fuse": ".lowering.graph_to_fused.pipeline:FusePipelinePass",
     "ge-simplify": ".transforms.graph.simplify:SimplifyPass",
     "ge-constant-fold": ".transforms.graph.constant_fold:ConstantFoldPass",

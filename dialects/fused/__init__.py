@@ -20,6 +20,7 @@ from .cube import (
     MatmulAddLayerNormOp,
     MatmulAddRmsNormOp,
     MatmulBiasActOp,
+    MultiMatmulBiasActOp,
 )
 from .group import GROUP_OPS, GroupOp, YieldOp
 from .kinds import PatternKind, pattern_kind
@@ -40,6 +41,7 @@ __all__ = [
     "GroupOp",
     "YieldOp",
     "MatmulBiasActOp",
+    "MultiMatmulBiasActOp",
     "Conv2DBiasActOp",
     "FusedBatchMatmulOp",
     "GatedMatmulOp",

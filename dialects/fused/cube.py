@@ -9,6 +9,7 @@ L0C / UB, so the pre-activation tensor never goes to global memory.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import ClassVar
 
 from xdsl.dialects.builtin import TensorType
@@ -18,10 +19,14 @@ from xdsl.irdl import (
     operand_def,
     opt_operand_def,
     result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
 )
+from xdsl.traits import Pure
 
 from ..ge import BatchMatmulOp, Conv2DOp, MatmulOp, MulOp
-from ..ge.base import Kind, attr, fail, like, same_element_type, shape_of
+from ..ge.base import GEOp, Kind, attr, fail, like, same_element_type, shape_of
 from .base import (
     ACTIVATION_NAMES,
     GATED_ACTIVATION_NAMES,
@@ -93,6 +98,54 @@ class MatmulBiasActOp(_MatmulAttrs):
     def compute(cls, inputs, a, result_types):
         x = by_name(inputs, a)
         return activate(a.act, add_all(_matmul(x, a), operand(x, "bias"), operand(x, "residual")))
+
+
+@irdl_op_definition
+class MultiMatmulBiasActOp(GEOp):
+    """`act(lhs x rhs_i + bias_i)` for several `rhs_i` of one shape sharing `lhs`:
+    the `fused.matmul_bias_act` ops of a horizontal fusion (BERT's Q, K and V
+    projections of one hidden state) as one kernel that stages each `lhs` tile
+    once for all the products, rather than once per kernel. Operands: `lhs`, the
+    weights, then one bias per weight when `biased`; one result per weight::
+
+        %q, %k = fused.multi_matmul_bias_act %x, %wq, %wk, %bq, %bk {biased = true} : (...) -> (..., ...)
+    """
+
+    name = "fused.multi_matmul_bias_act"
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
+    biased = attr(Kind.BOOL, False)
+    transpose_a = attr(Kind.BOOL, False)
+    transpose_b = attr(Kind.BOOL, False)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def products(cls, values, a) -> list[list]:
+        """[lhs, rhs_i, (bias_i)] per product, from the flat operand list."""
+        lhs, rest = values[0], list(values[1:])
+        count = len(rest) // 2 if a.biased else len(rest)
+        if count < 1 or (a.biased and len(rest) % 2):
+            raise fail(f"takes lhs, then weights{' and as many biases' if a.biased else ''}; got {len(values)} operands")
+        weights, biases = rest[:count], rest[count:]
+        return [[lhs, w, *([biases[i]] if a.biased else [])] for i, w in enumerate(weights)]
+
+    @staticmethod
+    def _single(a):
+        """The attributes of one product's `fused.matmul_bias_act`."""
+        operands = ("lhs", "rhs", "bias") if a.biased else ("lhs", "rhs")
+        return SimpleNamespace(act=a.act, transpose_a=a.transpose_a, transpose_b=a.transpose_b, operands=operands)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        results = [MatmulBiasActOp.infer(product, cls._single(a), None) for product in cls.products(types, a)]
+        if len({(tuple(shape_of(r)), r.element_type) for r in results}) != 1:
+            raise fail("the products differ in shape: " + ", ".join(str(r) for r in results))
+        return results
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        return [MatmulBiasActOp.compute(product, cls._single(a), None) for product in cls.products(inputs, a)]
 
 
 @irdl_op_definition
@@ -261,6 +314,7 @@ class MatmulAddRmsNormOp(_MatmulAddNormOp):
 
 CUBE_OPS = (
     MatmulBiasActOp,
+    MultiMatmulBiasActOp,
     Conv2DBiasActOp,
     FusedBatchMatmulOp,
     GatedMatmulOp,

@@ -55,6 +55,27 @@ def test_matmul_bias_act_ascend910_transposed():
     check_lowering(module(args, "fused.matmul_bias_act", "%a, %b bias %bias residual %res", attrs, [tensor((m, n))]), "ascend910")
 
 
+# ---- fused.multi_matmul_bias_act ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "m,k,n,products,biased,act,hw",
+    [
+        (33, 40, 50, 3, True, "gelu", "tiny"),
+        (17, 16, 65, 2, False, "none", "tiny"),
+        (1, 33, 17, 3, True, "relu", "tiny"),
+        (130, 200, 96, 3, True, "none", "ascend910"),
+    ],
+)
+def test_multi_matmul_bias_act(m, k, n, products, biased, act, hw):
+    args = [arg("a", (m, k))] + [arg(f"w{i}", (k, n)) for i in range(products)]
+    if biased:
+        args += [arg(f"b{i}", (n,)) for i in range(products)]
+    operands = ", ".join(a.split(":")[0] for a, _ in args)
+    attrs = f'{{act = "{act}", biased = {str(biased).lower()}}}'
+    check_lowering(module(args, "fused.multi_matmul_bias_act", operands, attrs, [tensor((m, n))] * products), hw)
+
+
 # ---- fused.batch_matmul ----------------------------------------------------------------------
 
 

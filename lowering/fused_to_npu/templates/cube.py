@@ -163,6 +163,26 @@ def lower_matmul_bias_act(op: fused.MatmulBiasActOp, k: KernelContext) -> None:
     emit_cube_kernel(k, matmul_problem(k, x.lhs, [x.rhs], a.transpose_a, a.transpose_b, epilogue))
 
 
+@kernel_for(fused.MultiMatmulBiasActOp)
+def lower_multi_matmul_bias_act(op: fused.MultiMatmulBiasActOp, k: KernelContext) -> None:
+    """One product per weight on the same A tile (`GemmShape.products`), each with
+    its own L0C accumulators, bias and output."""
+    a = op.attr_values()
+    lhs, *rest = k.inputs
+    count = len(op.results)
+    weights, biases = rest[:count], rest[count:]
+    inputs = [epilogue_input(b, k.outputs[0].shape) for b in biases]
+
+    def body(t: EpilogueTiles) -> None:
+        for index, (acc, out) in enumerate(zip(t.products, t.outputs)):
+            add_terms(t.v, acc, t.inputs[index : index + 1])
+            activate(t.v, a.act, acc)
+            t.v.cast(acc, out)
+
+    epilogue = CubeEpilogue(output_views(k), inputs, body)
+    emit_cube_kernel(k, matmul_problem(k, lhs, weights, a.transpose_a, a.transpose_b, epilogue))
+
+
 @kernel_for(fused.FusedBatchMatmulOp)
 def lower_fused_batch_matmul(op: fused.FusedBatchMatmulOp, k: KernelContext) -> None:
     a = op.attr_values()

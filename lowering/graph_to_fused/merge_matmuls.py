@@ -1,0 +1,134 @@
+"""`ge-merge-matmuls`: matrix products of one lhs by weights of one shape become
+one `fused.multi_matmul_bias_act`.
+
+A transformer layer multiplies its hidden state by the Q, K and V weights: three
+kernels, and with few rows (BERT's 128 on 32 cores) every core of every kernel
+stages the whole hidden state again. One kernel computing the three products on
+each staged lhs tile (`GemmShape.products`: an L0C accumulator per product)
+reads it a third as often, and launches once: horizontal fusion of cube ops
+(`ge-auto-fuse{horizontal}` does it for vector groups).
+
+What merges: `fused.matmul_bias_act` ops without a residual and plain 2-D
+`ge.matmul` ops of one block that share the lhs value, the transpose flags, the
+activation, the weight type, the result type and the bias type (or have no
+bias), at most `MAX_PRODUCTS` at a time (each product holds an accumulator in
+L0C and fp32 tiles in UB). The merged op takes the place of the first; the
+later ones' weights and biases must be defined before it, or be constants, which
+move up (they have no operands). It runs after automatic fusion, so a product
+that fused with its epilogue into a group stays there.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from ...core.passes import record_statistic
+from ...dialects import fused, ge
+
+MAX_PRODUCTS = 3
+"""Products per merged kernel: Q, K and V. More shrink the tiles (an L0C
+accumulator and two fp32 UB tiles each) for little further gain."""
+
+
+@dataclass(frozen=True)
+class _Product:
+    op: Operation
+    rhs: SSAValue
+    bias: SSAValue | None
+
+
+def _product(op: Operation) -> tuple[tuple, _Product] | None:
+    """(what must agree for a merge, the product) of a mergeable op, else None."""
+    if isinstance(op, fused.MatmulBiasActOp):
+        if op.residual is not None:
+            return None
+        a = op.attr_values()
+        bias = op.bias
+        act = a.act
+    elif isinstance(op, ge.MatmulOp):
+        if len(op.lhs.type.get_shape()) != 2 or len(op.rhs.type.get_shape()) != 2:
+            return None
+        a, bias, act = op.attr_values(), None, "none"
+    else:
+        return None
+    key = (op.lhs, a.transpose_a, a.transpose_b, act, op.rhs.type, op.results[0].type, bias.type if bias else None)
+    return key, _Product(op, op.rhs, bias)
+
+
+def _available_at(value: SSAValue, first: Operation, block: Block) -> bool:
+    """Whether `value` can be used at `first`: defined before it, or a constant that
+    can move there."""
+    owner = value.owner
+    if isinstance(owner, Block):
+        return True
+    if isinstance(owner, ge.ConstOp):
+        return True
+    return owner.parent is block and block.get_operation_index(owner) < block.get_operation_index(first)
+
+
+def _merge(products: list[_Product], block: Block) -> fused.MultiMatmulBiasActOp:
+    first = products[0].op
+    operands = [p.rhs for p in products] + [p.bias for p in products if p.bias is not None]
+    for value in operands:
+        owner = value.owner
+        if isinstance(owner, ge.ConstOp) and block.get_operation_index(owner) > block.get_operation_index(first):
+            owner.detach()
+            block.insert_op_before(owner, first)
+    a = first.attr_values()
+    merged = fused.MultiMatmulBiasActOp.new(
+        first.lhs,
+        *operands,
+        act=getattr(a, "act", "none"),
+        biased=products[0].bias is not None,
+        transpose_a=a.transpose_a,
+        transpose_b=a.transpose_b,
+        result_type=[p.op.results[0].type for p in products],
+    )
+    block.insert_op_before(merged, first)
+    for product, result in zip(products, merged.results):
+        product.op.results[0].replace_all_uses_with(result)
+        block.erase_op(product.op)
+    return merged
+
+
+def merge_matmuls(block: Block) -> int:
+    """Merge the block's products of a shared lhs (see the module docstring); how many
+    merged ops it made."""
+    groups: dict[tuple, list[_Product]] = defaultdict(list)
+    for op in block.ops:
+        found = _product(op)
+        if found is not None and isinstance(found[1].op.results[0].type, TensorType):
+            groups[found[0]].append(found[1])
+    made = 0
+    for products in groups.values():
+        for start in range(0, len(products) - 1, MAX_PRODUCTS):
+            chunk = products[start : start + MAX_PRODUCTS]
+            first = chunk[0].op
+            if len(chunk) < 2 or not all(
+                _available_at(v, first, block) for p in chunk[1:] for v in (p.rhs, p.bias) if v is not None
+            ):
+                continue
+            _merge(chunk, block)
+            made += 1
+    return made
+
+
+@dataclass(frozen=True)
+class MergeMatmulsPass(ModulePass):
+    """Merge matmuls sharing an lhs (same weight shape) into one fused.multi_matmul_bias_act."""
+
+    name = "ge-merge-matmuls"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in op.walk():
+            if isinstance(function, func.FuncOp) and function.body.blocks:
+                made = merge_matmuls(function.body.block)
+                if made:
+                    record_statistic(self.name, "kernels merged", made)
