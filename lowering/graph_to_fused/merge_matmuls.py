@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -42,6 +42,9 @@ class _Product:
     op: Operation
     rhs: SSAValue
     bias: SSAValue | None
+    act: str
+    transpose_a: bool
+    transpose_b: bool
 
 
 def _product(op: Operation) -> tuple[tuple, _Product] | None:
@@ -49,47 +52,48 @@ def _product(op: Operation) -> tuple[tuple, _Product] | None:
     if isinstance(op, fused.MatmulBiasActOp):
         if op.residual is not None:
             return None
-        a = op.attr_values()
-        bias = op.bias
-        act = a.act
+        bias, act = op.bias, op.attr_value("act")
     elif isinstance(op, ge.MatmulOp):
         if len(op.lhs.type.get_shape()) != 2 or len(op.rhs.type.get_shape()) != 2:
             return None
-        a, bias, act = op.attr_values(), None, "none"
+        bias, act = None, "none"
     else:
         return None
-    key = (op.lhs, a.transpose_a, a.transpose_b, act, op.rhs.type, op.results[0].type, bias.type if bias else None)
-    return key, _Product(op, op.rhs, bias)
+    p = _Product(op, op.rhs, bias, act, op.attr_value("transpose_a"), op.attr_value("transpose_b"))
+    key = (op.lhs, p.act, p.transpose_a, p.transpose_b, op.rhs.type, op.results[0].type, bias.type if bias else None)
+    return key, p
+
+
+def _later_constant(value: SSAValue, first: Operation, block: Block) -> bool:
+    """Whether `value` is a constant of `block` defined after `first` (it moves up)."""
+    owner = value.owner
+    return isinstance(owner, ge.ConstOp) and owner.parent is block and block.get_operation_index(owner) > block.get_operation_index(first)
 
 
 def _available_at(value: SSAValue, first: Operation, block: Block) -> bool:
-    """Whether `value` can be used at `first`: defined before it, or a constant that
-    can move there."""
+    """Whether `value` can be used at `first`: a block argument, defined before it,
+    or a constant that can move there."""
     owner = value.owner
-    if isinstance(owner, Block):
-        return True
-    if isinstance(owner, ge.ConstOp):
+    if isinstance(owner, Block) or _later_constant(value, first, block):
         return True
     return owner.parent is block and block.get_operation_index(owner) < block.get_operation_index(first)
 
 
 def _merge(products: list[_Product], block: Block) -> fused.MultiMatmulBiasActOp:
-    first = products[0].op
-    operands = [p.rhs for p in products] + [p.bias for p in products if p.bias is not None]
+    first, p = products[0].op, products[0]
+    operands = [q.rhs for q in products] + [q.bias for q in products if q.bias is not None]
     for value in operands:
-        owner = value.owner
-        if isinstance(owner, ge.ConstOp) and block.get_operation_index(owner) > block.get_operation_index(first):
-            owner.detach()
-            block.insert_op_before(owner, first)
-    a = first.attr_values()
+        if _later_constant(value, first, block):
+            value.owner.detach()
+            block.insert_op_before(value.owner, first)
     merged = fused.MultiMatmulBiasActOp.new(
         first.lhs,
         *operands,
-        act=getattr(a, "act", "none"),
-        biased=products[0].bias is not None,
-        transpose_a=a.transpose_a,
-        transpose_b=a.transpose_b,
-        result_type=[p.op.results[0].type for p in products],
+        act=p.act,
+        biased=p.bias is not None,
+        transpose_a=p.transpose_a,
+        transpose_b=p.transpose_b,
+        result_type=[q.op.results[0].type for q in products],
     )
     block.insert_op_before(merged, first)
     for product, result in zip(products, merged.results):
@@ -104,7 +108,7 @@ def merge_matmuls(block: Block) -> int:
     groups: dict[tuple, list[_Product]] = defaultdict(list)
     for op in block.ops:
         found = _product(op)
-        if found is not None and isinstance(found[1].op.results[0].type, TensorType):
+        if found is not None:
             groups[found[0]].append(found[1])
     made = 0
     for products in groups.values():

@@ -48,6 +48,7 @@ class Core:
         "count",
         "flag_latency",
         "core_id",
+        "end",
     )
 
     def __init__(self, start: int, hazards: Hazards | None, trace: bool, flag_latency: int, stats_size: int):
@@ -66,6 +67,7 @@ class Core:
         self.count = 0
         self.flag_latency = flag_latency
         self.core_id = 0
+        self.end = start  # the block's end, once `finish` has checked it
 
     # ---- issuing to pipes -----------------------------------------------------------
 
@@ -152,4 +154,5 @@ class Core:
                     f"wait_flag",
                     op,
                 )
-        return max(self.s_time, *self.pipe_free)
+        self.end = max(self.s_time, *self.pipe_free)
+        return self.end

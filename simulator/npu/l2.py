@@ -105,12 +105,9 @@ class GlobalMemory:
     def __init__(self, hw: HardwarePreset):
         self.hbm = SharedHbm(hw.hbm_bytes_per_cycle)
         self.l2 = L2Cache(hw.l2_bytes, hw.l2_bytes_per_cycle, hw.l2_sector_bytes) if hw.l2_bytes else None
-        self.pace: Callable[[int], None] = lambda cycle: None
-        """Called with a transfer's start cycle before it books memory (`lockstep.py`),
-        when the transfer is faster than `fair_share` bytes per cycle: a core that
-        never takes more than its share of the HBM cannot starve the others by
-        booking ahead of them, so its transfers need not wait their turn."""
-        self.fair_share = 0.0
+        self.pace: Callable[[int, int, int], None] = lambda start, moved, cycles: None
+        """Called with (start cycle, bytes, unloaded cycles) of a transfer before it
+        books memory: where `lockstep.py` makes the cores take turns."""
 
     def transfer(
         self, start: int, cycles: int, moved: int, starts: np.ndarray | None, run_bytes: int, writes: bool
@@ -118,8 +115,7 @@ class GlobalMemory:
         """A GM transfer of `moved` bytes over `cycles` cycles from `start` (unloaded);
         `starts` are the byte addresses of its runs of `run_bytes` on the GM side.
         Returns (when its data phase ends, HBM bytes, L2 hit bytes, compulsory bytes)."""
-        if moved > cycles * self.fair_share:
-            self.pace(start)
+        self.pace(start, moved, cycles)
         if self.l2 is None or starts is None:
             return self.hbm.transfer(start, cycles, moved), moved, 0, moved if not writes else 0
         sectors = self.l2.sectors(starts, run_bytes)

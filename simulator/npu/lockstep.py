@@ -13,7 +13,7 @@ first-come windows of `hbm.py` become a fair, work-conserving arbiter: the cores
 that stream at once share the bandwidth, a core alone gets all it can take, and
 an L2 miss is paid by whichever core reaches the line first in simulated time.
 Only transfers faster than a fair share of the HBM (its bandwidth over the
-launch's blocks in flight, `GlobalMemory.fair_share`) wait their turn: slower
+launch's blocks in flight, `fair_share`) wait their turn: slower
 ones cannot starve anybody, so kernels that do not saturate the HBM run without
 hand-overs.
 
@@ -71,12 +71,13 @@ class _Worker:
 
 
 class Lockstep:
-    """Runs blocks as described in the module docstring. `pace(cycle)` is the hook a
-    GM transfer calls before it books memory; outside `run` it does nothing. `close()`
+    """Runs blocks as described in the module docstring. `pace` is the hook a GM
+    transfer calls before it books memory; outside `run` it does nothing. `close()`
     ends the threads."""
 
     def __init__(self, quantum: int = QUANTUM):
         self.quantum = quantum
+        self.fair_share = 0.0  # HBM bytes per cycle per block in flight, set per launch
         self._workers: dict[int, _Worker] = {}
         self._waiting: list[tuple[int, int, Block]] = []
         self._current: Block | None = None
@@ -87,9 +88,14 @@ class Lockstep:
         self._next_block: Callable[[Block], Block | None] = lambda block: None
         self._errstate = np.geterr()
 
-    def pace(self, cycle: int) -> None:
+    def pace(self, cycle: int, moved: int, cycles: int) -> None:
+        """Before a transfer of `moved` bytes over `cycles` (unloaded) from `cycle`
+        books memory: hand over if it is faster than the fair share and the block
+        is too far ahead."""
         block = self._current
-        if block is None or not self._waiting or cycle <= self._waiting[0][0] + self.quantum:
+        if block is None or moved <= cycles * self.fair_share:
+            return
+        if not self._waiting or cycle <= self._waiting[0][0] + self.quantum:
             return
         block.leave()
         self._park(block, cycle)

@@ -394,7 +394,7 @@ def _run_steps(plan: HostPlan, memories, lockstep: Lockstep, check_races: bool, 
             continue
         step.program.bind_arguments([b.array for b in step.args], [b.address for b in step.args])
         start = ready[step.stream] + hw.kernel_launch_cycles
-        plan.memory.fair_share = hw.hbm_bytes_per_cycle / min(step.block_dim, hw.core_count)
+        lockstep.fair_share = hw.hbm_bytes_per_cycle / min(step.block_dim, hw.core_count)
         blocks = _run_launch(step, start, cores, memories, lockstep, check_races, trace)
         ready[step.stream] = max(end for _, _, end, _ in blocks)
         recorder(step, start, blocks)
@@ -416,7 +416,7 @@ def _run_launch(
     program = step.program
     initial_regs = list(program.regs)
     order = iter(range(step.block_dim))
-    placed: dict[Block, tuple[int, int, int]] = {}
+    placed: dict[Block, int] = {}  # its block index
 
     def place(block_idx: int) -> Block:
         free, core_id = heapq.heappop(cores)
@@ -433,12 +433,11 @@ def _run_launch(
         block = Block(
             core_id, begin, lambda: program.run_block(block_idx, step.block_dim, begin, check_races, trace), enter, leave
         )
-        placed[block] = (block_idx, core_id, begin)
+        placed[block] = block_idx
         return block
 
     def finished(block: Block) -> Block | None:
-        core = block.result
-        heapq.heappush(cores, (max(core.s_time, *core.pipe_free), placed[block][1]))
+        heapq.heappush(cores, (block.result.end, block.core))
         block_idx = next(order, None)
         return None if block_idx is None else place(block_idx)
 
@@ -449,8 +448,5 @@ def _run_launch(
         finished(first[0])
     else:
         lockstep.run(first, finished)
-    results = []
-    for block, (block_idx, core_id, begin) in sorted(placed.items(), key=lambda item: item[1][0]):
-        core = block.result
-        results.append((core_id, begin, max(core.s_time, *core.pipe_free), core))
-    return results
+    in_order = sorted(placed, key=placed.get)
+    return [(block.core, block.start, block.result.end, block.result) for block in in_order]
