@@ -69,10 +69,13 @@ class CubeOperandCost(Protocol):
         """Elements of the L1 buffer staging a (rows x cols) tile of the logical matrix."""
 
     def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
-        """MTE2 cycles to stage a (rows x cols) tile of the logical matrix into L1."""
+        """MTE2 cycles to stage a (rows x cols) tile of the logical matrix into L1, up to
+        issuing its last transfer (GM transfers stream: the tiling adds the landing
+        of the chunk's data once, `paths.gm_to_l1.latency`)."""
 
     def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
-        """MTE1 cycles to move a (rows x cols) tile from L1 into `space` (l0a / l0b)."""
+        """MTE1 cycles to move a (rows x cols) tile from L1 into `space` (l0a / l0b),
+        up to issuing its last transfer (the tiling adds one landing per L0 step)."""
 
     # Optional (defaults in `granule` / `ub_reserved`):
     #   mn_granule: tiles of the operand's M (A) or N (B) dim are multiples of it
@@ -312,9 +315,14 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
     kb = min(c.kb, k)
     kc = min(c.kc, k)
     cube = steps * shape.products * n_sub * mmad_cycles(hw, mb, c.nb, kb, shape.rate)
-    stage = a.stage_cycles(hw, mb, kc) + sum(b.stage_cycles(hw, kc, n_block) for b in bs)
+    # A chunk's transfers stream; the flag to MTE1 waits for the last to land.
+    stage = a.stage_cycles(hw, mb, kc) + sum(b.stage_cycles(hw, kc, n_block) for b in bs) + hw.paths["gm_to_l1"].latency
     mte2 = chunks * stage
-    load = a.load_cycles(hw, "l0a", mb, kb) + n_sub * sum(b.load_cycles(hw, "l0b", kb, c.nb) for b in bs)
+    load = (
+        a.load_cycles(hw, "l0a", mb, kb)
+        + n_sub * sum(b.load_cycles(hw, "l0b", kb, c.nb) for b in bs)
+        + hw.paths["l1_to_l0b"].latency
+    )
     mte1 = steps * load
     chunks_per_item = -(-mb // rows)
     fixpipe = chunks_per_item * shape.products * n_sub * transfer_cycles(

@@ -3,8 +3,15 @@
 The scalar unit walks the kernel in program order. Each instruction costs it
 `scalar.instruction_cycles` and is handed to its pipe; a pipe executes its
 instructions in order, each starting when the pipe is free and the instruction
-has been issued (start = max(issue time, pipe free)). Timing is computed
-eagerly, instruction by instruction, except where a pipe waits:
+has been issued (start = max(issue time, pipe free)). Transfers stream: the
+pipe is free for the next transfer once this one's bursts are issued (its data
+cycles), and its data lands its path's latency later, like a DMA queue with
+requests in flight. Whatever must see that data waits for it to land: any other
+instruction of the pipe (a vector op after a fixpipe into UB), and its
+`set_flag` and `pipe_barrier` (which then hold the pipe, as an in-order queue
+does). No pipe's transfers read what an earlier transfer of the same pipe
+writes, so streaming never reorders a pipe's own data. Timing is computed eagerly,
+instruction by instruction, except where a pipe waits:
 
 * `wait_flag` on pipe Q whose flag has not fired yet (the matching `set_flag` is
   later in the program, or queued behind another wait) blocks Q: Q's later
@@ -35,6 +42,7 @@ class Core:
     __slots__ = (
         "s_time",
         "pipe_free",
+        "landed",
         "busy",
         "pending",
         "flags",
@@ -54,6 +62,7 @@ class Core:
     def __init__(self, start: int, hazards: Hazards | None, trace: bool, flag_latency: int, stats_size: int):
         self.s_time = start
         self.pipe_free = [start] * NP
+        self.landed = [start] * NP  # when the transfers a pipe has streamed have landed
         self.busy = [0] * NP
         self.pending: list[deque | None] = [None] * NP
         self.flags: dict[tuple, deque] = {}
@@ -154,5 +163,10 @@ class Core:
                     f"wait_flag",
                     op,
                 )
-        self.end = max(self.s_time, *self.pipe_free)
+        self.end = max(self.s_time, *self.pipe_free, *self.landed)
         return self.end
+
+    def drained(self, pipe: int) -> int:
+        """When `pipe` has issued all its work and the data of its transfers has landed."""
+        free, landed = self.pipe_free[pipe], self.landed[pipe]
+        return free if free > landed else landed

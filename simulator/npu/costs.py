@@ -13,6 +13,8 @@
   more runs, for `npu.load_l0` on the L1 side, for `npu.fixpipe` on the
   destination (L0 buffers hold the cube's internal format).
   Transfers touching GM also share the HBM with every other core (`hbm.py`).
+  Every transfer streams: it holds its pipe for its data cycles only, its
+  latency passing while the next one moves (`stream_cycles`; see core.py).
 * mmad: `cube.startup + ceil(m/16) * ceil(n/16) * ceil(k/16) * cycles_per_block`
   at the input type's rate (fp16, fp32, int8).
 * vector: `head + ceil(slope * repeats)` of the op's instruction class, with
@@ -51,6 +53,12 @@ def transfer_cost(hw: HardwarePreset, path: str, runs: int, run_bytes: int) -> T
 
 def transfer_cycles(hw: HardwarePreset, path: str, runs: int, run_bytes: int) -> int:
     return transfer_cost(hw, path, runs, run_bytes).cycles
+
+
+def stream_cycles(hw: HardwarePreset, path: str, runs: int, run_bytes: int) -> int:
+    """The cycles a transfer holds its pipe: its data cycles (its latency overlaps
+    the next transfer)."""
+    return transfer_cost(hw, path, runs, run_bytes).data_cycles
 
 
 def vector_repeats(hw: HardwarePreset, nbytes: int) -> int:

@@ -105,7 +105,9 @@ class InstructionDecoder:
     # ---- cost and statistics ----------------------------------------------------------
 
     def _cost(self, op: npu.InstructionOp, a):
-        """(cycles, a `GmSide` for transfers touching GM or None, statistics)."""
+        """(cycles the pipe is held, cycles more until the result has landed, a `GmSide`
+        for transfers touching GM or None, statistics). Transfers stream: they hold
+        their pipe for their data cycles, their latency passes after."""
         hw = self.hw
         if isinstance(op, npu.TransferOp):
             accesses = op.accesses(a)
@@ -120,7 +122,7 @@ class InstructionDecoder:
             itemsize = self.buffer(op.operands[counted[0].operand]).itemsize
             cost = transfer_cost(hw, op.path(), runs, run_elements * itemsize)
             nbytes = a.rows * a.cols * self.buffer(op.dst).itemsize
-            stats = [(self.stat(op.path()), nbytes)]
+            stats = [(self.stat(op.path()), nbytes), (self.stat("transfers"), 1)]
             if src == "gm":
                 stats.append((self.stat("gm_read"), nbytes))
             if dst == "gm":
@@ -130,15 +132,15 @@ class InstructionDecoder:
                 side = 0 if src == "gm" else 1
                 run_bytes = accesses[side].pattern.runs()[1] * self.buffer(op.operands[accesses[side].operand]).itemsize
                 gm = GmSide(cost.data_cycles, cost.moved_bytes, cost.latency, side, dst == "gm", run_bytes)
-            return cost.cycles, gm, stats
+            return cost.data_cycles, cost.latency, gm, stats
         if isinstance(op, npu.MmadOp):
             rate = op.rate_key()
             cycles = mmad_cycles(hw, a.m, a.n, a.k, rate)
-            return cycles, None, [(self.stat("cube_min"), mmad_min_cycles(hw, a.m, a.n, a.k, rate))]
+            return cycles, 0, None, [(self.stat("cube_min"), mmad_min_cycles(hw, a.m, a.n, a.k, rate))]
         if isinstance(op, npu.VectorOp):
             nbytes = op.vector_bytes(a)
             cycles = vector_cycles(hw, op.COST, nbytes)
-            return cycles, None, [(self.stat("vector_min"), vector_min_cycles(hw, op.COST, nbytes))]
+            return cycles, 0, None, [(self.stat("vector_min"), vector_min_cycles(hw, op.COST, nbytes))]
         raise op_error(op, "has no cost in the NPU simulator")
 
     # ---- compute and transfer instructions ---------------------------------------------
@@ -147,7 +149,7 @@ class InstructionDecoder:
         a = op.attr_values()
         pipe = PIPE_INDEX[op.pipe_name()]
         slots, offset_regs, views, hazard_specs, checks = self._operands(op, a, pipe)
-        cycles, gm, stats = self._cost(op, a)
+        cycles, latency, gm, stats = self._cost(op, a)
         kernel = op.kernel(a)
         check = self._issue_checks(op, checks)
         regs, bufs, bases = self.regs, self.bufs, self.bases
@@ -160,12 +162,11 @@ class InstructionDecoder:
 
         def execute(core, issued: int, scalar_clock, offsets) -> None:
             pipe_free = core.pipe_free
-            free = pipe_free[pipe]
+            free = pipe_free[pipe] if latency else core.drained(pipe)
             start = issued if issued > free else free
-            if gm is None:
-                end = start + cycles
-            else:
-                end = gm_transfer(core, start, offsets[gm.access])
+            end = start + cycles if gm is None else gm_transfer(core, start, offsets[gm.access])
+            if latency and end + latency > core.landed[pipe]:
+                core.landed[pipe] = end + latency
             pipe_free[pipe] = end
             core.busy[pipe] += end - start
             hz = core.hz
@@ -202,7 +203,8 @@ class InstructionDecoder:
     def _gm_transfer(self, gm: "GmSide", hazard_spec, slot: int):
         """The run-time part of a transfer touching GM: its HBM / L2 booking (by the
         addresses it touches, when the preset has an L2) and the bytes it moved on
-        each. Returns `run(core, start, gm_offset) -> end`."""
+        each. Returns `run(core, start, gm_offset) -> end`, the end of its data cycles
+        (the data lands its latency later)."""
         memory, bases = self.memory, self.bases
         pattern, itemsize = hazard_spec[2], hazard_spec[3]
         hbm_index, l2_index, compulsory_index = (self.stat(s) for s in ("hbm_bytes", "l2_hit_bytes", "hbm_compulsory"))
@@ -217,7 +219,7 @@ class InstructionDecoder:
             totals[hbm_index] += hbm_bytes
             totals[l2_index] += hit_bytes
             totals[compulsory_index] += compulsory
-            return end + gm.latency
+            return end
 
         return run
 
@@ -268,9 +270,9 @@ class InstructionDecoder:
         cost = self.hw.scalar_instruction_cycles
 
         def execute(core, issued: int, scalar_clock, args) -> None:
-            pipe_free = core.pipe_free
-            start = issued if issued > pipe_free[src] else pipe_free[src]
-            pipe_free[src] = start
+            drained = core.drained(src)
+            start = issued if issued > drained else drained
+            core.pipe_free[src] = start
             if core.hz is not None:
                 core.learn_scalar(src, scalar_clock)
             core.fire(flag, start, op)
@@ -341,9 +343,9 @@ class InstructionDecoder:
         pipe = PIPE_INDEX[a.pipe]
 
         def execute(core, issued: int, scalar_clock, args) -> None:
-            pipe_free = core.pipe_free
-            start = issued if issued > pipe_free[pipe] else pipe_free[pipe]
-            pipe_free[pipe] = start + barrier_cost
+            drained = core.drained(pipe)
+            start = issued if issued > drained else drained
+            core.pipe_free[pipe] = start + barrier_cost
             core.busy[pipe] += barrier_cost
 
         def issue(core) -> None:
@@ -367,10 +369,10 @@ class InstructionDecoder:
             core.count += 1
             if core.waiting:
                 raise core.deadlock(where)
-            pipe_free = core.pipe_free
-            drained = max(core.s_time, *pipe_free) + barrier_cost
+            pipe_free, landed = core.pipe_free, core.landed
+            drained = max(core.s_time, *pipe_free, *landed) + barrier_cost
             for p in range(len(pipe_free)):
-                pipe_free[p] = drained
+                pipe_free[p] = landed[p] = drained
             core.busy[S] += barrier_cost
             core.s_time = drained
             if core.hz is not None:

@@ -31,10 +31,11 @@ from .l2 import GlobalMemory
 from .instructions import InstructionDecoder
 from .scalar import ScalarDecoder, constant_value, unsupported
 
-STATS = (*PATHS, "gm_read", "gm_written", "hbm_bytes", "l2_hit_bytes", "hbm_compulsory", "cube_min", "vector_min", "flag_waits")
+STATS = (*PATHS, "gm_read", "gm_written", "hbm_bytes", "l2_hit_bytes", "hbm_compulsory", "cube_min", "vector_min", "flag_waits", "transfers")
 """What each core counts while it runs: bytes per path, GM bytes (logical; crossing
-the HBM; served by the L2; compulsory HBM reads), the roofline terms, and the number
-of wait_flags it executed (each costs the flag latency)."""
+the HBM; served by the L2; compulsory HBM reads), the roofline terms, the number
+of wait_flags it executed (each costs the flag latency) and of its transfers
+(each lands its path's latency after its data cycles)."""
 
 STAT_INDEX = {name: i for i, name in enumerate(STATS)}
 SPACE_INDEX = {name: i for i, name in enumerate(SPACES)}

@@ -11,7 +11,7 @@ import pytest
 
 from gecomp.core.diagnostics import CompileError
 from gecomp.simulator.hardware import PRESET_DIR, load_preset
-from gecomp.simulator.npu.costs import mmad_cycles, transfer_cycles, vector_cycles
+from gecomp.simulator.npu.costs import mmad_cycles, stream_cycles, transfer_cycles, vector_cycles
 from npu_testing import busy, gm, kernel_module, local, preset_file, run
 
 TINY = load_preset("tiny")
@@ -48,7 +48,8 @@ def test_copy_takes_latency_plus_bytes_over_bandwidth(path, src, dst, pipe, elem
     burst_bytes = math.ceil(nbytes / 32) * 32
     expected = spec.latency + math.ceil(burst_bytes / spec.bytes_per_cycle)
     report = run(one_copy(src, dst, elements)).report
-    assert busy(report, pipe) == expected
+    # A transfer holds its pipe for its data cycles; its data lands `latency` later.
+    assert busy(report, pipe) == expected - spec.latency
     assert report.kernels[0].cycles == TINY.scalar_instruction_cycles + expected
     assert report.bytes_per_path()[path] == nbytes
 
@@ -66,8 +67,34 @@ def test_strided_copy_pays_bursts_and_a_row_overhead():
     report = run(one_copy("gm", "ub", cols, rows=rows, strides=f", strides = [{stride}, {cols}]")).report
     spec = TINY.paths["gm_to_ub"]
     expected = spec.latency + math.ceil(rows * 96 / spec.bytes_per_cycle) + (rows - 1) * TINY.row_overhead_cycles
-    assert busy(report, "MTE2") == expected == transfer_cycles(TINY, "gm_to_ub", rows, cols * 2)
+    assert busy(report, "MTE2") + spec.latency == expected == transfer_cycles(TINY, "gm_to_ub", rows, cols * 2)
+    assert report.kernels[0].cycles == TINY.scalar_instruction_cycles + expected
     assert report.gm_bytes_read == rows * cols * 2
+
+
+def two_loads(between: str) -> str:
+    body = f"""
+  %a = npu.alloc {{offset = 0}} : {local(1024, "ub")}
+  %b = npu.alloc {{offset = 2048}} : {local(1024, "ub")}
+  npu.copy %x[%c0], %a[%c0] {{rows = 1, cols = 1024}}{between}
+  npu.copy %x[%c0], %b[%c0] {{rows = 1, cols = 1024}}"""
+    return kernel_module(body, {"x": gm(1024)}, {"y": gm(16)})
+
+
+def test_gm_transfers_stream_and_a_set_flag_waits_for_their_data():
+    """Back-to-back loads on MTE2 overlap the second's data with the first's
+    latency; a set_flag between them must see the first land, so the pipe pays the
+    latency before the second starts."""
+    spec = TINY.paths["gm_to_ub"]
+    data = math.ceil(2048 / spec.bytes_per_cycle)
+    issue = TINY.scalar_instruction_cycles
+    streamed = run(two_loads("")).report
+    assert busy(streamed, "MTE2") == 2 * data
+    assert streamed.kernels[0].cycles == issue + 2 * data + spec.latency
+    flagged = run(two_loads("""
+  npu.set_flag {src = "MTE2", dst = "V", event = 0}
+  npu.wait_flag {src = "MTE2", dst = "V", event = 0}""")).report
+    assert flagged.kernels[0].cycles == issue + 2 * (data + spec.latency)
 
 
 def load_l0_module(layout: str, src_stride: int) -> str:
@@ -83,11 +110,11 @@ def test_contiguous_nz_tiles_are_cheaper_than_short_strided_nd_rows():
     # apart; NZ block columns of 64 x 16 elements, 256 x 16 apart.
     nd = busy(run(load_l0_module("nd", 256)).report, "MTE1")
     nz = busy(run(load_l0_module("nz", 256 * 16)).report, "MTE1")
-    assert nd == transfer_cycles(TINY, "l1_to_l0a", 64, 128)
-    assert nz == transfer_cycles(TINY, "l1_to_l0a", 4, 64 * 16 * 2)
+    assert nd == stream_cycles(TINY, "l1_to_l0a", 64, 128)
+    assert nz == stream_cycles(TINY, "l1_to_l0a", 4, 64 * 16 * 2)
     assert nz < nd
     contiguous = busy(run(load_l0_module("nz", 64 * 16)).report, "MTE1")
-    assert contiguous == transfer_cycles(TINY, "l1_to_l0a", 1, 64 * 64 * 2) <= nz
+    assert contiguous == stream_cycles(TINY, "l1_to_l0a", 1, 64 * 64 * 2) <= nz
 
 
 @pytest.mark.parametrize("m, n, k, dtype, rate", [(16, 16, 16, "f16", "fp16"), (64, 32, 48, "f16", "fp16"), (17, 33, 15, "f16", "fp16"), (32, 32, 32, "f32", "fp32")])

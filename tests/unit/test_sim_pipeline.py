@@ -123,13 +123,18 @@ def test_total_is_between_the_roofline_and_the_sum_of_busy_time(simulated):
     text, hw_name, result = simulated
     report, hw = result.report, load_preset(hw_name)
     assert report.total_cycles >= report.roofline_cycles > 0
-    # Every cycle of a block is busy on some pipe (the scalar unit's issue included)
-    # or a flag becoming visible; launches add their overhead.
-    sync = len(report.kernels) * hw.kernel_launch_cycles + report.stat("flag_waits") * hw.flag_latency
+    # Every cycle of a block is busy on some pipe (the scalar unit's issue included),
+    # a flag becoming visible or a transfer's data landing; launches add their
+    # overhead.
+    landing = max(spec.latency for spec in hw.paths.values())
+
+    def waited(stats) -> float:
+        return stats[STATS.index("flag_waits")] * hw.flag_latency + stats[STATS.index("transfers")] * landing
+
+    sync = len(report.kernels) * hw.kernel_launch_cycles + sum(waited(k.stats) for k in report.kernels)
     assert report.total_cycles <= sum(report.busy) + sync
     for kernel in report.kernels:
-        waits = kernel.stats[STATS.index("flag_waits")]
-        assert kernel.cycles <= sum(kernel.busy) + waits * hw.flag_latency
+        assert kernel.cycles <= sum(kernel.busy) + waited(kernel.stats)
     for kernel in report.kernels:
         assert all(b <= kernel.core_cycles for b in kernel.busy)
         if kernel.block_dim == 1:

@@ -255,8 +255,20 @@ class _CubeKernel:
         b, p = self.b, self.p
         a_off = p.a.batches.offset(b, batch)
         b_offs = [x.batches.offset(b, batch) for x in p.bs]
+        offsets = self._input_offsets(batch)
+        prefetched = None
+        if self._prefetches(m_act):
+            prefetched = self._load_item_inputs(offsets, m0, n0, m_act, n_act)
         self._k_loop(a_off, b_offs, m0, n0, m_act, n_act)
-        self._epilogue(batch, m0, n0, m_act, n_act, m_end)
+        self._epilogue(batch, offsets, m0, n0, m_act, n_act, m_end, prefetched)
+
+    def _prefetches(self, m_act: int) -> bool:
+        """Whether the item's epilogue inputs load before its K loop: when a core has
+        one item (no next item whose K loop the loads would hold back) and every row
+        chunk has UB copies of its own. MTE2 then brings the bias and the residual
+        while the cube works, instead of after the last chunk's L0 steps."""
+        chunks = -(-m_act // self.t.rows)
+        return self.t.per_core == 1 and chunks <= self.copies and any(h is not None for h in self.homes)
 
     # ---- the K loop ----------------------------------------------------------------------
 
@@ -334,30 +346,55 @@ class _CubeKernel:
 
     # ---- the epilogue ----------------------------------------------------------------------
 
-    def _epilogue(self, batch: Index, m0: Index, n0: Index, m_act: int, n_act: int, m_end: bool) -> None:
-        b, e = self.b, self.p.epilogue
-        offsets = {id(inp): inp.view.batches.offset(b, batch) for inp in e.inputs if inp.view is not None}
-        out_offsets = [o.batches.offset(b, batch) for o in e.outputs]
-        for inp, home in zip(e.inputs, self.homes):
+    def _input_offsets(self, batch: Index) -> dict[int, Index]:
+        b = self.b
+        return {id(inp): inp.view.batches.offset(b, batch) for inp in self.p.epilogue.inputs if inp.view is not None}
+
+    def _load_item_inputs(self, offsets, m0: Index, n0: Index, m_act: int, n_act: int) -> list[list[Operand]]:
+        """Every epilogue input of the item in UB (row chunk r in copy r): the tiles of
+        each chunk."""
+        self._load_item_constants(offsets, n0, n_act)
+        rows = self.t.rows
+        return [
+            self._load_inputs(offsets, self.b.add(m0, r0), min(rows, m_act - r0), n0, n_act, c)
+            for c, r0 in enumerate(range(0, m_act, rows))
+        ]
+
+    def _load_item_constants(self, offsets, n0: Index, n_act: int) -> None:
+        """The inputs every row chunk of the item shares: a bias row, a per-batch scalar."""
+        b = self.b
+        for inp, home in zip(self.p.epilogue.inputs, self.homes):
             if inp.role == Role.ROW and home is not None:
                 inp.view.load_to_ub(b, offsets[id(inp)], 0, 1, n0, n_act, home[0], self.n_alloc)
             elif self._scalar_per_batch(inp, home):
                 b.emit(npu.CopyOp, inp.view.value, b.add(inp.view.base, offsets[id(inp)]), home[0], 0, cols=1)
+
+    def _epilogue(self, batch: Index, offsets, m0: Index, n0: Index, m_act: int, n_act: int, m_end: bool, prefetched) -> None:
+        """The row chunks of the item: its inputs loaded chunk by chunk, or taken from
+        `prefetched` (per chunk, `_load_item_inputs`)."""
+        b = self.b
+        out_offsets = [o.batches.offset(b, batch) for o in self.p.epilogue.outputs]
+        if prefetched is None:
+            self._load_item_constants(offsets, n0, n_act)
         rows, copies = self.t.rows, self.copies
         chunks = -(-m_act // rows)
         groups = (chunks - 1) // copies  # the last chunk (a tail, maybe padding) stays out
 
-        def chunk(r0: Index, size: int, last: bool, parity: int) -> None:
-            self._row_chunk(offsets, out_offsets, b.add(m0, r0), r0, size, last, n0, n_act, parity)
+        def chunk(r0: Index, size: int, last: bool, parity: int, inputs=None) -> None:
+            self._row_chunk(offsets, out_offsets, b.add(m0, r0), r0, size, last, n0, n_act, parity, inputs)
 
-        with b.loop(0, groups, name="rows", pipelined=True) as g:
-            for c in range(copies):
-                chunk(b.mul(b.add(b.mul(g, copies), c), rows), rows, False, c)
+        if groups:  # never when prefetched: every chunk has its own copy
+            with b.loop(0, groups, name="rows", pipelined=True) as g:
+                for c in range(copies):
+                    chunk(b.mul(b.add(b.mul(g, copies), c), rows), rows, False, c)
         for r in range(groups * copies, chunks):
             r0 = r * rows
-            chunk(r0, min(rows, m_act - r0), m_end and r == chunks - 1, r % copies)
+            inputs = prefetched[r] if prefetched is not None else None
+            chunk(r0, min(rows, m_act - r0), m_end and r == chunks - 1, r % copies, inputs)
 
-    def _row_chunk(self, offsets, out_offsets, row0: Index, r0: Index, rows: int, last: bool, n0, n_act: int, parity: int) -> None:
+    def _row_chunk(
+        self, offsets, out_offsets, row0: Index, r0: Index, rows: int, last: bool, n0, n_act: int, parity: int, inputs
+    ) -> None:
         b, t, e = self.b, self.t, self.p.epilogue
         outs = [Tile(bufs[parity], 0, self.n_alloc) for bufs in self.outs]
         pads = [view.padded_rows - view.rows if last and view.layout == NZ else 0 for view in e.outputs]
@@ -370,7 +407,8 @@ class _CubeKernel:
             products = [Tile(bufs[parity], 0, self.n_alloc) for bufs in self.products]
             for n, tile in enumerate(products):
                 self._fixpipe(n, r0, rows, n_act, tile)
-            inputs = self._load_inputs(offsets, row0, rows, n0, n_act, parity)
+            if inputs is None:
+                inputs = self._load_inputs(offsets, row0, rows, n0, n_act, parity)
             self.scratch.reset()
             try:
                 e.body(EpilogueTiles(self.scratch.emitter(rows, n_act), products, inputs, outs))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from ....dialects import npu
 from ....dialects.ge.formats import Format
 from ....simulator.hardware import HardwarePreset
-from ....simulator.npu.costs import transfer_cycles
+from ....simulator.npu.costs import stream_cycles, transfer_cycles
 from ...tiling import FRACTAL, round_up
 from ..context import GmTensor
 from ..kernel_builder import Index, KernelBuilder
@@ -144,14 +144,14 @@ class MatrixView:
         runs, run_bytes = self.stage_runs(rows, cols)
         if self.layout == NZ and self.block != FRACTAL:
             _, snr, _, snc = self._stored(0, rows, 0, cols)
-            return -(-snc // self.block) * transfer_cycles(hw, "gm_to_l1", snr, run_bytes)
-        return transfer_cycles(hw, "gm_to_l1", runs, run_bytes)
+            return -(-snc // self.block) * stream_cycles(hw, "gm_to_l1", snr, run_bytes)
+        return stream_cycles(hw, "gm_to_l1", runs, run_bytes)
 
     def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
         _, snr, _, snc = self._stored(0, rows, 0, cols)
         if self.layout == NZ:
-            return transfer_cycles(hw, f"l1_to_{space}", -(-snc // FRACTAL), snr * FRACTAL * self.itemsize)
-        return transfer_cycles(hw, f"l1_to_{space}", snr, snc * self.itemsize)
+            return stream_cycles(hw, f"l1_to_{space}", -(-snc // FRACTAL), snr * FRACTAL * self.itemsize)
+        return stream_cycles(hw, f"l1_to_{space}", snr, snc * self.itemsize)
 
     def stage_to_l1(
         self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, l1, l1_stride: int
