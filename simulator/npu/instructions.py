@@ -23,12 +23,11 @@ Step = Callable[[object], None]
 @dataclass(frozen=True)
 class GmSide:
     """What a transfer touching GM needs at run time: its unloaded data phase, the
-    bytes it moves (bursts), its latency, which access is the GM one, whether it
-    writes GM, and the bytes of each contiguous run there."""
+    bytes it moves (bursts), which access is the GM one, whether it writes GM, and
+    the bytes of each contiguous run there."""
 
     data_cycles: int
     moved_bytes: int
-    latency: int
     access: int
     writes: bool
     run_bytes: int
@@ -131,7 +130,7 @@ class InstructionDecoder:
             if "gm" in (src, dst):
                 side = 0 if src == "gm" else 1
                 run_bytes = accesses[side].pattern.runs()[1] * self.buffer(op.operands[accesses[side].operand]).itemsize
-                gm = GmSide(cost.data_cycles, cost.moved_bytes, cost.latency, side, dst == "gm", run_bytes)
+                gm = GmSide(cost.data_cycles, cost.moved_bytes, side, dst == "gm", run_bytes)
             return cost.data_cycles, cost.latency, gm, stats
         if isinstance(op, npu.MmadOp):
             rate = op.rate_key()
@@ -150,6 +149,7 @@ class InstructionDecoder:
         pipe = PIPE_INDEX[op.pipe_name()]
         slots, offset_regs, views, hazard_specs, checks = self._operands(op, a, pipe)
         cycles, latency, gm, stats = self._cost(op, a)
+        streams = isinstance(op, npu.TransferOp)
         kernel = op.kernel(a)
         check = self._issue_checks(op, checks)
         regs, bufs, bases = self.regs, self.bufs, self.bases
@@ -162,10 +162,10 @@ class InstructionDecoder:
 
         def execute(core, issued: int, scalar_clock, offsets) -> None:
             pipe_free = core.pipe_free
-            free = pipe_free[pipe] if latency else core.drained(pipe)
+            free = pipe_free[pipe] if streams else core.drained(pipe)
             start = issued if issued > free else free
             end = start + cycles if gm is None else gm_transfer(core, start, offsets[gm.access])
-            if latency and end + latency > core.landed[pipe]:
+            if streams and end + latency > core.landed[pipe]:
                 core.landed[pipe] = end + latency
             pipe_free[pipe] = end
             core.busy[pipe] += end - start

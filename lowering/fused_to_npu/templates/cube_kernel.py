@@ -383,10 +383,9 @@ class _CubeKernel:
         def chunk(r0: Index, size: int, last: bool, parity: int, inputs=None) -> None:
             self._row_chunk(offsets, out_offsets, b.add(m0, r0), r0, size, last, n0, n_act, parity, inputs)
 
-        if groups:  # never when prefetched: every chunk has its own copy
-            with b.loop(0, groups, name="rows", pipelined=True) as g:
-                for c in range(copies):
-                    chunk(b.mul(b.add(b.mul(g, copies), c), rows), rows, False, c)
+        with b.loop(0, groups, name="rows", pipelined=True) as g:  # no groups when prefetched
+            for c in range(copies):
+                chunk(b.mul(b.add(b.mul(g, copies), c), rows), rows, False, c)
         for r in range(groups * copies, chunks):
             r0 = r * rows
             inputs = prefetched[r] if prefetched is not None else None
