@@ -20,11 +20,20 @@ from .cube import (
     MatmulAddLayerNormOp,
     MatmulAddRmsNormOp,
     MatmulBiasActOp,
+    MatmulPartialsOp,
     MultiMatmulBiasActOp,
 )
 from .group import GROUP_OPS, GroupOp, YieldOp
 from .kinds import PatternKind, pattern_kind
-from .norm import NORM_OPS, AddLayerNormOp, AddRmsNormOp, FusedSoftmaxOp, SwigluOp
+from .norm import (
+    NORM_OPS,
+    AddLayerNormOp,
+    AddRmsNormOp,
+    FusedSoftmaxOp,
+    PartialsAddLayerNormOp,
+    PartialsAddRmsNormOp,
+    SwigluOp,
+)
 
 NAMED_OPS = (*CUBE_OPS, *NORM_OPS, *ATTENTION_OPS)
 """The named fused ops, each with a dedicated kernel."""
@@ -47,6 +56,9 @@ __all__ = [
     "GatedMatmulOp",
     "MatmulAddLayerNormOp",
     "MatmulAddRmsNormOp",
+    "MatmulPartialsOp",
+    "PartialsAddLayerNormOp",
+    "PartialsAddRmsNormOp",
     "AddLayerNormOp",
     "AddRmsNormOp",
     "FusedSoftmaxOp",

@@ -277,6 +277,17 @@ def require_broadcasts_to(t: TensorType | None, shape: Sequence[int], what: str)
         )
 
 
+def require_bias(t: TensorType | None, shapes: tuple[tuple[int, ...], ...], element_type) -> None:
+    """A per-column (matmul) or per-channel (conv) bias: one of `shapes`, the
+    first of which is the plain vector."""
+    if t is None:
+        return
+    if shape_of(t) not in shapes:
+        allowed = " or ".join("(" + ", ".join(map(str, s)) + ")" for s in shapes)
+        raise fail(f"bias must have shape {allowed}, got {t}")
+    require_same_element_type(t, element_type, "bias")
+
+
 def require_same_element_type(t: TensorType | None, element_type: Attribute, what: str) -> None:
     if t is not None and t.element_type != element_type:
         raise fail(f"{what} element type {t.element_type} differs from {element_type}")

@@ -12,7 +12,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import ClassVar
 
-from xdsl.dialects.builtin import TensorType
+import numpy as np
+from xdsl.dialects.builtin import TensorType, f32
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     irdl_op_definition,
@@ -37,6 +38,7 @@ from .base import (
     by_name,
     ge_compute,
     operand,
+    require_bias,
     require_broadcasts_to,
     require_mask,
     require_same_element_type,
@@ -44,16 +46,8 @@ from .base import (
 )
 from .norm import add_norm_results, require_norm_parameters
 
-
-def require_bias(t: TensorType | None, shapes: tuple[tuple[int, ...], ...], element_type) -> None:
-    """A per-column (matmul) or per-channel (conv) bias: one of `shapes`, the
-    first of which is the plain vector."""
-    if t is None:
-        return
-    if shape_of(t) not in shapes:
-        allowed = " or ".join("(" + ", ".join(map(str, s)) + ")" for s in shapes)
-        raise fail(f"bias must have shape {allowed}, got {t}")
-    require_same_element_type(t, element_type, "bias")
+FRACTAL_BLOCK = 16
+"""Elements of a cube fractal's side: a K slice of a split product is whole blocks."""
 
 
 def _matmul(x, a):
@@ -259,6 +253,42 @@ class GatedMatmulOp(_MatmulAttrs):
         return ge_compute(MulOp, [activate(a.act, gate), up])
 
 
+@irdl_op_definition
+class MatmulPartialsOp(_MatmulAttrs):
+    """The split-K form of `lhs x rhs`: K cut into `splits` equal slices, result
+    `s` the fp32 product of slice `s` of lhs's columns by slice `s` of rhs's rows
+    (so the product is their sum). A matrix product with few rows and a long K
+    makes every core read all of lhs (`fused-split-matmul-norm`); cut along K,
+    each core reads one slice of lhs and of rhs, and the norm kernel that
+    follows (`fused.partials_add_layer_norm`) adds the slices up. Each slice
+    must be a whole number of 16-element blocks (the fractal the cube reads)."""
+
+    name = "fused.matmul_partials"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    splits = attr(Kind.INT, 2)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        t = by_name(types, a)
+        out = MatmulOp.infer([t.lhs, t.rhs], a, None)
+        depth = shape_of(t.lhs)[0 if a.transpose_a else 1]
+        if a.splits < 2 or depth % (a.splits * FRACTAL_BLOCK):
+            raise fail(f"splits must be at least 2 and cut K = {depth} into whole {FRACTAL_BLOCK}-element blocks, got {a.splits}")
+        return like(out, (a.splits, *shape_of(out)), f32)
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        x = by_name(inputs, a)
+        lhs = x.lhs.swapaxes(-1, -2) if a.transpose_a else x.lhs
+        rhs = x.rhs.swapaxes(-1, -2) if a.transpose_b else x.rhs
+        depth = lhs.shape[-1] // a.splits
+        slices = [slice(s * depth, (s + 1) * depth) for s in range(a.splits)]
+        products = [ge_compute(MatmulOp, [lhs[:, k], rhs[k, :]], transpose_a=False, transpose_b=False) for k in slices]
+        return np.stack(products).astype(np.float32)
+
+
 class _MatmulAddNormOp(_MatmulAttrs):
     """`s = lhs x rhs + bias + residual; y = norm(s)` over the last axis, returning
     both: the sum is the next residual. The output tile spans whole rows.
@@ -320,4 +350,5 @@ CUBE_OPS = (
     GatedMatmulOp,
     MatmulAddLayerNormOp,
     MatmulAddRmsNormOp,
+    MatmulPartialsOp,
 )

@@ -13,7 +13,7 @@ from typing import ClassVar
 from types import SimpleNamespace
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import TensorType, f32
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     irdl_op_definition,
@@ -38,10 +38,13 @@ from ..ge.base import (
 from ..ge.normalization import require_positive_epsilon
 from .base import (
     FusedOp,
+    add_all,
     by_name,
     ge_compute,
     masked_softmax,
     operand,
+    require_bias,
+    require_broadcasts_to,
     require_dropout_ratio,
     require_mask,
 )
@@ -170,4 +173,64 @@ class SwigluOp(FusedOp):
         return ge_compute(MulOp, [ge_compute(SiluOp, [gate]), up])
 
 
-NORM_OPS = (AddLayerNormOp, AddRmsNormOp, FusedSoftmaxOp, SwigluOp)
+class _PartialsAddNormOp(FusedOp):
+    """`s = sum(partials) + bias + residual; y = norm(s)` over the last axis;
+    results (y, s). The second kernel of a split-K matmul + residual + norm
+    (`fused.matmul_partials` makes the fp32 partial products): the partials
+    are added up in fp32 as each row is loaded, so the split costs the norm
+    kernel a read of each partial and nothing else. Subclasses declare the
+    operands (IRDL orders inherited fields last)."""
+
+    result = result_def(TensorType)
+    sum = result_def(TensorType)
+    epsilon = attr(Kind.FLOAT, 1e-5)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        t = by_name(types, a)
+        partials = shape_of(t.partials)
+        if len(partials) != 3 or t.partials.element_type != f32:
+            raise fail(f"partials must be (splits, M, N) f32, got {t.partials}")
+        shape = partials[1:]
+        require_float(t.residual, "residual")
+        require_broadcasts_to(t.residual, shape, "residual")
+        require_bias(operand(t, "bias"), ((shape[1],), (1, shape[1])), t.residual.element_type)
+        require_norm_parameters(cls.NORM, shape, t, a.epsilon, -1)
+        total = like(t.residual, shape)
+        return [total, total]
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        x = by_name(inputs, a)
+        product = add_all(x.partials.sum(axis=0), operand(x, "bias"))
+        return add_norm_results(cls.NORM, product, x, a.epsilon, -1)
+
+
+@irdl_op_definition
+class PartialsAddLayerNormOp(_PartialsAddNormOp):
+    """`s = sum(partials) + bias + residual; y = layer_norm(s, gamma, beta)`;
+    results (y, s)."""
+
+    name = "fused.partials_add_layer_norm"
+    partials = operand_def(TensorType)
+    residual = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    NORM: ClassVar[str] = "layer_norm"
+
+
+@irdl_op_definition
+class PartialsAddRmsNormOp(_PartialsAddNormOp):
+    """`s = sum(partials) + bias + residual; y = rms_norm(s, gamma)`; results (y, s)."""
+
+    name = "fused.partials_add_rms_norm"
+    partials = operand_def(TensorType)
+    residual = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    NORM: ClassVar[str] = "rms_norm"
+
+
+NORM_OPS = (AddLayerNormOp, AddRmsNormOp, PartialsAddLayerNormOp, PartialsAddRmsNormOp, FusedSoftmaxOp, SwigluOp)

@@ -13,6 +13,7 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -78,6 +79,15 @@ class GmTensor:
         if not isinstance(owner, ConstOp) or not (owner.is_splat() or self.numel == 1):
             return None
         return float(np.asarray(owner.as_array()).reshape(-1)[0])
+
+
+def named(op, tensors: list[GmTensor]) -> SimpleNamespace:
+    """GM tensors by operand name (None for absent optional operands)."""
+    definition = [n for n, _ in op.get_irdl_definition().operands]
+    names = op.present_operand_names() if hasattr(op, "present_operand_names") else definition
+    values = dict.fromkeys(definition)
+    values.update(zip(names, tensors))
+    return SimpleNamespace(**values)
 
 
 @dataclass

@@ -505,7 +505,7 @@ class _RowKernel:
             batch = b.mul(b.floordiv(row0, blocked.rows), blocked.blocks * block)
             offset = b.add(batch, b.mul(b.rem(row0, blocked.rows), blocked.c0))
             return offset, blocked.blocks, rows * blocked.c0, block
-        return b.mul(row0, width), 1, rows * width, 0
+        return b.add(op.base, b.mul(row0, width)), 1, rows * width, 0
 
 
 class _TileSet:

@@ -61,6 +61,7 @@ class RowOperand:
     period: int | None = None  # a COL whose row r uses element r % period
     width: int | None = None  # a FULL operand narrower than the view's rows (plain layout)
     repeat: int | None = None  # view row r uses row (r // repeat) % period of the operand
+    base: int = 0  # plain layout: element offset of row 0 in the tensor (one plane of a stack)
 
     def columns(self, view_cols: int) -> int:
         """Elements of this operand in one row of the view."""

@@ -6,18 +6,26 @@ rows, so their cube kernel gives each core whole rows of the product: every
 core reads all of B. With few rows and a large B (a transformer's output
 projections at small batch: 128 x 3072 @ 3072 x 768) that is most of B per
 core through the core's own GM path, while a plain matmul spreads B's columns
-over the cores. This pass asks the tiling (`lowering/tiling.py`) for both:
+over the cores. This pass asks the tiling (`lowering/tiling.py`) for three
+forms:
 
 * fused: the whole-row cube kernel with the norm epilogue;
 * split: `fused.matmul_bias_act` (bias and residual: the sum) with its own
   tiling, then `ge.layer_norm` / `ge.rms_norm` of the sum (a row kernel), plus
   one kernel launch and the norm kernel's traffic (read the sum, write y);
+* split-K: `fused.matmul_partials` cuts K into 2, 4 or 8 slices, each item
+  of its cube kernel multiplies one slice of A by one slice of B into an fp32
+  partial, and `fused.partials_add_layer_norm` / `..._rms_norm` adds the
+  partials, the bias and the residual as it normalises. With few rows even
+  the split form makes each core read all of A's columns for its rows (the
+  128 x 3072 A of BERT's FFN output: 393 KB per core); a K slice is a
+  fraction of that, for the norm kernel's read of the fp32 partials;
 
-and rewrites the op into the split form when that is estimated faster. The
-results are the same values (the sum is the fused op's second result); the
-norm then reads the sum rounded to fp16 instead of the fp32 one, a difference
-within the fp16 tolerance. `debug=true` prints both estimates per op;
-`--pass-statistics` counts the ops split and kept.
+and rewrites the op into the fastest. The results are the same values (the sum
+is the fused op's second result); the split norm reads the sum rounded to fp16
+instead of the fp32 one, and the partials add up in another order, differences
+within the fp16 tolerance. `debug=true` prints every estimate per op;
+`--pass-statistics` counts the ops of each form.
 """
 
 from __future__ import annotations
@@ -27,18 +35,23 @@ import sys
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from ...core.passes import record_statistic
 from ...dialects import fused, ge
 from ...simulator.hardware import HardwarePreset, load_preset
-from ..tiling import choose_cube_tiling
-from .context import GmTensor
-from .templates.cube import add_norm_epilogue, bias_act_epilogue, epilogue_input, gemm_problem, named, views_of
+from ...dialects.ge.formats import Format
+from ..tiling import FRACTAL, choose_cube_tiling
+from .context import GmTensor, named
+from .templates.cube import add_norm_epilogue, bias_act_epilogue, epilogue_input, gemm_problem, views_of
+from .templates.cube_epilogue import CubeEpilogue
 
 NORM_OPS = (fused.MatmulAddLayerNormOp, fused.MatmulAddRmsNormOp)
+
+SPLITS = (2, 4, 8)
+"""The K slices a split-K form may have."""
 
 NORM_VECTOR_PASSES = 12
 """Full-width fp32 vector passes a row norm makes over its rows (widen, mean,
@@ -58,22 +71,21 @@ class SplitMatmulNormPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         hw = load_preset(self.hw)
         for norm in [o for o in op.walk() if isinstance(o, NORM_OPS)]:
-            fused_cycles, split_cycles = estimates(norm, hw)
-            verdict = "split" if split_cycles < fused_cycles else "kept"
+            forms = estimates(norm, hw)
+            verdict = min(forms, key=forms.get)
             if self.debug:
-                print(
-                    f"[{self.name}] {norm.name} at {norm.location}: one kernel ~{fused_cycles:.0f} cycles, "
-                    f"matmul + norm ~{split_cycles:.0f} cycles: {verdict}",
-                    file=sys.stderr,
-                )
+                listed = ", ".join(f"{form} ~{cycles:.0f}" for form, cycles in forms.items())
+                print(f"[{self.name}] {norm.name} at {norm.location}: {listed} cycles: {verdict}", file=sys.stderr)
             if verdict == "split":
                 split(norm)
-            record_statistic(self.name, f"ops {verdict}")
+            elif verdict != "fused":
+                split_k(norm, int(verdict.removeprefix("split-K ")))
+            record_statistic(self.name, f"ops {verdict.split()[0]}")
 
 
-def estimates(op: Operation, hw: HardwarePreset) -> tuple[float, float]:
-    """(fused, split) estimated cycles of `op` (kernel launches of the split's
-    second kernel included); inf where no tiling fits."""
+def estimates(op: Operation, hw: HardwarePreset) -> dict[str, float]:
+    """Estimated cycles of each form of `op` ("fused", "split", "split-K <splits>"),
+    the second kernel's launch included; inf where no tiling fits."""
     a = op.attr_values()
     x = named(op, [GmTensor(None, v.type, v) for v in op.operands])
     outs = [GmTensor(None, r.type, r) for r in op.results]
@@ -82,9 +94,22 @@ def estimates(op: Operation, hw: HardwarePreset) -> tuple[float, float]:
     whole = add_norm_epilogue(views_of(outs), x, layer, a.epsilon)
     inputs = [i for i in (epilogue_input(x.bias, shape), epilogue_input(x.residual, shape)) if i is not None]
     plain = bias_act_epilogue(views_of(outs[1:]), inputs, "none")
-    fused_cycles = _cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, whole, True))
-    product = _cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, plain))
-    return fused_cycles, product + hw.kernel_launch_cycles + norm_cycles(hw, shape, outs[0].itemsize)
+    product = gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, plain)
+    norm = hw.kernel_launch_cycles + norm_cycles(hw, shape, outs[0].itemsize)
+    forms = {
+        "fused": _cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, whole, True)),
+        "split": _cube_cycles(hw, product) + norm,
+    }
+    if x.residual.format != Format.ND:
+        return forms
+    for splits in SPLITS:
+        if product.shape.k % (splits * FRACTAL):
+            continue
+        partials = GmTensor(None, TensorType(f32, [splits, *shape]), None)
+        problem = gemm_problem(x.lhs, [x.rhs], partials.shape, a.transpose_a, a.transpose_b, CubeEpilogue(views_of([partials])), splits=splits)
+        reduce = hw.kernel_launch_cycles + norm_cycles(hw, shape, outs[0].itemsize, splits)
+        forms[f"split-K {splits}"] = _cube_cycles(hw, problem) + reduce
+    return forms
 
 
 def _cube_cycles(hw: HardwarePreset, problem) -> float:
@@ -94,14 +119,29 @@ def _cube_cycles(hw: HardwarePreset, problem) -> float:
         return math.inf
 
 
-def norm_cycles(hw: HardwarePreset, shape, itemsize: int) -> float:
-    """A row norm over all cores: its GM traffic (read the sum, write y) at the HBM
-    and the cores' paths, and its vector passes."""
-    elements = math.prod(shape)
-    traffic = 2 * elements * itemsize
-    memory = max(traffic / hw.hbm_bytes_per_cycle, traffic / hw.core_count / hw.paths["gm_to_ub"].bytes_per_cycle)
-    vector = NORM_VECTOR_PASSES * elements * 4 / hw.vector_repeat_bytes / hw.core_count
-    return memory + vector
+def norm_cycles(hw: HardwarePreset, shape, itemsize: int, splits: int = 0) -> float:
+    """A row norm over all cores, tiled as the row kernel tiles it (two tiles of
+    rows per core): its vector passes and GM traffic, overlapped, after the first
+    tile's load. It reads the sum and writes y; with `splits` partials it reads
+    them and the residual instead, adds them up (a pass each, and the residual's
+    widening, add and the sum's rounding) and writes the sum as well."""
+    rows, cols = math.prod(shape[:-1]), shape[-1]
+    tile_rows = max(1, math.ceil(rows / hw.core_count / 2))
+    tiles = math.ceil(rows / tile_rows / hw.core_count)
+    repeats = math.ceil(tile_rows * cols * 4 / hw.vector_repeat_bytes)
+    passes = NORM_VECTOR_PASSES + (splits + 2 if splits else 0)
+    vector = tiles * passes * hw.vector_costs["binary"].cycles(repeats)
+    read_per_element = splits * 4 + itemsize if splits else itemsize
+    written_per_element = 2 * itemsize if splits else itemsize
+    traffic = rows * cols * (read_per_element + written_per_element)
+    first_tile = hw.paths["gm_to_ub"].cycles(tile_rows * cols * read_per_element)
+    return first_tile + max(vector, _gm_cycles(hw, traffic))
+
+
+def _gm_cycles(hw: HardwarePreset, traffic: float) -> float:
+    """Cycles to move `traffic` bytes of a vector kernel spread over all cores: at
+    the HBM, or at the cores' own paths."""
+    return max(traffic / hw.hbm_bytes_per_cycle, traffic / hw.core_count / hw.paths["gm_to_ub"].bytes_per_cycle)
 
 
 def split(op: Operation) -> None:
@@ -117,11 +157,35 @@ def split(op: Operation) -> None:
         norm = ge.LayerNormOp.new(total.result, x["gamma"], x["beta"], axis=-1, epsilon=a.epsilon, result_type=op.results[0].type)
     else:
         norm = ge.RMSNormOp.new(total.result, x["gamma"], axis=-1, epsilon=a.epsilon, result_type=op.results[0].type)
-    for new, old in ((total.result, op.results[1]), (norm.results[0], op.results[0])):
+    _replace(op, [total, norm], [norm.results[0], total.result])
+
+
+def split_k(op: Operation, splits: int) -> None:
+    """Replace `op` by fused.matmul_partials (`splits` slices of K) and the
+    partials' norm."""
+    a = op.attr_values()
+    x = {name: getattr(op, name) for name in op.present_operand_names()}
+    shape = op.results[0].type.get_shape()
+    partials = fused.MatmulPartialsOp.new(
+        x["lhs"], x["rhs"], splits=splits, transpose_a=a.transpose_a, transpose_b=a.transpose_b,
+        result_type=TensorType(f32, [splits, *shape]),
+    )
+    norm_class = fused.PartialsAddLayerNormOp if isinstance(op, fused.MatmulAddLayerNormOp) else fused.PartialsAddRmsNormOp
+    params = [x[name] for name in ("gamma", "beta") if name in x]
+    bias = {"bias": x["bias"]} if "bias" in x else {}
+    norm = norm_class.new(
+        partials.result, x["residual"], *params, **bias, epsilon=a.epsilon, result_type=[r.type for r in op.results]
+    )
+    _replace(op, [partials, norm], norm.results)
+
+
+def _replace(op: Operation, ops: list[Operation], values) -> None:
+    """Put `ops` where `op` is and `values` in place of its results."""
+    for new, old in zip(values, op.results, strict=True):
         new.name_hint = old.name_hint
         old.replace_all_uses_with(new)
     block = op.parent_block()
-    block.insert_op_before(total, op)
-    block.insert_op_before(norm, op)
+    for new_op in ops:
+        block.insert_op_before(new_op, op)
     op.detach()
     op.erase()

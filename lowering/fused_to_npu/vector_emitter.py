@@ -450,3 +450,10 @@ def _select_one_zero(v: VectorEmitter, mask: Tile, dst: Tile) -> None:
     v.fill(ones, 1.0)
     v.fill(zeros, 0.0)
     v.instr(npu.VSelOp, mask, ones, zeros, dst)
+
+
+def add_terms(v: VectorEmitter, x: Tile, terms: list[Operand]) -> None:
+    """x += each term (fp32, terms widened), with ge.add's vector definition."""
+    for term in terms:
+        widened = v.widened(term) if isinstance(term, Tile) else term
+        emit_elementwise(v, "ge.add", SimpleNamespace(), [x, widened], x)

@@ -176,22 +176,100 @@ def norm_module(m, k, n) -> str:
     return module(args, "fused.matmul_add_layer_norm", "%a, %b, %res, %gamma, %beta", "{epsilon = 1.0e-05}", [out, out])
 
 
+FORMS = {
+    "fused": {"fused.matmul_add_layer_norm"},
+    "split": {"fused.matmul_bias_act", "ge.layer_norm"},
+    "split-K": {"fused.matmul_partials", "fused.partials_add_layer_norm"},
+}
+
+
 @pytest.mark.parametrize(
-    "m,k,n,hw,split",
-    [(33, 40, 50, "tiny", False), (16, 512, 256, "tiny", True), (64, 128, 300, "tiny", True),
-     (128, 768, 768, "ascend910", True), (512, 64, 64, "ascend910", False)],
+    "m,k,n,hw,form",
+    [(33, 40, 50, "tiny", "fused"), (16, 512, 256, "tiny", "split-K"), (64, 128, 300, "tiny", "split"),
+     (128, 768, 768, "ascend910", "split-K"), (512, 64, 64, "ascend910", "fused")],
 )
-def test_matmul_add_norm_split_decision(m, k, n, hw, split):
+def test_matmul_add_norm_split_decision(m, k, n, hw, form):
     """Few rows against a large B: each core of the whole-row kernel would read all of
-    B (or its rows do not fit the buffers at all): a matmul kernel and a norm kernel."""
+    B (or its rows do not fit the buffers at all): a matmul kernel and a norm
+    kernel; with a long K for so few rows, a split-K matmul and the norm of its
+    partials."""
     compiled = compile_module(parse(norm_module(m, k, n)), f"fused-split-matmul-norm{{hw={hw}}}")
     names = {op.name for op in compiled.walk()}
-    assert ("fused.matmul_add_layer_norm" not in names) == split
-    assert ("ge.layer_norm" in names and "fused.matmul_bias_act" in names) == split
+    for name, ops in FORMS.items():
+        assert ops <= names if name == form else not ops & names, name
 
 
-def test_matmul_add_norm_split_numbers():
-    check_lowering(norm_module(16, 512, 256))
+@pytest.mark.parametrize("m,k,n", [(64, 128, 300), (16, 512, 256)])
+def test_matmul_add_norm_split_numbers(m, k, n):
+    check_lowering(norm_module(m, k, n))
+
+
+def test_matmul_add_norm_split_k_decision_and_numbers():
+    """BERT's FFN output (128 x 3072 @ 3072 x 768): even split, every core reads all
+    of A's columns for its rows; cut along K, each reads a slice."""
+    m, k, n = 128, 3072, 768
+    compiled = compile_module(parse(norm_module(m, k, n)), "fused-split-matmul-norm{hw=ascend910}")
+    ops = {op.name: op for op in compiled.walk()}
+    assert "fused.matmul_add_layer_norm" not in ops and "fused.partials_add_layer_norm" in ops
+    splits = ops["fused.matmul_partials"].attr_value("splits")
+    assert splits > 1 and k % (16 * splits) == 0
+    check_lowering(norm_module(m, k, n), "ascend910")
+
+
+# ---- split-K: fused.matmul_partials and the partials' norm ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "m,k,n,splits,layouts",
+    [
+        (17, 64, 50, 2, ""),
+        (33, 128, 40, 4, "transpose_a"),
+        (16, 96, 33, 3, "transpose_b"),
+        (40, 128, 48, 2, "nz_a nz_b"),
+        (1, 256, 17, 8, "nz_b"),
+    ],
+)
+def test_matmul_partials(m, k, n, splits, layouts):
+    """Each K slice's product, read in place from A's columns and B's rows in any
+    layout (transposed, FRACTAL_NZ), lands in its own fp32 plane."""
+    flags = {f: f in layouts for f in ("transpose_a", "transpose_b")}
+    a_shape = (k, m) if flags["transpose_a"] else (m, k)
+    b_shape = (n, k) if flags["transpose_b"] else (k, n)
+    a_type = tensor(a_shape, encoding="FRACTAL_NZ" if "nz_a" in layouts else None)
+    b_type = tensor(b_shape, encoding="FRACTAL_NZ" if "nz_b" in layouts else None)
+    out = tensor((splits, m, n), "f32")
+    attrs = ", ".join([f"splits = {splits}", *(f"{f} = true" for f, on in flags.items() if on)])
+    text = f"""func.func @main(%x: {tensor(a_shape)} {{ge.name = "a"}}, %y: {tensor(b_shape)} {{ge.name = "b"}}) -> ({out} {{ge.name = "out"}}) {{
+  %a = ge.transdata %x {{src_format = "ND", dst_format = "{"FRACTAL_NZ" if "nz_a" in layouts else "ND"}"}} : ({tensor(a_shape)}) -> {a_type}
+  %b = ge.transdata %y {{src_format = "ND", dst_format = "{"FRACTAL_NZ" if "nz_b" in layouts else "ND"}"}} : ({tensor(b_shape)}) -> {b_type}
+  %p = fused.matmul_partials %a, %b {{{attrs}}} : ({a_type}, {b_type}) -> {out}
+  func.return %p : {out}
+}}"""
+    check_lowering(text)
+
+
+@pytest.mark.parametrize(
+    "norm,bias,residual,splits",
+    [("layer_norm", True, (33, 40), 2), ("rms_norm", False, (33, 40), 4), ("layer_norm", False, (1, 40), 3)],
+)
+def test_partials_add_norm(norm, bias, residual, splits):
+    m, n = 33, 40
+    args = [arg("p", (splits, m, n), "f32"), arg("res", residual), arg("gamma", (n,))]
+    operands = "%p, %res, %gamma"
+    if norm == "layer_norm":
+        args.append(arg("beta", (n,)))
+        operands += ", %beta"
+    if bias:
+        args.append(arg("bias", (n,)))
+        operands += " bias %bias"
+    out = tensor((m, n))
+    check_lowering(module(args, f"fused.partials_add_{norm}", operands, "{epsilon = 1.0e-05}", [out, out]))
+
+
+def test_matmul_partials_rejects_uneven_slices():
+    text = module([arg("a", (8, 40)), arg("b", (40, 8))], "fused.matmul_partials", "%a, %b", "{splits = 2}", [tensor((2, 8, 8), "f32")])
+    with pytest.raises(Exception, match="whole 16-element blocks"):
+        parse(text)
 
 
 def test_fused_race_free_with_insert_sync():

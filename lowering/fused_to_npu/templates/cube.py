@@ -18,8 +18,8 @@ from xdsl.dialects.builtin import f16, f32
 from ....dialects import fused, ge
 from ....dialects.fused.base import ACTIVATIONS
 from ...tiling import GemmShape
-from ..context import GmTensor, KernelContext, kernel_for
-from ..vector_emitter import Operand, Tile, VectorEmitter, emit_elementwise
+from ..context import GmTensor, KernelContext, kernel_for, named
+from ..vector_emitter import Operand, Tile, VectorEmitter, add_terms, emit_elementwise
 from .cube_epilogue import CubeEpilogue, EpilogueInput, EpilogueTiles
 from .cube_kernel import CubeProblem, emit_cube_kernel
 from .cube_operands import broadcast_view, matrix_view
@@ -27,15 +27,6 @@ from .normalization import layer_norm_rows
 
 RATES = {f16: "fp16", f32: "fp32"}
 """Element types the cube multiplies here, and their rate keys (fp32 accumulation)."""
-
-
-def named(op, tensors: list[GmTensor]) -> SimpleNamespace:
-    """GM tensors by operand name (None for absent optional operands)."""
-    definition = [n for n, _ in op.get_irdl_definition().operands]
-    names = op.present_operand_names() if hasattr(op, "present_operand_names") else definition
-    values = dict.fromkeys(definition)
-    values.update(zip(names, tensors))
-    return SimpleNamespace(**values)
 
 
 def epilogue_input(t: GmTensor | None, out_shape) -> EpilogueInput | None:
@@ -56,24 +47,32 @@ def gemm_problem(
     transpose_b: bool,
     epilogue: CubeEpilogue,
     whole_rows: bool = False,
+    splits: int = 1,
 ) -> CubeProblem:
     """`epilogue(lhs @ rhs_i ...)` over the output's batch dims (ValueError for what
-    the cube kernel does not take)."""
+    the cube kernel does not take). With `splits`, the output's one batch dim
+    holds the products of the K slices (`fused.matmul_partials`)."""
     batch = out_shape[:-2]
     element_type = lhs.element_type
     if element_type not in RATES:
         raise ValueError(f"the cube multiplies f16 or f32 here, not {element_type}")
-    a = matrix_view(lhs, batch, transpose_a)
-    bs = [matrix_view(r, batch, transpose_b) for r in rhs]
+    if splits > 1:
+        a = matrix_view(lhs, (), transpose_a).k_slices(splits, along_cols=True)
+        bs = [matrix_view(r, (), transpose_b).k_slices(splits, along_cols=False) for r in rhs]
+    else:
+        a = matrix_view(lhs, batch, transpose_a)
+        bs = [matrix_view(r, batch, transpose_b) for r in rhs]
     shape = GemmShape(
         math.prod(batch), out_shape[-2], out_shape[-1], a.cols, len(bs), whole_rows, lhs.itemsize, RATES[element_type]
     )
     return CubeProblem(shape, a, bs, epilogue, element_type)
 
 
-def matmul_problem(k: KernelContext, lhs, rhs, transpose_a, transpose_b, epilogue, whole_rows=False) -> CubeProblem:
+def matmul_problem(
+    k: KernelContext, lhs, rhs, transpose_a, transpose_b, epilogue, whole_rows=False, splits=1
+) -> CubeProblem:
     try:
-        return gemm_problem(lhs, rhs, k.outputs[0].shape, transpose_a, transpose_b, epilogue, whole_rows)
+        return gemm_problem(lhs, rhs, k.outputs[0].shape, transpose_a, transpose_b, epilogue, whole_rows, splits)
     except ValueError as e:
         raise k.unsupported(str(e)) from None
 
@@ -101,14 +100,17 @@ def lower_matmul(op: ge.MatmulOp | ge.BatchMatmulOp, k: KernelContext) -> None:
     emit_cube_kernel(k, problem)
 
 
+@kernel_for(fused.MatmulPartialsOp)
+def lower_matmul_partials(op: fused.MatmulPartialsOp, k: KernelContext) -> None:
+    """The K slices' products as batches of one cube kernel, each stored in fp32
+    straight from L0C."""
+    a = op.attr_values()
+    lhs, rhs = k.inputs
+    epilogue = CubeEpilogue(output_views(k))
+    emit_cube_kernel(k, matmul_problem(k, lhs, [rhs], a.transpose_a, a.transpose_b, epilogue, splits=a.splits))
+
+
 # ---- epilogue pieces ------------------------------------------------------------------------
-
-
-def add_terms(v: VectorEmitter, x: Tile, terms: list[Operand]) -> None:
-    """x += each term (fp32, terms widened), with ge.add's vector definition."""
-    for term in terms:
-        widened = v.widened(term) if isinstance(term, Tile) else term
-        emit_elementwise(v, "ge.add", SimpleNamespace(), [x, widened], x)
 
 
 def activate(v: VectorEmitter, act: str, x: Tile) -> None:

@@ -24,7 +24,7 @@ real sizes) and, for outputs, written with zeros by the caller.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ....dialects import npu
 from ....dialects.ge.formats import Format
@@ -111,6 +111,20 @@ class MatrixView:
         if self.layout == ND:
             return b.affine(start, (sr, self.row_stride), (sc, 1))
         return b.affine(start, (b.floordiv(sc, self.block), self.row_stride), (sr, self.block))
+
+    def k_slices(self, count: int, along_cols: bool) -> MatrixView:
+        """The matrix as `count` batches, batch s its s-th equal slice along its
+        logical columns (`along_cols`: an A operand's K) or rows (a B operand's K):
+        a split-K product's operands, read in place."""
+        assert not self.batches.varies, "a split-K operand is one matrix"
+        size = (self.cols if along_cols else self.rows) // count
+        stored_cols = along_cols != self.transposed
+        if self.layout == ND:
+            stride = size if stored_cols else size * self.row_stride
+        else:
+            stride = size // self.block * self.row_stride if stored_cols else size * self.block
+        rows, cols = (self.rows, size) if along_cols else (size, self.cols)
+        return replace(self, rows=rows, cols=cols, batches=BatchMap(((count, stride),)))
 
     # ---- the cube's path: GM -> L1 -> L0 ---------------------------------------------------
 

@@ -308,3 +308,19 @@ func.func @main(%x: tensor<4x8xf16>) {
   // expected-error @+1 {{'fused.yield' op 'fused.yield' expects parent op 'fused.group'}}
   fused.yield %x : tensor<4x8xf16>
 }
+
+// -----
+
+func.func @main(%x: tensor<8x48xf16>, %w: tensor<48x32xf16>) {
+  // expected-error @+1 {{'fused.matmul_partials' op splits must be at least 2 and cut K = 48 into whole 16-element blocks, got 2}}
+  %0 = fused.matmul_partials %x, %w {splits = 2} : (tensor<8x48xf16>, tensor<48x32xf16>) -> tensor<2x8x32xf32>
+  func.return
+}
+
+// -----
+
+func.func @main(%p: tensor<2x8x32xf16>, %r: tensor<8x32xf16>, %g: tensor<32xf16>) {
+  // expected-error @+1 {{'fused.partials_add_rms_norm' op partials must be (splits, M, N) f32, got tensor<2x8x32xf16>}}
+  %y, %s = fused.partials_add_rms_norm %p, %r, %g : (tensor<2x8x32xf16>, tensor<8x32xf16>, tensor<32xf16>) -> (tensor<8x32xf16>, tensor<8x32xf16>)
+  func.return
+}

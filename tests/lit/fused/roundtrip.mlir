@@ -40,6 +40,19 @@ func.func @cube(%x: tensor<8x16xf16>, %w: tensor<16x32xf16>, %b: tensor<32xf16>,
   func.return
 }
 
+// CHECK-LABEL: func.func @split_k(
+func.func @split_k(%x: tensor<8x64xf16>, %w: tensor<64x32xf16>, %r: tensor<8x32xf16>, %g: tensor<32xf16>, %b: tensor<32xf16>) {
+  // CHECK-NEXT: %p = fused.matmul_partials %x, %w {splits = 4} : (tensor<8x64xf16>, tensor<64x32xf16>) -> tensor<4x8x32xf32>
+  // CHECK-NEXT: %y, %s = fused.partials_add_layer_norm %p, %r, %g, %b bias %b {epsilon = 1.0e-12} : (tensor<4x8x32xf32>, tensor<8x32xf16>, tensor<32xf16>, tensor<32xf16>, tensor<32xf16>) -> (tensor<8x32xf16>, tensor<8x32xf16>)
+  // CHECK-NEXT: %y2, %s2 = fused.partials_add_rms_norm %p, %r, %g : (tensor<4x8x32xf32>, tensor<8x32xf16>, tensor<32xf16>) -> (tensor<8x32xf16>, tensor<8x32xf16>)
+  // GENERIC: "fused.matmul_partials"(%x, %w) <{
+  // GENERIC: "fused.partials_add_layer_norm"(%p, %r, %g, %b, %b) <{
+  %p = fused.matmul_partials %x, %w {splits = 4} : (tensor<8x64xf16>, tensor<64x32xf16>) -> tensor<4x8x32xf32>
+  %y, %s = fused.partials_add_layer_norm %p, %r, %g, %b bias %b {epsilon = 1.0e-12} : (tensor<4x8x32xf32>, tensor<8x32xf16>, tensor<32xf16>, tensor<32xf16>, tensor<32xf16>) -> (tensor<8x32xf16>, tensor<8x32xf16>)
+  %y2, %s2 = fused.partials_add_rms_norm %p, %r, %g : (tensor<4x8x32xf32>, tensor<8x32xf16>, tensor<32xf16>) -> (tensor<8x32xf16>, tensor<8x32xf16>)
+  func.return
+}
+
 // CHECK-LABEL: func.func @vector(
 func.func @vector(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>, %m: tensor<4x8xf32>, %bm: tensor<8xi1>) {
   // CHECK-NEXT: %y, %s = fused.add_layer_norm %x, %r, %g, %b {epsilon = 1.0e-06} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
