@@ -147,7 +147,7 @@ def add_norm_epilogue(outputs: list, x: SimpleNamespace, layer: bool, epsilon: f
         add_terms(t.v, s, t.inputs[:terms])
         t.v.cast(s, t.outputs[1])
         gamma, *beta = t.inputs[terms:]
-        layer_norm_rows(t.v, s, t.outputs[0], gamma, beta[0] if beta else None, epsilon, rms=not layer)
+        layer_norm_rows(t.v, s, t.outputs[0], gamma, beta[0] if beta else None, epsilon, rms=not layer, consume=True)
 
     return CubeEpilogue(outputs, inputs, body)
 

@@ -57,17 +57,27 @@ def softmax_rows(v: VectorEmitter, x: Tile, out: Tile, log: bool = False) -> Non
     v.release(total)
     if work is not out:
         v.cast(work, out)
-        v.release(work)
+        if work is not x:
+            v.release(work)
 
 
 def layer_norm_rows(
-    v: VectorEmitter, x: Tile, out: Tile, gamma: Operand | None, beta: Operand | None, epsilon: float, rms: bool
+    v: VectorEmitter,
+    x: Tile,
+    out: Tile,
+    gamma: Operand | None,
+    beta: Operand | None,
+    epsilon: float,
+    rms: bool,
+    consume: bool = False,
 ) -> None:
     """out = layer_norm (or rms_norm) of each row of x: the statistics and the
     normalised rows in fp32 (sums of squares of fp16 data overflow fp16), rounded
     to out's type; gamma and beta (ROW operands of out's type) applied in that
-    type, at half the vector cost of fp32 and a couple of roundings."""
-    work = fp32_working_copy(v, x, out)
+    type, at half the vector cost of fp32 and a couple of roundings. With
+    `consume`, x is an fp32 temporary of the caller's that the body works in
+    (a sum the caller has just made), saving a copy."""
+    work = x if consume and x.element_type == f32 and out.element_type != f32 else fp32_working_copy(v, x, out)
     n = 1.0 / v.cols
     if not rms:
         mean = v.col_temp(f32)
@@ -88,7 +98,8 @@ def layer_norm_rows(
     v.release(scale)
     if work is not out:
         v.cast(work, out)
-        v.release(work)
+        if work is not x:
+            v.release(work)
     if gamma is not None:
         v.binary(npu.VMulOp, out, gamma, out)
     if beta is not None:
@@ -199,7 +210,7 @@ def lower_add_norm(op: fused.AddLayerNormOp, k: KernelContext) -> None:
         v.cast(ins[0], work)
         v.binary(npu.VAddOp, work, v.widened(ins[1]) if isinstance(ins[1], Tile) else ins[1], work)
         v.cast(work, total)
-        layer_norm_rows(v, work, y, ins[2], None if rms else ins[3], epsilon, rms)
+        layer_norm_rows(v, work, y, ins[2], None if rms else ins[3], epsilon, rms, consume=True)
         v.release(work)
 
     emit_row_kernel(k, view, body)
@@ -231,7 +242,7 @@ def lower_partials_add_norm(op, k: KernelContext) -> None:
         add_terms(v, work, ins[splits : splits + len(terms)])
         v.cast(work, total)
         gamma, *beta = ins[splits + len(terms) :]
-        layer_norm_rows(v, work, y, gamma, None if rms else beta[0], epsilon, rms)
+        layer_norm_rows(v, work, y, gamma, None if rms else beta[0], epsilon, rms, consume=True)
         v.release(work)
 
     emit_row_kernel(k, view, body)
