@@ -51,6 +51,7 @@ _PROJECT_PASSES: dict[str, str] = {
     "ge-to-npu": ".lowering.fused_to_npu.convert:ToNpuPass",
     "fused-ungroup": ".lowering.fused_to_npu.ungroup:UngroupPass",
     "fused-split-matmul-norm": ".lowering.fused_to_npu.split_norm:SplitMatmulNormPass",
+    "fused-split-k": ".lowering.fused_to_npu.split_k:SplitKPass",
     "ge-materialize-broadcasts": ".lowering.fused_to_npu.materialize_broadcasts:MaterializeBroadcastsPass",
     "npu-plan-gm": ".lowering.plan.memory:PlanGmPass",
     "npu-assign-streams": ".lowering.plan.streams:AssignStreamsPass",

@@ -13,6 +13,7 @@ from ..transforms.npu.insert_sync import InsertSyncPass
 from ..transforms.npu.plan_local_memory import PlanLocalMemoryPass
 from .fused_to_npu.convert import ToNpuPass
 from .fused_to_npu.materialize_broadcasts import MaterializeBroadcastsPass
+from .fused_to_npu.split_k import SplitKPass
 from .fused_to_npu.split_norm import SplitMatmulNormPass
 from .fused_to_npu.ungroup import UngroupPass
 from .plan.memory import PlanGmPass
@@ -34,6 +35,7 @@ class LowerToNpuPipeline(PipelinePass):
     def stages(self) -> list[ModulePass]:
         return [
             SplitMatmulNormPass(hw=self.hw, debug=self.debug),
+            SplitKPass(hw=self.hw, debug=self.debug),
             UngroupPass(hw=self.hw, debug=self.debug),
             MaterializeBroadcastsPass(hw=self.hw),
             ToNpuPass(hw=self.hw, debug=self.debug),

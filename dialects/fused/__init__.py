@@ -32,6 +32,7 @@ from .norm import (
     FusedSoftmaxOp,
     PartialsAddLayerNormOp,
     PartialsAddRmsNormOp,
+    PartialsBiasActOp,
     SwigluOp,
 )
 
@@ -59,6 +60,7 @@ __all__ = [
     "MatmulPartialsOp",
     "PartialsAddLayerNormOp",
     "PartialsAddRmsNormOp",
+    "PartialsBiasActOp",
     "AddLayerNormOp",
     "AddRmsNormOp",
     "FusedSoftmaxOp",

@@ -100,9 +100,10 @@ class FusedOp(GEOp):
         values = cls._complete_attrs(kwargs)
         cls._check_choices(values)
         namespace = SimpleNamespace(**values, operands=present)
-        inferred = as_type_list(cls.infer([given[n].type for n in present], namespace, None))
-        if result_type is not None:
-            inferred = _with_declared_encodings(inferred, as_type_list(result_type))
+        declared = None if result_type is None else as_type_list(result_type)
+        inferred = as_type_list(cls.infer([given[n].type for n in present], namespace, declared))
+        if declared is not None:
+            inferred = _with_declared_encodings(inferred, declared)
         return cls.build(
             operands=cls._grouped(given),
             result_types=inferred,

@@ -37,7 +37,9 @@ from ..ge.base import (
 )
 from ..ge.normalization import require_positive_epsilon
 from .base import (
+    ACTIVATION_NAMES,
     FusedOp,
+    activate,
     add_all,
     by_name,
     ge_compute,
@@ -47,6 +49,7 @@ from .base import (
     require_broadcasts_to,
     require_dropout_ratio,
     require_mask,
+    require_same_element_type,
 )
 
 NORMS = {"layer_norm": (LayerNormOp, ("gamma", "beta")), "rms_norm": (RMSNormOp, ("gamma",))}
@@ -173,6 +176,14 @@ class SwigluOp(FusedOp):
         return ge_compute(MulOp, [ge_compute(SiluOp, [gate]), up])
 
 
+def _partials_shape(partials: TensorType) -> tuple[int, ...]:
+    """(M, N) of (splits, M, N) f32 partial products."""
+    shape = shape_of(partials)
+    if len(shape) != 3 or partials.element_type != f32:
+        raise fail(f"partials must be (splits, M, N) f32, got {partials}")
+    return shape[1:]
+
+
 class _PartialsAddNormOp(FusedOp):
     """`s = sum(partials) + bias + residual; y = norm(s)` over the last axis;
     results (y, s). The second kernel of a split-K matmul + residual + norm
@@ -189,10 +200,7 @@ class _PartialsAddNormOp(FusedOp):
     @classmethod
     def infer(cls, types, a, declared):
         t = by_name(types, a)
-        partials = shape_of(t.partials)
-        if len(partials) != 3 or t.partials.element_type != f32:
-            raise fail(f"partials must be (splits, M, N) f32, got {t.partials}")
-        shape = partials[1:]
+        shape = _partials_shape(t.partials)
         require_float(t.residual, "residual")
         require_broadcasts_to(t.residual, shape, "residual")
         require_bias(operand(t, "bias"), ((shape[1],), (1, shape[1])), t.residual.element_type)
@@ -233,4 +241,44 @@ class PartialsAddRmsNormOp(_PartialsAddNormOp):
     NORM: ClassVar[str] = "rms_norm"
 
 
-NORM_OPS = (AddLayerNormOp, AddRmsNormOp, PartialsAddLayerNormOp, PartialsAddRmsNormOp, FusedSoftmaxOp, SwigluOp)
+@irdl_op_definition
+class PartialsBiasActOp(FusedOp):
+    """`act(sum(partials) + bias + residual)` rounded to the declared result type:
+    the second kernel of a split-K `fused.matmul_bias_act` (`fused-split-k`),
+    adding up the fp32 partial products of `fused.matmul_partials`."""
+
+    name = "fused.partials_bias_act"
+    partials = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    residual = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        t = by_name(types, a)
+        shape = _partials_shape(t.partials)
+        if declared is None:
+            raise fail("needs its result type: the partials are f32, the result need not be")
+        element_type = declared[0].element_type
+        require_bias(operand(t, "bias"), ((shape[1],), (1, shape[1])), element_type)
+        require_broadcasts_to(operand(t, "residual"), shape, "residual")
+        require_same_element_type(operand(t, "residual"), element_type, "residual")
+        return TensorType(element_type, list(shape))
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        x = by_name(inputs, a)
+        return activate(a.act, add_all(x.partials.sum(axis=0), operand(x, "bias"), operand(x, "residual")))
+
+
+NORM_OPS = (
+    AddLayerNormOp,
+    AddRmsNormOp,
+    PartialsAddLayerNormOp,
+    PartialsAddRmsNormOp,
+    PartialsBiasActOp,
+    FusedSoftmaxOp,
+    SwigluOp,
+)

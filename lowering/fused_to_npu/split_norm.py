@@ -97,8 +97,8 @@ def estimates(op: Operation, hw: HardwarePreset) -> dict[str, float]:
     product = gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, plain)
     norm = hw.kernel_launch_cycles + norm_cycles(hw, shape, outs[0].itemsize)
     forms = {
-        "fused": _cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, whole, True)),
-        "split": _cube_cycles(hw, product) + norm,
+        "fused": cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, whole, True)),
+        "split": cube_cycles(hw, product) + norm,
     }
     if x.residual.format != Format.ND:
         return forms
@@ -108,11 +108,11 @@ def estimates(op: Operation, hw: HardwarePreset) -> dict[str, float]:
         partials = GmTensor(None, TensorType(f32, [splits, *shape]), None)
         problem = gemm_problem(x.lhs, [x.rhs], partials.shape, a.transpose_a, a.transpose_b, CubeEpilogue(views_of([partials])), splits=splits)
         reduce = hw.kernel_launch_cycles + norm_cycles(hw, shape, outs[0].itemsize, splits)
-        forms[f"split-K {splits}"] = _cube_cycles(hw, problem) + reduce
+        forms[f"split-K {splits}"] = cube_cycles(hw, problem) + reduce
     return forms
 
 
-def _cube_cycles(hw: HardwarePreset, problem) -> float:
+def cube_cycles(hw: HardwarePreset, problem) -> float:
     try:
         return choose_cube_tiling(hw, problem.shape, problem.a, problem.bs, problem.epilogue.cost(1)).estimate
     except ValueError:
@@ -120,19 +120,23 @@ def _cube_cycles(hw: HardwarePreset, problem) -> float:
 
 
 def norm_cycles(hw: HardwarePreset, shape, itemsize: int, splits: int = 0) -> float:
-    """A row norm over all cores, tiled as the row kernel tiles it (two tiles of
-    rows per core): its vector passes and GM traffic, overlapped, after the first
-    tile's load. It reads the sum and writes y; with `splits` partials it reads
+    """A row norm: it reads the sum and writes y; with `splits` partials it reads
     them and the residual instead, adds them up (a pass each, and the residual's
     widening, add and the sum's rounding) and writes the sum as well."""
+    if not splits:
+        return row_kernel_cycles(hw, shape, itemsize, itemsize, NORM_VECTOR_PASSES)
+    return row_kernel_cycles(hw, shape, splits * 4 + itemsize, 2 * itemsize, NORM_VECTOR_PASSES + splits + 2)
+
+
+def row_kernel_cycles(hw: HardwarePreset, shape, read_per_element: int, written_per_element: int, passes: int) -> float:
+    """A row kernel over all cores, tiled as `row_kernel.py` tiles it (two tiles of
+    rows per core): `passes` full-width fp32 vector passes and its GM traffic,
+    overlapped, after the first tile's load."""
     rows, cols = math.prod(shape[:-1]), shape[-1]
     tile_rows = max(1, math.ceil(rows / hw.core_count / 2))
     tiles = math.ceil(rows / tile_rows / hw.core_count)
     repeats = math.ceil(tile_rows * cols * 4 / hw.vector_repeat_bytes)
-    passes = NORM_VECTOR_PASSES + (splits + 2 if splits else 0)
     vector = tiles * passes * hw.vector_costs["binary"].cycles(repeats)
-    read_per_element = splits * 4 + itemsize if splits else itemsize
-    written_per_element = 2 * itemsize if splits else itemsize
     traffic = rows * cols * (read_per_element + written_per_element)
     first_tile = hw.paths["gm_to_ub"].cycles(tile_rows * cols * read_per_element)
     return first_tile + max(vector, _gm_cycles(hw, traffic))
@@ -157,7 +161,7 @@ def split(op: Operation) -> None:
         norm = ge.LayerNormOp.new(total.result, x["gamma"], x["beta"], axis=-1, epsilon=a.epsilon, result_type=op.results[0].type)
     else:
         norm = ge.RMSNormOp.new(total.result, x["gamma"], axis=-1, epsilon=a.epsilon, result_type=op.results[0].type)
-    _replace(op, [total, norm], [norm.results[0], total.result])
+    replace_op(op, [total, norm], [norm.results[0], total.result])
 
 
 def split_k(op: Operation, splits: int) -> None:
@@ -176,10 +180,10 @@ def split_k(op: Operation, splits: int) -> None:
     norm = norm_class.new(
         partials.result, x["residual"], *params, **bias, epsilon=a.epsilon, result_type=[r.type for r in op.results]
     )
-    _replace(op, [partials, norm], norm.results)
+    replace_op(op, [partials, norm], norm.results)
 
 
-def _replace(op: Operation, ops: list[Operation], values) -> None:
+def replace_op(op: Operation, ops: list[Operation], values) -> None:
     """Put `ops` where `op` is and `values` in place of its results."""
     for new, old in zip(values, op.results, strict=True):
         new.name_hint = old.name_hint

@@ -37,15 +37,20 @@ def module(args: list[tuple[str, str]], op: str, operands: str, attrs: str, resu
     ],
 )
 def test_matmul_bias_act(m, k, n, bias, residual, act):
-    args = [arg("a", (m, k)), arg("b", (k, n))]
-    operands = "%a, %b"
+    check_lowering(bias_act_module("fused.matmul_bias_act", [arg("a", (m, k)), arg("b", (k, n))], (m, n), bias, residual, act))
+
+
+def bias_act_module(op: str, args: list, shape, bias: bool, residual, act: str) -> str:
+    """`op` of `args` with an optional bias (N) and residual of shape `residual`."""
+    n = shape[-1]
+    operands = ", ".join(a.split(":")[0] for a, _ in args)
     if bias:
-        args.append(arg("bias", (n,)))
+        args = [*args, arg("bias", (n,))]
         operands += " bias %bias"
     if residual:
-        args.append(arg("res", residual))
+        args = [*args, arg("res", residual)]
         operands += " residual %res"
-    check_lowering(module(args, "fused.matmul_bias_act", operands, f'{{act = "{act}"}}', [tensor((m, n))]))
+    return module(args, op, operands, f'{{act = "{act}"}}', [tensor(shape)])
 
 
 def test_matmul_bias_act_ascend910_transposed():
@@ -277,3 +282,26 @@ def test_fused_race_free_with_insert_sync():
     text = module(args, "fused.matmul_bias_act", "%a, %b bias %bias residual %res", '{act = "gelu"}', [tensor((33, 50))])
     check_lowering(text, pipeline=overlapped("tiny"))
     check_lowering(norm_module(33, 40, 50), pipeline=overlapped("tiny"))
+
+
+@pytest.mark.parametrize(
+    "bias,residual,act",
+    [(True, (33, 40), "gelu"), (False, (1, 40), "relu"), (True, None, "none")],
+)
+def test_partials_bias_act(bias, residual, act):
+    m, n, splits = 33, 40, 3
+    check_lowering(bias_act_module("fused.partials_bias_act", [arg("p", (splits, m, n), "f32")], (m, n), bias, residual, act))
+
+
+def test_split_k_decision_and_numbers():
+    """64 rows, K = 4096: each core of the plain product reads its rows' 512 KB of
+    A; cut along K it reads a slice, and the partials' kernel adds them up."""
+    args = [arg("a", (64, 4096)), arg("b", (4096, 512)), arg("bias", (512,))]
+    text = module(args, "fused.matmul_bias_act", "%a, %b bias %bias", '{act = "gelu"}', [tensor((64, 512))])
+    compiled = compile_module(parse(text), "fused-split-k{hw=ascend910}")
+    names = {op.name for op in compiled.walk()}
+    assert {"fused.matmul_partials", "fused.partials_bias_act"} <= names and "fused.matmul_bias_act" not in names
+    check_lowering(text, "ascend910")
+    few = module([arg("a", (256, 64)), arg("b", (64, 64))], "fused.matmul_bias_act", "%a, %b", "", [tensor((256, 64))])
+    assert "fused.matmul_partials" not in {op.name for op in compile_module(parse(few), "fused-split-k{hw=ascend910}").walk()}
+

@@ -1,7 +1,6 @@
 """Row normalisations: softmax, log_softmax, layer_norm, rms_norm, and the fused
 ops built on them (fused.softmax with scale / mask / dropout, fused.add_layer_norm,
-fused.add_rms_norm, and their split-K forms fused.partials_add_layer_norm /
-fused.partials_add_rms_norm).
+fused.add_rms_norm; their split-K forms are in partials.py).
 
 Each is a row-tile kernel (`row_kernel.py`) whose rows are the normalised
 vectors: a tile holds whole rows, so statistics and the elementwise work around
@@ -27,9 +26,9 @@ from xdsl.dialects.builtin import f32, i1
 
 from ....dialects import fused, ge, npu
 from ....dialects.ge.formats import Format
-from ..context import GmTensor, KernelContext, kernel_for, named
+from ..context import GmTensor, KernelContext, kernel_for
 from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel, operand_role
-from ..vector_emitter import Operand, Tile, VectorEmitter, add_terms
+from ..vector_emitter import Operand, Tile, VectorEmitter
 
 # ---- bodies on UB tiles (shared with fused groups) -----------------------------------------
 
@@ -124,7 +123,7 @@ def normalized_view(k: KernelContext, x: GmTensor, axis: int, parameters: list[R
     FRACTAL_NZ ones normalised over their last dim: converted on the way)."""
     shape = x.shape
     axis = axis % len(shape)
-    _check_row_formats(k, [x, *k.outputs], axis == len(shape) - 1, "normalising")
+    check_row_formats(k, [x, *k.outputs], axis == len(shape) - 1, "normalising")
     rows, cols = math.prod(shape[:axis]), math.prod(shape[axis:])
     outputs = [RowOperand(t, Role.FULL) for t in k.outputs]
     return RowView(rows, cols, [RowOperand(x, Role.FULL), *parameters, *extra_outputs], outputs, flat=False)
@@ -136,7 +135,7 @@ def axis_view(k: KernelContext, x: GmTensor, axis: int) -> RowView:
     tensors transposed in UB."""
     shape = x.shape
     axis = axis % len(shape)
-    _check_row_formats(k, [x, *k.outputs], axis == len(shape) - 1, "softmax over")
+    check_row_formats(k, [x, *k.outputs], axis == len(shape) - 1, "softmax over")
     outer, size, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
     outputs = [RowOperand(t, Role.FULL) for t in k.outputs]
     inputs = [RowOperand(x, Role.FULL)]
@@ -145,7 +144,7 @@ def axis_view(k: KernelContext, x: GmTensor, axis: int) -> RowView:
     return RowView(outer, size, inputs, outputs, flat=False, inner=inner, inner_chunk=inner_chunk(k, x, size, inner))
 
 
-def _check_row_formats(k: KernelContext, tensors: list[GmTensor], along_last: bool, what: str) -> None:
+def check_row_formats(k: KernelContext, tensors: list[GmTensor], along_last: bool, what: str) -> None:
     """ND always; FRACTAL_NZ when the rows are its last dim (the row kernel's NZ
     conversion, `nz_rows.py`, reads and writes those)."""
     for t in tensors:
@@ -211,38 +210,6 @@ def lower_add_norm(op: fused.AddLayerNormOp, k: KernelContext) -> None:
         v.binary(npu.VAddOp, work, v.widened(ins[1]) if isinstance(ins[1], Tile) else ins[1], work)
         v.cast(work, total)
         layer_norm_rows(v, work, y, ins[2], None if rms else ins[3], epsilon, rms, consume=True)
-        v.release(work)
-
-    emit_row_kernel(k, view, body)
-
-
-@kernel_for(fused.PartialsAddLayerNormOp, fused.PartialsAddRmsNormOp)
-def lower_partials_add_norm(op, k: KernelContext) -> None:
-    """y = norm(sum of the partials + bias + residual), and that sum: each plane
-    of the (splits, M, N) partials is a FULL operand of its own (the same
-    tensor from the plane's offset), added up in fp32 as the tile arrives."""
-    rms = isinstance(op, fused.PartialsAddRmsNormOp)
-    x = named(op, k.inputs)
-    splits, *shape = x.partials.shape
-    rows, cols = math.prod(shape[:-1]), shape[-1]
-    _check_row_formats(k, [x.partials, *k.outputs], True, "normalising")
-    planes = [RowOperand(x.partials, Role.FULL, base=s * rows * cols) for s in range(splits)]
-    terms = [operand_role(k, t, shape) for t in (x.residual, x.bias) if t is not None]
-    params = [RowOperand(t, Role.ROW) for t in (x.gamma, getattr(x, "beta", None)) if t is not None]
-    outputs = [RowOperand(t, Role.FULL) for t in k.outputs]
-    view = RowView(rows, cols, [*planes, *terms, *params], outputs, flat=False)
-    epsilon = op.attr_value("epsilon")
-
-    def body(v, ins, outs):
-        y, total = outs
-        work = v.temp(f32)
-        v.binary(npu.VAddOp, ins[0], ins[1], work)
-        for plane in ins[2:splits]:
-            v.binary(npu.VAddOp, work, plane, work)
-        add_terms(v, work, ins[splits : splits + len(terms)])
-        v.cast(work, total)
-        gamma, *beta = ins[splits + len(terms) :]
-        layer_norm_rows(v, work, y, gamma, None if rms else beta[0], epsilon, rms, consume=True)
         v.release(work)
 
     emit_row_kernel(k, view, body)

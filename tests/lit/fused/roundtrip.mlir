@@ -45,11 +45,13 @@ func.func @split_k(%x: tensor<8x64xf16>, %w: tensor<64x32xf16>, %r: tensor<8x32x
   // CHECK-NEXT: %p = fused.matmul_partials %x, %w {splits = 4} : (tensor<8x64xf16>, tensor<64x32xf16>) -> tensor<4x8x32xf32>
   // CHECK-NEXT: %y, %s = fused.partials_add_layer_norm %p, %r, %g, %b bias %b {epsilon = 1.0e-12} : (tensor<4x8x32xf32>, tensor<8x32xf16>, tensor<32xf16>, tensor<32xf16>, tensor<32xf16>) -> (tensor<8x32xf16>, tensor<8x32xf16>)
   // CHECK-NEXT: %y2, %s2 = fused.partials_add_rms_norm %p, %r, %g : (tensor<4x8x32xf32>, tensor<8x32xf16>, tensor<32xf16>) -> (tensor<8x32xf16>, tensor<8x32xf16>)
+  // CHECK-NEXT: %z = fused.partials_bias_act %p bias %b residual %r {act = "gelu"} : (tensor<4x8x32xf32>, tensor<32xf16>, tensor<8x32xf16>) -> tensor<8x32xf16>
   // GENERIC: "fused.matmul_partials"(%x, %w) <{
   // GENERIC: "fused.partials_add_layer_norm"(%p, %r, %g, %b, %b) <{
   %p = fused.matmul_partials %x, %w {splits = 4} : (tensor<8x64xf16>, tensor<64x32xf16>) -> tensor<4x8x32xf32>
   %y, %s = fused.partials_add_layer_norm %p, %r, %g, %b bias %b {epsilon = 1.0e-12} : (tensor<4x8x32xf32>, tensor<8x32xf16>, tensor<32xf16>, tensor<32xf16>, tensor<32xf16>) -> (tensor<8x32xf16>, tensor<8x32xf16>)
   %y2, %s2 = fused.partials_add_rms_norm %p, %r, %g : (tensor<4x8x32xf32>, tensor<8x32xf16>, tensor<32xf16>) -> (tensor<8x32xf16>, tensor<8x32xf16>)
+  %z = fused.partials_bias_act %p bias %b residual %r {act = "gelu"} : (tensor<4x8x32xf32>, tensor<32xf16>, tensor<8x32xf16>) -> tensor<8x32xf16>
   func.return
 }
 

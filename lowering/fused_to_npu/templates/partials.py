@@ -1,0 +1,83 @@
+"""The second kernel of a split-K product: `fused.partials_add_layer_norm` /
+`fused.partials_add_rms_norm` and `fused.partials_bias_act`.
+
+`fused.matmul_partials` leaves one fp32 (M, N) plane per K slice; these row
+kernels read every plane of a tile (each plane a FULL operand of its own: the
+same tensor from the plane's offset), add them up in fp32 as the tile arrives,
+then apply the epilogue the unsplit product would have had: bias, residual, and
+a norm or an activation, rounding once.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.dialects.builtin import f32
+
+from ....dialects import fused, npu
+from ..context import GmTensor, KernelContext, kernel_for, named
+from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel, operand_role
+from ..vector_emitter import Operand, Tile, VectorEmitter, add_terms
+from .cube import activate
+from .normalization import check_row_formats, layer_norm_rows
+
+
+def _view(k: KernelContext, partials: GmTensor, terms: list[GmTensor | None], params: list[GmTensor | None]) -> RowView:
+    """Rows of (M, N): the planes, the terms added to their sum (residual, bias:
+    any broadcast a row tile reads), then per-column parameters (gamma, beta)."""
+    splits, *shape = partials.shape
+    rows, cols = math.prod(shape[:-1]), shape[-1]
+    check_row_formats(k, [partials, *k.outputs], True, "adding up partials into")
+    planes = [RowOperand(partials, Role.FULL, base=s * rows * cols) for s in range(splits)]
+    added = [operand_role(k, t, shape) for t in terms if t is not None]
+    rowwise = [RowOperand(t, Role.ROW) for t in params if t is not None]
+    return RowView(rows, cols, [*planes, *added, *rowwise], [RowOperand(t, Role.FULL) for t in k.outputs], flat=False)
+
+
+def _sum(v: VectorEmitter, planes: list[Operand], terms: list[Operand]) -> Tile:
+    """An fp32 temporary holding the planes' sum plus each term."""
+    work = v.temp(f32)
+    v.binary(npu.VAddOp, planes[0], planes[1], work)
+    for plane in planes[2:]:
+        v.binary(npu.VAddOp, work, plane, work)
+    add_terms(v, work, terms)
+    return work
+
+
+@kernel_for(fused.PartialsAddLayerNormOp, fused.PartialsAddRmsNormOp)
+def lower_partials_add_norm(op, k: KernelContext) -> None:
+    """y = norm(sum of the partials + bias + residual), and that sum."""
+    rms = isinstance(op, fused.PartialsAddRmsNormOp)
+    x = named(op, k.inputs)
+    splits = x.partials.shape[0]
+    beta = getattr(x, "beta", None)
+    view = _view(k, x.partials, [x.residual, x.bias], [x.gamma, beta])
+    terms = 2 if x.bias is not None else 1
+    epsilon = op.attr_value("epsilon")
+
+    def body(v, ins, outs):
+        y, total = outs
+        work = _sum(v, ins[:splits], ins[splits : splits + terms])
+        v.cast(work, total)
+        gamma, *rest = ins[splits + terms :]
+        layer_norm_rows(v, work, y, gamma, None if rms else rest[0], epsilon, rms, consume=True)
+        v.release(work)
+
+    emit_row_kernel(k, view, body)
+
+
+@kernel_for(fused.PartialsBiasActOp)
+def lower_partials_bias_act(op: fused.PartialsBiasActOp, k: KernelContext) -> None:
+    """act(sum of the partials + bias + residual), rounded once."""
+    x = named(op, k.inputs)
+    splits = x.partials.shape[0]
+    view = _view(k, x.partials, [x.bias, x.residual], [])
+    act = op.attr_value("act")
+
+    def body(v, ins, outs):
+        work = _sum(v, ins[:splits], ins[splits:])
+        activate(v, act, work)
+        v.cast(work, outs[0])
+        v.release(work)
+
+    emit_row_kernel(k, view, body)
