@@ -28,6 +28,7 @@ from xdsl.traits import Pure
 
 from ..ge import BatchMatmulOp, Conv2DOp, MatmulOp, MulOp
 from ..ge.base import GEOp, Kind, attr, fail, like, same_element_type, shape_of
+from ..ge.formats import FRACTAL_ROWS
 from .base import (
     ACTIVATION_NAMES,
     GATED_ACTIVATION_NAMES,
@@ -45,10 +46,6 @@ from .base import (
     scale_by,
 )
 from .norm import add_norm_results, require_norm_parameters
-
-FRACTAL_BLOCK = 16
-"""Elements of a cube fractal's side: a K slice of a split product is whole blocks."""
-
 
 def _matmul(x, a):
     return ge_compute(MatmulOp, [x.lhs, x.rhs], transpose_a=a.transpose_a, transpose_b=a.transpose_b)
@@ -274,8 +271,8 @@ class MatmulPartialsOp(_MatmulAttrs):
         t = by_name(types, a)
         out = MatmulOp.infer([t.lhs, t.rhs], a, None)
         depth = shape_of(t.lhs)[0 if a.transpose_a else 1]
-        if a.splits < 2 or depth % (a.splits * FRACTAL_BLOCK):
-            raise fail(f"splits must be at least 2 and cut K = {depth} into whole {FRACTAL_BLOCK}-element blocks, got {a.splits}")
+        if a.splits < 2 or depth % (a.splits * FRACTAL_ROWS):
+            raise fail(f"splits must be at least 2 and cut K = {depth} into whole {FRACTAL_ROWS}-element blocks, got {a.splits}")
         return like(out, (a.splits, *shape_of(out)), f32)
 
     @classmethod

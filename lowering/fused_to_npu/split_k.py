@@ -3,33 +3,43 @@ split-K product and a kernel that adds up its partials, when that is faster.
 
 A matrix product's items are blocks of output rows and columns, and each core
 reads all of K for its block: A's rows and B's columns in full. When M is small
-and K long (the down projection of a decoder MLP: 256 x 2816 @ 2816 x 1024),
-that is megabytes per core through the core's own GM path. Cut into K slices
-(`fused.matmul_partials`), an item reads one slice of each and writes an fp32
-partial; `fused.partials_bias_act` then adds the partials, the bias and the
-residual and applies the activation. The pass estimates the product as it is
-and with 2, 4 and 8 slices (the second kernel's launch and traffic included,
-`split_norm.row_kernel_cycles`) and keeps the fastest. `debug=true` prints the
-estimates; `--pass-statistics` counts the ops split and kept.
+and K long (64 x 4096 @ 4096 x 512), that is most of a megabyte per core
+through the core's own GM path. Cut into K slices (`fused.matmul_partials`),
+an item reads one slice of each and writes an fp32 partial;
+`fused.partials_bias_act` then adds the partials, the bias and the residual
+and applies the activation. The pass estimates the product as it is and with
+2, 4 and 8 slices (the second kernel's launch and traffic included) and keeps
+the fastest. `debug=true` prints the estimates; `--pass-statistics` counts the
+ops split and kept.
+
+The pieces every split-K rewrite shares live here too (`split_k_forms`,
+`matmul_partials`, `row_kernel_cycles`, `choose_form`): `fused-split-matmul-norm`
+uses them for the split-K form of a matmul + residual + norm.
 """
 
 from __future__ import annotations
 
+import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from ...core.passes import record_statistic
 from ...dialects import fused
+from ...dialects.ge.formats import Format
 from ...simulator.hardware import HardwarePreset, load_preset
-from ..tiling import FRACTAL
+from ..tiling import FRACTAL, choose_cube_tiling
 from .context import GmTensor, named
-from .split_norm import SPLITS, cube_cycles, replace_op, row_kernel_cycles
 from .templates.cube import bias_act_epilogue, epilogue_input, gemm_problem, views_of
 from .templates.cube_epilogue import CubeEpilogue
+
+SPLITS = (2, 4, 8)
+"""The K slices a split-K form may have."""
 
 REDUCE_PASSES = 6
 """fp32 vector passes of the partials' kernel besides one add per partial: the
@@ -49,11 +59,7 @@ class SplitKPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         hw = load_preset(self.hw)
         for matmul in [o for o in op.walk() if isinstance(o, fused.MatmulBiasActOp)]:
-            forms = estimates(matmul, hw)
-            verdict = min(forms, key=forms.get)
-            if self.debug:
-                listed = ", ".join(f"{form} ~{cycles:.0f}" for form, cycles in forms.items())
-                print(f"[{self.name}] {matmul.name} at {matmul.location}: {listed} cycles: {verdict}", file=sys.stderr)
+            verdict = choose_form(self.name, matmul, estimates(matmul, hw), self.debug)
             if verdict != "one kernel":
                 split_k(matmul, int(verdict.removeprefix("split-K ")))
             record_statistic(self.name, f"ops {'kept' if verdict == 'one kernel' else 'split'}")
@@ -64,33 +70,96 @@ def estimates(op: fused.MatmulBiasActOp, hw: HardwarePreset) -> dict[str, float]
     a = op.attr_values()
     x = named(op, [GmTensor(None, v.type, v) for v in op.operands])
     out = GmTensor(None, op.result.type, op.result)
-    shape = out.shape
-    inputs = [i for i in (epilogue_input(x.bias, shape), epilogue_input(x.residual, shape)) if i is not None]
-    product = gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, bias_act_epilogue(views_of([out]), inputs, a.act))
-    forms = {"one kernel": cube_cycles(hw, product)}
-    if len(shape) != 2 or any(t is not None and t.format.value != "ND" for t in (out, x.residual)):
+    inputs = [i for i in (epilogue_input(x.bias, out.shape), epilogue_input(x.residual, out.shape)) if i is not None]
+    epilogue = bias_act_epilogue(views_of([out]), inputs, a.act)
+    forms = {"one kernel": cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], out.shape, a.transpose_a, a.transpose_b, epilogue))}
+    if any(t is not None and t.format != Format.ND for t in (out, x.residual)):
         return forms
-    for splits in SPLITS:
-        if product.shape.k % (splits * FRACTAL):
-            continue
-        partials = GmTensor(None, TensorType(f32, [splits, *shape]), None)
-        problem = gemm_problem(
-            x.lhs, [x.rhs], partials.shape, a.transpose_a, a.transpose_b, CubeEpilogue(views_of([partials])), splits=splits
-        )
-        read = splits * 4 + (out.itemsize if x.residual is not None else 0)
-        reduce = row_kernel_cycles(hw, shape, read, out.itemsize, splits + REDUCE_PASSES)
-        forms[f"split-K {splits}"] = cube_cycles(hw, problem) + hw.kernel_launch_cycles + reduce
-    return forms
+    read = out.itemsize if x.residual is not None else 0
+
+    def reduce_cycles(splits: int) -> float:
+        return row_kernel_cycles(hw, out.shape, splits * 4 + read, out.itemsize, splits + REDUCE_PASSES)
+
+    return forms | split_k_forms(hw, x.lhs, x.rhs, out.shape, a, reduce_cycles)
 
 
 def split_k(op: fused.MatmulBiasActOp, splits: int) -> None:
     """Replace `op` by fused.matmul_partials and fused.partials_bias_act."""
     a = op.attr_values()
     x = {name: getattr(op, name) for name in op.present_operand_names()}
-    partials = fused.MatmulPartialsOp.new(
-        x["lhs"], x["rhs"], splits=splits, transpose_a=a.transpose_a, transpose_b=a.transpose_b,
-        result_type=TensorType(f32, [splits, *op.result.type.get_shape()]),
-    )
+    partials = matmul_partials(op, splits)
     optional = {name: x[name] for name in ("bias", "residual") if name in x}
     total = fused.PartialsBiasActOp.new(partials.result, **optional, act=a.act, result_type=op.result.type)
     replace_op(op, [partials, total], total.results)
+
+
+# ---- shared by the split-K rewrites ----------------------------------------------------------
+
+
+def split_k_forms(
+    hw: HardwarePreset, lhs: GmTensor, rhs: GmTensor, shape, a, reduce_cycles: Callable[[int], float]
+) -> dict[str, float]:
+    """"split-K <splits>" -> estimated cycles of the partials' cube kernel, the second
+    kernel's launch and `reduce_cycles(splits)`, for each K cut into whole fractals."""
+    depth = lhs.shape[0 if a.transpose_a else 1]
+    forms = {}
+    for splits in (s for s in SPLITS if depth % (s * FRACTAL) == 0):
+        partials = GmTensor(None, TensorType(f32, [splits, *shape]), None)
+        problem = gemm_problem(
+            lhs, [rhs], partials.shape, a.transpose_a, a.transpose_b, CubeEpilogue(views_of([partials])), splits=splits
+        )
+        forms[f"split-K {splits}"] = cube_cycles(hw, problem) + hw.kernel_launch_cycles + reduce_cycles(splits)
+    return forms
+
+
+def matmul_partials(op: Operation, splits: int) -> fused.MatmulPartialsOp:
+    """The split-K product of a fused matmul `op` (its lhs, rhs and transposes)."""
+    a = op.attr_values()
+    return fused.MatmulPartialsOp.new(
+        op.lhs, op.rhs, splits=splits, transpose_a=a.transpose_a, transpose_b=a.transpose_b,
+        result_type=TensorType(f32, [splits, *op.results[0].type.get_shape()]),
+    )
+
+
+def cube_cycles(hw: HardwarePreset, problem) -> float:
+    """The tiling's estimate of a cube problem; inf where no tiling fits."""
+    try:
+        return choose_cube_tiling(hw, problem.shape, problem.a, problem.bs, problem.epilogue.cost(1)).estimate
+    except ValueError:
+        return math.inf
+
+
+def row_kernel_cycles(hw: HardwarePreset, shape, read_per_element: int, written_per_element: int, passes: int) -> float:
+    """A row kernel over all cores, tiled as `row_kernel.py` tiles it (two tiles of
+    rows per core): `passes` full-width fp32 vector passes and its GM traffic,
+    overlapped, after the first tile's load."""
+    rows, cols = math.prod(shape[:-1]), shape[-1]
+    tile_rows = max(1, math.ceil(rows / hw.core_count / 2))
+    tiles = math.ceil(rows / tile_rows / hw.core_count)
+    repeats = math.ceil(tile_rows * cols * 4 / hw.vector_repeat_bytes)
+    vector = tiles * passes * hw.vector_costs["binary"].cycles(repeats)
+    traffic = rows * cols * (read_per_element + written_per_element)
+    memory = max(traffic / hw.hbm_bytes_per_cycle, traffic / hw.core_count / hw.paths["gm_to_ub"].bytes_per_cycle)
+    first_tile = hw.paths["gm_to_ub"].cycles(tile_rows * cols * read_per_element)
+    return first_tile + max(vector, memory)
+
+
+def choose_form(pass_name: str, op: Operation, forms: dict[str, float], debug: bool) -> str:
+    """The form estimated fastest (printing every estimate with `debug`)."""
+    verdict = min(forms, key=forms.get)
+    if debug:
+        listed = ", ".join(f"{form} ~{cycles:.0f}" for form, cycles in forms.items())
+        print(f"[{pass_name}] {op.name} at {op.location}: {listed} cycles: {verdict}", file=sys.stderr)
+    return verdict
+
+
+def replace_op(op: Operation, ops: list[Operation], values: list[SSAValue]) -> None:
+    """Put `ops` where `op` is and `values` in place of its results."""
+    for new, old in zip(values, op.results, strict=True):
+        new.name_hint = old.name_hint
+        old.replace_all_uses_with(new)
+    block = op.parent_block()
+    for new_op in ops:
+        block.insert_op_before(new_op, op)
+    op.detach()
+    op.erase()

@@ -30,28 +30,22 @@ within the fp16 tolerance. `debug=true` prints every estimate per op;
 
 from __future__ import annotations
 
-import math
-import sys
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from ...core.passes import record_statistic
 from ...dialects import fused, ge
-from ...simulator.hardware import HardwarePreset, load_preset
 from ...dialects.ge.formats import Format
-from ..tiling import FRACTAL, choose_cube_tiling
+from ...simulator.hardware import HardwarePreset, load_preset
 from .context import GmTensor, named
+from .split_k import choose_form, cube_cycles, matmul_partials, replace_op, row_kernel_cycles, split_k_forms
 from .templates.cube import add_norm_epilogue, bias_act_epilogue, epilogue_input, gemm_problem, views_of
-from .templates.cube_epilogue import CubeEpilogue
 
 NORM_OPS = (fused.MatmulAddLayerNormOp, fused.MatmulAddRmsNormOp)
-
-SPLITS = (2, 4, 8)
-"""The K slices a split-K form may have."""
 
 NORM_VECTOR_PASSES = 12
 """Full-width fp32 vector passes a row norm makes over its rows (widen, mean,
@@ -60,8 +54,9 @@ centre, square, variance, scale, gamma, beta, round ...), for its estimate."""
 
 @dataclass(frozen=True)
 class SplitMatmulNormPass(ModulePass):
-    """Split matmul + residual + norm ops into a matmul kernel and a norm kernel where
-    the tiling estimates that faster (see the module docstring)."""
+    """Split matmul + residual + norm ops into a matmul kernel and a norm kernel, or a
+    split-K product and the norm of its partials, where the tiling estimates that
+    faster (see the module docstring)."""
 
     name = "fused-split-matmul-norm"
 
@@ -71,11 +66,7 @@ class SplitMatmulNormPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         hw = load_preset(self.hw)
         for norm in [o for o in op.walk() if isinstance(o, NORM_OPS)]:
-            forms = estimates(norm, hw)
-            verdict = min(forms, key=forms.get)
-            if self.debug:
-                listed = ", ".join(f"{form} ~{cycles:.0f}" for form, cycles in forms.items())
-                print(f"[{self.name}] {norm.name} at {norm.location}: {listed} cycles: {verdict}", file=sys.stderr)
+            verdict = choose_form(self.name, norm, estimates(norm, hw), self.debug)
             if verdict == "split":
                 split(norm)
             elif verdict != "fused":
@@ -95,28 +86,13 @@ def estimates(op: Operation, hw: HardwarePreset) -> dict[str, float]:
     inputs = [i for i in (epilogue_input(x.bias, shape), epilogue_input(x.residual, shape)) if i is not None]
     plain = bias_act_epilogue(views_of(outs[1:]), inputs, "none")
     product = gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, plain)
-    norm = hw.kernel_launch_cycles + norm_cycles(hw, shape, outs[0].itemsize)
     forms = {
         "fused": cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, whole, True)),
-        "split": cube_cycles(hw, product) + norm,
+        "split": cube_cycles(hw, product) + hw.kernel_launch_cycles + norm_cycles(hw, shape, outs[0].itemsize),
     }
     if x.residual.format != Format.ND:
         return forms
-    for splits in SPLITS:
-        if product.shape.k % (splits * FRACTAL):
-            continue
-        partials = GmTensor(None, TensorType(f32, [splits, *shape]), None)
-        problem = gemm_problem(x.lhs, [x.rhs], partials.shape, a.transpose_a, a.transpose_b, CubeEpilogue(views_of([partials])), splits=splits)
-        reduce = hw.kernel_launch_cycles + norm_cycles(hw, shape, outs[0].itemsize, splits)
-        forms[f"split-K {splits}"] = cube_cycles(hw, problem) + reduce
-    return forms
-
-
-def cube_cycles(hw: HardwarePreset, problem) -> float:
-    try:
-        return choose_cube_tiling(hw, problem.shape, problem.a, problem.bs, problem.epilogue.cost(1)).estimate
-    except ValueError:
-        return math.inf
+    return forms | split_k_forms(hw, x.lhs, x.rhs, shape, a, lambda splits: norm_cycles(hw, shape, outs[0].itemsize, splits))
 
 
 def norm_cycles(hw: HardwarePreset, shape, itemsize: int, splits: int = 0) -> float:
@@ -126,26 +102,6 @@ def norm_cycles(hw: HardwarePreset, shape, itemsize: int, splits: int = 0) -> fl
     if not splits:
         return row_kernel_cycles(hw, shape, itemsize, itemsize, NORM_VECTOR_PASSES)
     return row_kernel_cycles(hw, shape, splits * 4 + itemsize, 2 * itemsize, NORM_VECTOR_PASSES + splits + 2)
-
-
-def row_kernel_cycles(hw: HardwarePreset, shape, read_per_element: int, written_per_element: int, passes: int) -> float:
-    """A row kernel over all cores, tiled as `row_kernel.py` tiles it (two tiles of
-    rows per core): `passes` full-width fp32 vector passes and its GM traffic,
-    overlapped, after the first tile's load."""
-    rows, cols = math.prod(shape[:-1]), shape[-1]
-    tile_rows = max(1, math.ceil(rows / hw.core_count / 2))
-    tiles = math.ceil(rows / tile_rows / hw.core_count)
-    repeats = math.ceil(tile_rows * cols * 4 / hw.vector_repeat_bytes)
-    vector = tiles * passes * hw.vector_costs["binary"].cycles(repeats)
-    traffic = rows * cols * (read_per_element + written_per_element)
-    first_tile = hw.paths["gm_to_ub"].cycles(tile_rows * cols * read_per_element)
-    return first_tile + max(vector, _gm_cycles(hw, traffic))
-
-
-def _gm_cycles(hw: HardwarePreset, traffic: float) -> float:
-    """Cycles to move `traffic` bytes of a vector kernel spread over all cores: at
-    the HBM, or at the cores' own paths."""
-    return max(traffic / hw.hbm_bytes_per_cycle, traffic / hw.core_count / hw.paths["gm_to_ub"].bytes_per_cycle)
 
 
 def split(op: Operation) -> None:
@@ -169,11 +125,7 @@ def split_k(op: Operation, splits: int) -> None:
     partials' norm."""
     a = op.attr_values()
     x = {name: getattr(op, name) for name in op.present_operand_names()}
-    shape = op.results[0].type.get_shape()
-    partials = fused.MatmulPartialsOp.new(
-        x["lhs"], x["rhs"], splits=splits, transpose_a=a.transpose_a, transpose_b=a.transpose_b,
-        result_type=TensorType(f32, [splits, *shape]),
-    )
+    partials = matmul_partials(op, splits)
     norm_class = fused.PartialsAddLayerNormOp if isinstance(op, fused.MatmulAddLayerNormOp) else fused.PartialsAddRmsNormOp
     params = [x[name] for name in ("gamma", "beta") if name in x]
     bias = {"bias": x["bias"]} if "bias" in x else {}
@@ -181,15 +133,3 @@ def split_k(op: Operation, splits: int) -> None:
         partials.result, x["residual"], *params, **bias, epsilon=a.epsilon, result_type=[r.type for r in op.results]
     )
     replace_op(op, [partials, norm], norm.results)
-
-
-def replace_op(op: Operation, ops: list[Operation], values) -> None:
-    """Put `ops` where `op` is and `values` in place of its results."""
-    for new, old in zip(values, op.results, strict=True):
-        new.name_hint = old.name_hint
-        old.replace_all_uses_with(new)
-    block = op.parent_block()
-    for new_op in ops:
-        block.insert_op_before(new_op, op)
-    op.detach()
-    op.erase()

@@ -305,3 +305,16 @@ def test_split_k_decision_and_numbers():
     few = module([arg("a", (256, 64)), arg("b", (64, 64))], "fused.matmul_bias_act", "%a, %b", "", [tensor((256, 64))])
     assert "fused.matmul_partials" not in {op.name for op in compile_module(parse(few), "fused-split-k{hw=ascend910}").walk()}
 
+
+
+def test_partials_must_be_nd():
+    """A plane is a run of rows from its offset, which an NZ image is not: refused, not
+    read wrong."""
+    nz = tensor((2, 32, 48), "f32", encoding="FRACTAL_NZ")
+    text = f"""func.func @main(%p: {tensor((2, 32, 48), "f32")} {{ge.name = "p"}}) -> ({tensor((32, 48))} {{ge.name = "y"}}) {{
+  %q = ge.transdata %p {{src_format = "ND", dst_format = "FRACTAL_NZ"}} : ({tensor((2, 32, 48), "f32")}) -> {nz}
+  %y = fused.partials_bias_act %q {{act = "relu"}} : ({nz}) -> {tensor((32, 48))}
+  func.return %y : {tensor((32, 48))}
+}}"""
+    with pytest.raises(Exception, match="partials in FRACTAL_NZ"):
+        compile_module(parse(text), "ge-lower-to-npu{hw=tiny}")

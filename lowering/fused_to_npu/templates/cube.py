@@ -19,7 +19,7 @@ from ....dialects import fused, ge
 from ....dialects.fused.base import ACTIVATIONS
 from ...tiling import GemmShape
 from ..context import GmTensor, KernelContext, kernel_for, named
-from ..vector_emitter import Operand, Tile, VectorEmitter, add_terms, emit_elementwise
+from ..vector_emitter import Tile, VectorEmitter, add_terms, emit_elementwise
 from .cube_epilogue import CubeEpilogue, EpilogueInput, EpilogueTiles
 from .cube_kernel import CubeProblem, emit_cube_kernel
 from .cube_operands import broadcast_view, matrix_view

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from ....dialects import npu
 from ....dialects.ge.formats import Format
 from ....simulator.hardware import HardwarePreset
-from ....simulator.npu.costs import stream_cycles, transfer_cycles
+from ....simulator.npu.costs import stream_cycles
 from ...tiling import FRACTAL, round_up
 from ..context import GmTensor
 from ..kernel_builder import Index, KernelBuilder

@@ -56,8 +56,7 @@ def softmax_rows(v: VectorEmitter, x: Tile, out: Tile, log: bool = False) -> Non
     v.release(total)
     if work is not out:
         v.cast(work, out)
-        if work is not x:
-            v.release(work)
+        v.release(work)
 
 
 def layer_norm_rows(

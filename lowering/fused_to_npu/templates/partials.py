@@ -15,6 +15,7 @@ import math
 from xdsl.dialects.builtin import f32
 
 from ....dialects import fused, npu
+from ....dialects.ge.formats import Format
 from ..context import GmTensor, KernelContext, kernel_for, named
 from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel, operand_role
 from ..vector_emitter import Operand, Tile, VectorEmitter, add_terms
@@ -27,7 +28,9 @@ def _view(k: KernelContext, partials: GmTensor, terms: list[GmTensor | None], pa
     any broadcast a row tile reads), then per-column parameters (gamma, beta)."""
     splits, *shape = partials.shape
     rows, cols = math.prod(shape[:-1]), shape[-1]
-    check_row_formats(k, [partials, *k.outputs], True, "adding up partials into")
+    if partials.format != Format.ND:  # a plane is a run of rows from its offset: ND only
+        raise k.unsupported(f"partials in {partials.format.value} (convert them to ND first)")
+    check_row_formats(k, k.outputs, True, "adding up partials into")
     planes = [RowOperand(partials, Role.FULL, base=s * rows * cols) for s in range(splits)]
     added = [operand_role(k, t, shape) for t in terms if t is not None]
     rowwise = [RowOperand(t, Role.ROW) for t in params if t is not None]
