@@ -9,13 +9,22 @@ batch of them) in *items*: an item is an output block of `mb` rows by
   n_block` fp32, held as `n_sub` sub-tiles of `nb` columns);
 * K is walked in *chunks* of `kc`: MTE2 stages an (mb x kc) panel of A and a
   (kc x n_block) panel of each B in L1, two copies of each so the next chunk
-  loads while this one is used;
+  loads while this one is used (three when a core has several items and an
+  item an odd number of chunks: the last takes the third, and the next item's
+  first chunk loads while it is used);
 * each chunk is walked in *steps* of `kb`: MTE1 moves an (mb x kb) tile of A
   into L0A and (kb x nb) tiles of B into L0B (two copies each), and the cube
   accumulates `mmad`s into L0C;
 * the epilogue drains L0C through UB in row chunks of `rows` (fixpipe, vector
   work, MTE3), two copies of each UB buffer (four of a plain cast's output
   tile), while the next item starts.
+
+When a core's items all share their A rows (they differ only in their columns)
+and the whole (mb x K) panel of A fits L1, A may stay *resident*: the core's
+first item stages it chunk by chunk into one L1 buffer, the others only stage B.
+A core then reads A once however many items it has, so narrower items cost no
+more port time, and the epilogue of one item overlaps the K loop of the next
+(with one item per core it runs after the last mmad, with nothing to hide it).
 
 Items are shared out among the cores in contiguous ranges (`per_core` each,
 `block_dim` cores). The choice is a search over candidate tiles that fit every
@@ -81,7 +90,8 @@ class CubeOperandCost(Protocol):
     #   mn_granule: tiles of the operand's M (A) or N (B) dim are multiples of it
     #               (an image's pixel rows: whole output rows);
     #   k_granule:  K chunks are multiples of it (an image's channel blocks);
-    #   ub_bytes(rows, cols): UB the operand's staging needs besides the epilogue's.
+    #   ub_bytes(rows, cols): UB the operand's staging needs besides the epilogue's;
+    #   stays_in_l1: an A that can be kept resident (`stage_to_l1(..., at=)`).
 
 
 def granule(operand, name: str) -> int:
@@ -141,6 +151,11 @@ class CubeTiling:
     terms: tuple[tuple[str, float], ...]  # per-item cube / mte2 / mte1 / epilogue, and overheads
     buffers: tuple[tuple[str, int], ...]  # bytes used per space (all copies)
     candidates: int  # how many tilings fitted
+    a_resident: bool = False  # A staged once per core into one L1 buffer (module docstring)
+
+    @property
+    def l1_copies(self) -> int:
+        return l1_copies(self.per_core, self.shape.k, self.kc)
 
     @property
     def n_sub(self) -> int:
@@ -162,7 +177,7 @@ class CubeTiling:
         return (
             f"cube {s.batch} x ({s.m} x {s.k}) @ ({s.k} x {s.n}){products}: items of {self.mb} x {self.n_block} "
             f"({s.batch} x {self.m_tiles} x {self.n_tiles} = {self.items} items, {self.per_core} per core on "
-            f"{self.block_dim} cores), K in L1 chunks of {self.kc}, L0 steps of {self.kb}, {self.n_sub} L0C "
+            f"{self.block_dim} cores){', A resident in L1' if self.a_resident else ''}, K in L1 chunks of {self.kc}, L0 steps of {self.kb}, {self.n_sub} L0C "
             f"sub-tile(s) of {self.nb} columns, epilogue in row chunks of {self.rows}; per item cycles: {terms}; "
             f"estimated {self.estimate:.0f} cycles, best of {self.candidates} tilings that fit; bytes used: {buffers}"
         )
@@ -175,6 +190,7 @@ class _Candidate:
     nb: int
     kb: int
     kc: int
+    a_resident: bool = False
 
 
 def _sizes(limit: int, whole: int, step: int = 1) -> list[int]:
@@ -270,11 +286,41 @@ def _candidates(hw, shape: GemmShape, a, bs):
                 nb = _even_split(n_block, nb)
                 if shape.products * mb * -(-n_block // nb) * nb * 4 > l0c:
                     continue
+                resident = _a_can_stay(hw, shape, a, mb, n_block)
                 for kc in _chunks(kb, shape.k, k_step):
-                    l1 = 2 * (a.l1_elements(mb, kc) + sum(b.l1_elements(kc, n_block) for b in bs)) * size
-                    if l1 > hw.capacity("l1"):
+                    if l1_bytes(hw, shape, a, bs, mb, n_block, kc, False) > hw.capacity("l1"):
                         break
                     yield _Candidate(mb, n_block, nb, kb, kc)
+                    if resident and l1_bytes(hw, shape, a, bs, mb, n_block, kc, True) <= hw.capacity("l1"):
+                        yield _Candidate(mb, n_block, nb, kb, kc, True)
+
+
+def l1_copies(per_core: int, k: int, kc: int) -> int:
+    """Copies of each chunk's L1 panels (see the module docstring)."""
+    chunks = -(-k // kc)
+    return 3 if per_core > 1 and chunks > 1 and chunks % 2 else 2
+
+
+def _per_core(hw, shape: GemmShape, mb: int, n_block: int) -> int:
+    items = shape.batch * -(-shape.m // mb) * -(-shape.n // n_block)
+    return -(-items // hw.core_count)
+
+
+def _a_can_stay(hw, shape: GemmShape, a, mb: int, n_block: int) -> bool:
+    """Whether A may stay resident: every core has several items, all of one row
+    block of one batch matrix (its items are contiguous in (batch, row block,
+    column block) order, so that is when its count divides the column blocks)."""
+    if not getattr(a, "stays_in_l1", False):
+        return False
+    per_core = _per_core(hw, shape, mb, n_block)
+    return per_core > 1 and -(-shape.n // n_block) % per_core == 0
+
+
+def l1_bytes(hw, shape: GemmShape, a, bs, mb: int, n_block: int, kc: int, a_resident: bool) -> int:
+    """L1 of a tiling: the copies of each chunk's panels, A's whole panel once if resident."""
+    copies = l1_copies(_per_core(hw, shape, mb, n_block), shape.k, kc)
+    a_elements = a.l1_elements(mb, shape.k) if a_resident else copies * a.l1_elements(mb, kc)
+    return (a_elements + copies * sum(b.l1_elements(kc, n_block) for b in bs)) * shape.in_bytes
 
 
 def _even_split(n_block: int, nb: int) -> int:
@@ -316,8 +362,11 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
     kc = min(c.kc, k)
     cube = steps * shape.products * n_sub * mmad_cycles(hw, mb, c.nb, kb, shape.rate)
     # A chunk's transfers stream; the flag to MTE1 waits for the last to land.
-    stage = a.stage_cycles(hw, mb, kc) + sum(b.stage_cycles(hw, kc, n_block) for b in bs) + hw.paths["gm_to_l1"].latency
-    mte2 = chunks * stage
+    # A resident A is staged by the core's first item only: its share per item.
+    stage_a = a.stage_cycles(hw, mb, kc)
+    stage_b = sum(b.stage_cycles(hw, kc, n_block) for b in bs) + hw.paths["gm_to_l1"].latency
+    stage = stage_a + stage_b
+    mte2 = chunks * (stage_a / per_core + stage_b if c.a_resident else stage)
     load = (
         a.load_cycles(hw, "l0a", mb, kb)
         + n_sub * sum(b.load_cycles(hw, "l0b", kb, c.nb) for b in bs)
@@ -344,9 +393,8 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
     estimate = per_core * steady + (per_core - 1) * drain + fill + last
     hbm = (shape.batch * (shape.m * shape.k + shape.products * shape.k * shape.n) * shape.in_bytes) / hw.hbm_bytes_per_cycle
     estimate = max(estimate, hbm)
-    l1 = 2 * (a.l1_elements(c.mb, c.kc) + sum(b.l1_elements(c.kc, c.n_block) for b in bs)) * shape.in_bytes
     buffers = (
-        ("l1", l1),
+        ("l1", l1_bytes(hw, shape, a, bs, c.mb, c.n_block, c.kc, c.a_resident)),
         ("l0a", 2 * round_up(c.mb, FRACTAL) * c.kb * shape.in_bytes),
         ("l0b", 2 * c.kb * c.nb * shape.in_bytes),
         ("l0c", shape.products * c.mb * -(-c.n_block // c.nb) * c.nb * 4),
@@ -354,7 +402,8 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
     )
     terms = (("cube", cube), ("mte2", mte2), ("mte1", mte1), ("epilogue", epilogue), ("fill", fill), ("drain", drain))
     return CubeTiling(
-        shape, c.mb, c.n_block, c.nb, c.kb, c.kc, rows, items, per_core, block_dim, estimate, terms, buffers, 0
+        shape, c.mb, c.n_block, c.nb, c.kb, c.kc, rows, items, per_core, block_dim, estimate, terms, buffers, 0,
+        c.a_resident,
     )
 
 

@@ -198,10 +198,15 @@ class VectorEmitter:
         return self.widened_to(src, f32)
 
     def widened_to(self, src: Tile, element_type: Attribute) -> Tile:
-        """`src` converted to `element_type` (a temporary unless it has that type)."""
+        """`src` converted to `element_type` (a temporary unless it has that type).
+        A row broadcast down the rows (a bias) is converted once, as one row, and
+        stays broadcast."""
         if src.element_type == element_type:
             return src
         wide = self.temp(element_type)
+        if src.row_stride == 0 and self.rows > 1:
+            VectorEmitter(self.b, 1, self.cols, self.temp, self._col_temp, self._release).cast(src, wide)
+            return replace(wide, row_stride=0)
         self.cast(src, wide)
         return wide
 
@@ -209,9 +214,7 @@ class VectorEmitter:
         """`src` in fp32 (a temporary when it is a narrower float: f16, bf16, float8...)."""
         if not dtypes.is_narrow_float(src.element_type):
             return src
-        wide = self.temp(f32)
-        self.cast(src, wide)
-        return wide
+        return self.widened_to(src, f32)
 
     # ---- row reductions -----------------------------------------------------------------
 
@@ -219,10 +222,11 @@ class VectorEmitter:
         """`dst[r]` = sum / max / min of row r of `src` (`dst` holds one value per row,
         in `src`'s element type; the vector unit accumulates in fp32 and rounds once).
 
-        Wide rows (4 repeats or more) are first folded in halves with
+        Rows of 2 repeats or more are first folded in halves with
         full-width `vadd` / `vmax` (2 cycles a repeat) down to one repeat per
         row, then reduced across the lanes (`vreduce_*`, 7 cycles a repeat):
-        about 3x cheaper than reducing the whole row across lanes. Every fold keeps its offsets 32-byte aligned;
+        1.6x cheaper than reducing the whole row across lanes at 2 repeats, about
+        3x at 8 and more. Every fold keeps its offsets 32-byte aligned;
         columns beyond the last aligned block are reduced on their own. The
         folds write a temporary, or `src` itself if `consume` (it is dead after).
         Folded partial sums are rounded to `src`'s type: `fold=False` reduces
@@ -233,7 +237,7 @@ class VectorEmitter:
         width = dtypes.byte_width(src.element_type)
         align, lanes = UB_ALIGN_BYTES // width, REPEAT_BYTES // width
         aligned = self.cols - self.cols % align
-        if not fold or aligned < 4 * lanes or src.row_stride == 0:
+        if not fold or aligned < 2 * lanes or src.row_stride == 0:
             self._across(across, src, self.cols, dst)
             return
         scratch = src if consume else self.temp(src.element_type)

@@ -88,3 +88,20 @@ def test_batch_matmul_nz():
 
 def test_matmul_race_free_with_insert_sync():
     check_lowering(matmul_module(65, 100, 33, True, False, True, True), pipeline=overlapped("tiny"))
+
+
+@pytest.mark.parametrize(
+    "m,k,n,ta,tb,nz,batch",
+    [
+        (32, 96, 1024, False, False, False, ()),
+        (20, 200, 700, True, False, False, ()),  # transposed A, a tail item
+        (17, 160, 640, False, True, True, ()),  # A and B in FRACTAL_NZ
+        (48, 300, 2048, True, True, False, ()),  # 13 items per core
+        (20, 64, 700, False, False, False, (2,)),  # a batch: each core's items in one matrix
+    ],
+)
+def test_a_resident_in_l1(capsys, m, k, n, ta, tb, nz, batch):
+    """Items of one core that share their rows of A: the first stages A whole into
+    L1 (chunk by chunk), the others only B; the numbers stay right."""
+    check_lowering(matmul_module(m, k, n, ta, tb, nz, batch=(batch, batch)), pipeline="ge-lower-to-npu{hw=tiny debug=true}")
+    assert "A resident in L1" in capsys.readouterr().err

@@ -96,6 +96,30 @@ def test_k_schedule_covers_k(k, kc):
     assert copies[0] == 0 and all(x != y for x, y in zip(copies, copies[1:]))
 
 
+@pytest.mark.parametrize("k,kc,copies", [(768, 256, [0, 1, 2]), (800, 256, [0, 1, 0, 1]), (256, 256, [0]), (1280, 256, [0, 1, 0, 1, 2])])
+def test_k_schedule_third_copy_for_an_odd_count(k, kc, copies):
+    """With three L1 copies the last of an odd count of chunks takes the third, so
+    the next item's first chunk (copy 0) need not wait for it to be used."""
+    assert [copy for _, _, copy in k_schedule(k, kc, 3).chunks()] == copies
+
+
+def test_ffn_projection_keeps_a_resident_with_narrower_items():
+    """BERT's FFN-in (128 x 768 @ 768 x 3072 in FRACTAL_NZ, GELU): one item of 128 x 96 per core
+    would run its whole epilogue after the last mmad; two of 128 x 48 with A read
+    once per core let the first epilogue overlap the second K loop."""
+    module = parse(
+        """func.func @main(%a: tensor<128x768xf16>, %b: tensor<768x3072xf16, #ge.format<FRACTAL_NZ>>, %c: tensor<3072xf16>) -> tensor<128x3072xf16> {
+  %y = fused.matmul_bias_act %a, %b bias %c {act = "gelu"} : (tensor<128x768xf16>, tensor<768x3072xf16, #ge.format<FRACTAL_NZ>>, tensor<3072xf16>) -> tensor<128x3072xf16>
+  func.return %y : tensor<128x3072xf16>
+}"""
+    )
+    compile_module(module, "ge-to-npu")
+    kernel = next(op for op in module.walk() if op.name == "npu.kernel")
+    l1 = {op.results[0].name_hint for op in kernel.walk() if op.name == "npu.alloc" and "l1" in str(op.results[0].type)}
+    assert "a_panel" in l1 and not any(name.startswith("a_l1") for name in l1)
+    assert kernel.attr_values().block_dim == 32
+
+
 @pytest.mark.parametrize("hw", ["tiny", "ascend910"])
 @pytest.mark.parametrize("shape", [AttentionShape(12, 128, 128, 64, 64), AttentionShape(2, 17, 300, 16, 32, 1)])
 def test_attention_tiling_fits(hw, shape):

@@ -51,15 +51,46 @@ TWO_PHASES = kernel_module(
 )
 
 
-def test_buffers_of_two_phases_share_bytes():
-    planned = compiled(TWO_PHASES, PLAN)
+def test_buffers_of_two_phases_keep_apart_while_there_is_room():
+    """a (MTE2, V, MTE3) and b / c never live together, but sharing bytes would
+    make phase 2's first copy wait for phase 1's last store: with room to spare
+    every buffer gets bytes of its own."""
+    at = offsets(compiled(TWO_PHASES, PLAN))
+    assert at["a"] == 0 and {at["b"], at["c"]} == {8192, 10240} and at["keep"] == 12288
+
+
+def test_buffers_of_two_phases_share_bytes_when_space_is_short():
+    tight = TWO_PHASES.replace("memref<4096xf16, #npu.space<ub>>", "memref<14336xf16, #npu.space<ub>>")
+    tight = tight.replace("{cols = 4096}", "{cols = 14336}").replace("6144x", "15872x")
+    planned = compiled(tight, PLAN)  # 28 KB + 2 x 2 KB + 64 B apart would not fit tiny's 32 KB of UB
     at = offsets(planned)
-    assert at["a"] == 0 and {at["b"], at["c"]} == {0, 2048}  # b and c inside a's 8 KB
-    assert at["keep"] == 8192  # live throughout: apart from all
-    synced = compiled(TWO_PHASES, f"{PLAN},npu-insert-sync{{hw=tiny}}")
-    serial = compiled(TWO_PHASES, f"{PLAN},npu-serialize")
+    assert at["a"] == 0 and {at["b"], at["c"]} == {0, 2048}  # b and c inside a's 28 KB
+    assert at["keep"] == 28672  # live throughout: apart from all
+    synced = compiled(tight, f"{PLAN},npu-insert-sync{{hw=tiny}}")
+    serial = compiled(tight, f"{PLAN},npu-serialize")
     inputs = inputs_for(serial)
     assert_same_outputs(outputs(serial, "tiny", inputs)[0], outputs(synced, "tiny", inputs)[0])
+
+
+def test_temporaries_of_one_pipe_share_bytes_even_with_room():
+    """Two vector temporaries live at different times: the V pipe runs in order,
+    so sharing their bytes costs no wait."""
+    text = kernel_module(
+        """
+  %u = npu.alloc : memref<256xf32, #npu.space<ub>>
+  %t1 = npu.alloc : memref<256xf32, #npu.space<ub>>
+  %t2 = npu.alloc : memref<256xf32, #npu.space<ub>>
+  npu.copy %x[%c0], %u[%c0] {cols = 256}
+  npu.vexp %u[%c0], %t1[%c0] {cols = 256}
+  npu.vadd %t1[%c0], %u[%c0], %u[%c0] {cols = 256}
+  npu.vabs %u[%c0], %t2[%c0] {cols = 256}
+  npu.vadd %t2[%c0], %u[%c0], %u[%c0] {cols = 256}
+  npu.copy %u[%c0], %z[%c0] {cols = 256}""",
+        {"x": "memref<256xf32, #npu.space<gm>>"},
+        {"z": "memref<256xf32, #npu.space<gm>>"},
+    )
+    at = offsets(compiled(text, PLAN))
+    assert at["t1"] == at["t2"] != at["u"]
 
 
 def test_buffers_of_one_loop_never_share_bytes():

@@ -6,8 +6,17 @@ are never live at the same time (`buffers.Liveness`: from first to last use,
 a use inside a loop keeping the buffer live for the whole loop unless every
 iteration overwrites it before reading it). Per space, buffers are placed
 largest first, each at the lowest offset aligned to the preset's alignment that
-overlaps no placed buffer live at the same time; an alloc that already has an
+overlaps no placed buffer it conflicts with; an alloc that already has an
 offset keeps it and is placed first.
+
+Sharing bytes is not free: the first writer of the later buffer must wait until
+the last reader of the earlier one is done, and when those are different pipes
+that is a set_flag / wait_flag pair serialising them (K staged into the L1 bytes
+Q was just loaded from waits for MTE1, where with bytes of its own MTE2 would
+have streamed it meanwhile). So a space is first placed sharing bytes only
+between buffers that one pipe alone uses (its instructions run in order
+anyway); only if that does not fit are buffers live at different times shared
+whatever their pipes.
 
 A tiling that still does not fit is a compile error naming the kernel, the
 space, the peak of bytes live at once (what any placement needs at least), what
@@ -36,6 +45,7 @@ class Buffer:
     size: int
     live: tuple[int, int] | None
     offset: int | None
+    pipes: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -47,19 +57,24 @@ class Buffer:
             return False
         return self.live[0] <= other.live[1] and other.live[0] <= self.live[1]
 
+    def shares_with_a_wait(self, other: Buffer) -> bool:
+        """Whether sharing bytes with `other` would serialise two pipes (or is
+        impossible: both live at once)."""
+        return self.overlaps_in_time(other) or len(self.pipes | other.pipes) > 1
+
 
 def _align(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
 
-def place(buffers: list[Buffer], alignment: int) -> int:
+def place(buffers: list[Buffer], alignment: int, conflict=Buffer.overlaps_in_time) -> int:
     """Give every buffer without an offset the lowest aligned offset that overlaps no
-    placed buffer live at the same time (largest buffers first); returns the end of
-    the highest buffer."""
+    placed buffer it is in `conflict` with (largest buffers first); returns the end
+    of the highest buffer."""
     placed = [b for b in buffers if b.offset is not None]
     for buffer in sorted((b for b in buffers if b.offset is None), key=lambda b: (-b.size, b.live or (0, 0))):
         conflicts = sorted(
-            ((other.offset, other.offset + other.size) for other in placed if buffer.overlaps_in_time(other)),
+            ((other.offset, other.offset + other.size) for other in placed if conflict(buffer, other)),
         )
         offset = 0
         for start, end in conflicts:
@@ -93,16 +108,28 @@ def plan_kernel(kernel: npu.KernelOp, preset: HardwarePreset) -> dict[str, int]:
     for alloc, live in liveness.intervals.items():
         space = str(npu.space_of(alloc.result.type))
         size = npu.buffer_bytes(alloc.result.type)
-        by_space.setdefault(space, []).append(Buffer(alloc, size, live, alloc.attr_values().offset))
+        pipes = frozenset(user.pipe_name() for user in liveness.uses[alloc])
+        by_space.setdefault(space, []).append(Buffer(alloc, size, live, alloc.attr_values().offset, pipes))
     used = {}
     for space, buffers in by_space.items():
-        end = place(buffers, preset.alignment[space])
+        end = _place_space(buffers, preset.alignment[space], preset.capacity(space))
         if end > preset.capacity(space):
             _does_not_fit(kernel, space, buffers, end, preset)
         for b in buffers:
             b.alloc.properties["offset"] = to_attribute(Kind.INT, b.offset)
         used[space] = end
     return used
+
+
+def _place_space(buffers: list[Buffer], alignment: int, capacity: int) -> int:
+    """Share bytes between pipes only if the space is too small otherwise."""
+    unplaced = [b for b in buffers if b.offset is None]
+    end = place(buffers, alignment, Buffer.shares_with_a_wait)
+    if end <= capacity:
+        return end
+    for b in unplaced:
+        b.offset = None
+    return place(buffers, alignment)
 
 
 def _does_not_fit(kernel: npu.KernelOp, space: str, buffers: list[Buffer], end: int, preset: HardwarePreset):

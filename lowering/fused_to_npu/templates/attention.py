@@ -210,6 +210,10 @@ class _AttentionKernel:
         kt_stride = self.kt.l1_stride(s.d, self.t.sk)
         self.kt.stage_to_l1(b, offsets.k, 0, s.d, k0, size, self.k_l1[parity], kt_stride)
         self.kt.load_to_l0(b, self.k_l1[parity], kt_stride, 0, s.d, 0, size, self.k_l0[parity], sk16)
+        # V is staged before the softmax so that MTE2 / MTE1 bring it in while the vector unit works
+        v_stride = self.v.l1_stride(self.t.sk, s.dv)
+        self.v.stage_to_l1(b, offsets.v, k0, size, 0, s.dv, self.v_l1[parity], v_stride)
+        self.v.load_to_l0(b, self.v_l1[parity], v_stride, 0, size, 0, s.dv, self.v_l0[parity], self.dv16)
         b.emit(
             npu.MmadOp, self.q_l0, 0, self.k_l0[parity], 0, self.s_l0c, 0,
             m=mq, n=size, k=s.d, strides=[self.d16, sk16, sk16],
@@ -222,11 +226,8 @@ class _AttentionKernel:
         probs = Tile(self.p_ub, 0, sk16)
         alpha = self._online_softmax(v, scores, probs)
         # P back to the cube, V with it: O = O * alpha + P V
-        v_stride = self.v.l1_stride(self.t.sk, s.dv)
         b.emit(npu.CopyOp, self.p_ub, 0, self.p_l1[parity], 0, rows=mq, cols=size, strides=[sk16, sk16])
         b.emit(npu.LoadL0Op, self.p_l1[parity], 0, self.p_l0[parity], 0, rows=mq, cols=size, strides=[sk16, sk16])
-        self.v.stage_to_l1(b, offsets.v, k0, size, 0, s.dv, self.v_l1[parity], v_stride)
-        self.v.load_to_l0(b, self.v_l1[parity], v_stride, 0, size, 0, s.dv, self.v_l0[parity], self.dv16)
         b.emit(
             npu.MmadOp, self.p_l0[parity], 0, self.v_l0[parity], 0, self.pv_l0c, 0,
             m=mq, n=s.dv, k=size, strides=[sk16, self.dv16, self.dv16],

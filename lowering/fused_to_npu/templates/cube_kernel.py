@@ -20,6 +20,11 @@ The tiling (`lowering/tiling.py`) cuts the output into items of `mb` rows by
         MTE2 epilogue operands, V the epilogue body, MTE3 the outputs in their format
       the last row chunk (a tail, the padding of an NZ output)
 
+With A resident (`CubeTiling.a_resident`: the core's items share their rows of
+A), the first item is written out before the loop over the others: it stages
+each A chunk into its place in one L1 buffer holding the whole (mb x K) panel,
+the later items stage only B, and every item's L0 steps read A from there.
+
 The multi-buffering is written here (the two halves of a pair use different
 allocations, `{npu.pipelined}` keeps npu-double-buffer off), so MTE2, MTE1, the
 cube and the epilogue overlap once `npu-insert-sync` orders the accesses; no
@@ -109,7 +114,9 @@ class KSchedule:
     the first chunk of a pair in L1 copy 0, the second in copy 1), then the
     static `rest` chunks (k0, size, L1 copy): an odd full chunk and what remains
     of K. Chunks alternate between the two copies so that one loads while the
-    other is used; every item starts on copy 0."""
+    other is used; every item starts on copy 0. With `copies` = 3 the last of an
+    odd count of chunks takes copy 2, so the next item's first chunk need not
+    wait for it (`tiling.l1_copies`)."""
 
     kc: int
     pairs: int
@@ -125,13 +132,16 @@ class KSchedule:
         return paired + list(self.rest)
 
 
-def k_schedule(k: int, kc: int) -> KSchedule:
+def k_schedule(k: int, kc: int, copies: int = 2) -> KSchedule:
     """Chunks of kc over K (see KSchedule)."""
     full, remainder = divmod(k, kc)
     pairs, odd = divmod(full, 2)
     rest = [((2 * pairs) * kc, kc, 0)] if odd else []
     if remainder or not full:
         rest.append((full * kc, remainder if full else k, full % 2))
+    if copies == 3 and (2 * pairs + len(rest)) % 2 and rest and (pairs or len(rest) > 1):
+        k0, size, _ = rest[-1]
+        rest[-1] = (k0, size, 2)
     return KSchedule(kc, pairs, tuple(rest))
 
 
@@ -164,8 +174,13 @@ class _CubeKernel:
     def _alloc_cube(self) -> None:
         b, t, p = self.b, self.t, self.p
         et = p.in_type
-        self.a_stride = p.a.l1_stride(t.mb, t.kc)
-        self.a_l1 = Copies(b, [p.a.l1_elements(t.mb, t.kc)], et, "l1", "a_l1")
+        if t.a_resident:
+            k = p.shape.k
+            self.a_stride = p.a.l1_stride(t.mb, k)
+            self.a_l1 = [b.alloc([p.a.l1_elements(t.mb, k)], et, "l1", "a_panel")] * t.l1_copies  # one buffer
+        else:
+            self.a_stride = p.a.l1_stride(t.mb, t.kc)
+            self.a_l1 = Copies(b, [p.a.l1_elements(t.mb, t.kc)], et, "l1", "a_l1")
         self.b_strides = [x.l1_stride(t.kc, t.n_block) for x in p.bs]
         self.b_l1 = [
             Copies(b, [x.l1_elements(t.kc, t.n_block)], et, "l1", f"b{n}_l1")
@@ -227,7 +242,13 @@ class _CubeKernel:
         for inp, home in zip(self.p.epilogue.inputs, self.homes):
             if self._scalar_per_batch(inp, home) is False:
                 b.emit(npu.CopyOp, inp.view.value, inp.view.base, home[0], 0, cols=1)
-        for_core_items(b, t.items, t.per_core, t.block_dim, self._item)
+        if not t.a_resident:
+            for_core_items(b, t.items, t.per_core, t.block_dim, self._item)
+            return
+        start = b.mul(b.block_idx(), t.per_core) if t.block_dim > 1 else 0
+        self._item(start, stage_a=True)
+        with b.loop(1, t.per_core, name="item") as u:
+            self._item(b.add(start, u), stage_a=False)
 
     @staticmethod
     def _scalar_per_batch(inp, home) -> bool | None:
@@ -238,8 +259,9 @@ class _CubeKernel:
             return None
         return inp.view.batches.varies
 
-    def _item(self, item: Index) -> None:
-        """One item: decode (batch, i, j), then a copy of the body per tail case."""
+    def _item(self, item: Index, stage_a: bool = True) -> None:
+        """One item: decode (batch, i, j), then a copy of the body per tail case
+        (`stage_a` False: a resident A is in L1 already)."""
         b, s, t = self.b, self.p.shape, self.t
         j = b.rem(item, self.n_tiles)
         rest = b.floordiv(item, self.n_tiles)
@@ -249,9 +271,9 @@ class _CubeKernel:
             with b.when(ci):
                 for cj, n_act, _ in _cases(b, j, self.n_tiles, t.n_block, s.n):
                     with b.when(cj):
-                        self._emit_item(batch, b.mul(i, t.mb), b.mul(j, t.n_block), m_act, n_act, m_end)
+                        self._emit_item(batch, b.mul(i, t.mb), b.mul(j, t.n_block), m_act, n_act, m_end, stage_a)
 
-    def _emit_item(self, batch: Index, m0: Index, n0: Index, m_act: int, n_act: int, m_end: bool) -> None:
+    def _emit_item(self, batch: Index, m0: Index, n0: Index, m_act: int, n_act: int, m_end: bool, stage_a: bool) -> None:
         b, p = self.b, self.p
         a_off = p.a.batches.offset(b, batch)
         b_offs = [x.batches.offset(b, batch) for x in p.bs]
@@ -259,7 +281,7 @@ class _CubeKernel:
         prefetched = None
         if self._prefetches(m_act):
             prefetched = self._load_item_inputs(offsets, m0, n0, m_act, n_act)
-        self._k_loop(a_off, b_offs, m0, n0, m_act, n_act)
+        self._k_loop(a_off, b_offs, m0, n0, m_act, n_act, stage_a)
         self._epilogue(batch, offsets, m0, n0, m_act, n_act, m_end, prefetched)
 
     def _prefetches(self, m_act: int) -> bool:
@@ -272,15 +294,15 @@ class _CubeKernel:
 
     # ---- the K loop ----------------------------------------------------------------------
 
-    def _k_loop(self, a_off, b_offs, m0, n0, m_act: int, n_act: int) -> None:
+    def _k_loop(self, a_off, b_offs, m0, n0, m_act: int, n_act: int, stage_a: bool) -> None:
         """The chunks of `k_schedule`: pairs of full chunks in an scf.for, then the
         static rest. The first product of the item overwrites L0C: `first` is an
         index that is 0 exactly for the item's first chunk."""
         b, t = self.b, self.t
-        schedule = k_schedule(self.p.shape.k, t.kc)
+        schedule = k_schedule(self.p.shape.k, t.kc, t.l1_copies)
 
         def chunk(k0: Index, copy: int, size: int, first: Index) -> None:
-            self._chunk(a_off, b_offs, m0, n0, m_act, n_act, k0, copy, size, first)
+            self._chunk(a_off, b_offs, m0, n0, m_act, n_act, k0, copy, size, first, stage_a)
 
         with b.loop(0, schedule.pairs, name="kpair", pipelined=True) as pair:
             k0 = b.mul(pair, 2 * t.kc)
@@ -289,12 +311,17 @@ class _CubeKernel:
         for k0, size, copy in schedule.rest:
             chunk(k0, copy, size, k0)
 
-    def _chunk(self, a_off, b_offs, m0, n0, m_act, n_act, k0: Index, copy: int, size: int, first: Index) -> None:
-        """MTE2 stages the chunk in L1 copy `copy`, then its L0 steps: pairs of full
-        steps in an scf.for (one L0 copy each), then what remains. L0 copies
-        alternate from step to step across chunks too."""
+    def _chunk(self, a_off, b_offs, m0, n0, m_act, n_act, k0: Index, copy: int, size: int, first: Index, stage_a: bool) -> None:
+        """MTE2 stages the chunk in L1 copy `copy` (a resident A: into its place in
+        the panel, if `stage_a`), then its L0 steps: pairs of full steps in an
+        scf.for (one L0 copy each), then what remains. L0 copies alternate from
+        step to step across chunks too."""
         b, t, p = self.b, self.t, self.p
-        p.a.stage_to_l1(b, a_off, m0, m_act, k0, size, self.a_l1[copy], self.a_stride)
+        a_k0 = k0 if t.a_resident else 0  # where the chunk's A starts in its L1 buffer
+        if t.a_resident and stage_a:
+            p.a.stage_to_l1(b, a_off, m0, m_act, k0, size, self.a_l1[copy], self.a_stride, at=(0, k0))
+        elif not t.a_resident:
+            p.a.stage_to_l1(b, a_off, m0, m_act, k0, size, self.a_l1[copy], self.a_stride)
         for x, off, bufs, stride in zip(p.bs, b_offs, self.b_l1, self.b_strides):
             x.stage_to_l1(b, off, k0, size, n0, n_act, bufs[copy], stride)
         base = copy * (t.kc // t.kb)  # steps before this chunk in its pair
@@ -303,7 +330,7 @@ class _CubeKernel:
         def step(kk0: Index, kb_act: int, index: Index, parity: int) -> None:
             # Both are >= 0: the step is the item's first when both are 0.
             nonzero = any(isinstance(v, int) and v != 0 for v in (first, index))
-            self._step(copy, kk0, kb_act, n_act, m_act, 1 if nonzero else b.add(first, index), parity)
+            self._step(copy, a_k0, kk0, kb_act, n_act, m_act, 1 if nonzero else b.add(first, index), parity)
 
         pairs = full // 2
         with b.loop(0, pairs, name="kstep", pipelined=True) as j:
@@ -313,13 +340,16 @@ class _CubeKernel:
         for s in range(2 * pairs, full + (1 if remainder else 0)):
             step(s * t.kb, min(t.kb, size - s * t.kb), s, (base + s) % 2)
 
-    def _step(self, copy: int, kk0: Index, kb_act: int, n_act: int, m_act: int, first: Index, parity: int) -> None:
-        """MTE1 moves the step's A tile and each B sub-tile into L0 copy `parity`, the
-        cube multiplies into the L0C sub-tiles (overwriting where `first` is 0)."""
+    def _step(
+        self, copy: int, a_k0: Index, kk0: Index, kb_act: int, n_act: int, m_act: int, first: Index, parity: int
+    ) -> None:
+        """MTE1 moves the step's A tile (at column a_k0 + kk0 of its L1 buffer) and
+        each B sub-tile into L0 copy `parity`, the cube multiplies into the L0C
+        sub-tiles (overwriting where `first` is 0)."""
         b, t, p = self.b, self.t, self.p
         subtiles = [(q * t.nb, min(t.nb, n_act - q * t.nb)) for q in range(-(-n_act // t.nb))]
         l0a = self.l0a[parity]
-        p.a.load_to_l0(b, self.a_l1[copy], self.a_stride, 0, m_act, kk0, kb_act, l0a, t.kb)
+        p.a.load_to_l0(b, self.a_l1[copy], self.a_stride, 0, m_act, b.add(a_k0, kk0), kb_act, l0a, t.kb)
         loads = len(p.bs) * len(subtiles)
         for n, (x, bufs, stride) in enumerate(zip(p.bs, self.b_l1, self.b_strides)):
             for q, (nq0, nq_act) in enumerate(subtiles):
@@ -380,8 +410,13 @@ class _CubeKernel:
         chunks = -(-m_act // rows)
         groups = (chunks - 1) // copies  # the last chunk (a tail, maybe padding) stays out
 
+        drained = self._drains_first(chunks)
+        if drained:
+            for r in range(chunks):
+                self._fixpipe_products(r * rows, min(rows, m_act - r * rows), n_act, r)
+
         def chunk(r0: Index, size: int, last: bool, parity: int, inputs=None) -> None:
-            self._row_chunk(offsets, out_offsets, b.add(m0, r0), r0, size, last, n0, n_act, parity, inputs)
+            self._row_chunk(offsets, out_offsets, b.add(m0, r0), r0, size, last, n0, n_act, parity, inputs, drained)
 
         with b.loop(0, groups, name="rows", pipelined=True) as g:  # no groups when prefetched
             for c in range(copies):
@@ -391,9 +426,23 @@ class _CubeKernel:
             inputs = prefetched[r] if prefetched is not None else None
             chunk(r0, min(rows, m_act - r0), m_end and r == chunks - 1, r % copies, inputs)
 
+    def _drains_first(self, chunks: int) -> bool:
+        """Whether the item's products all leave L0C before the first chunk's vector
+        work: when the next item of the core waits for L0C (it accumulates into
+        the same sub-tiles) and every row chunk has UB copies of its own."""
+        return self.t.per_core > 1 and self.p.epilogue.body is not None and chunks <= self.copies
+
+    def _fixpipe_products(self, r0: Index, rows: int, n_act: int, parity: int) -> list[Tile]:
+        products = [Tile(bufs[parity], 0, self.n_alloc) for bufs in self.products]
+        for n, tile in enumerate(products):
+            self._fixpipe(n, r0, rows, n_act, tile)
+        return products
+
     def _row_chunk(
-        self, offsets, out_offsets, row0: Index, r0: Index, rows: int, last: bool, n0, n_act: int, parity: int, inputs
+        self, offsets, out_offsets, row0: Index, r0: Index, rows: int, last: bool, n0, n_act: int, parity: int, inputs,
+        drained: bool = False,
     ) -> None:
+        """A row chunk of the epilogue (its products already in UB if `drained`)."""
         b, t, e = self.b, self.t, self.p.epilogue
         outs = [Tile(bufs[parity], 0, self.n_alloc) for bufs in self.outs]
         pads = [view.padded_rows - view.rows if last and view.layout == NZ else 0 for view in e.outputs]
@@ -403,9 +452,10 @@ class _CubeKernel:
         if e.body is None:
             self._fixpipe(0, r0, rows, n_act, outs[0])
         else:
-            products = [Tile(bufs[parity], 0, self.n_alloc) for bufs in self.products]
-            for n, tile in enumerate(products):
-                self._fixpipe(n, r0, rows, n_act, tile)
+            if drained:
+                products = [Tile(bufs[parity], 0, self.n_alloc) for bufs in self.products]
+            else:
+                products = self._fixpipe_products(r0, rows, n_act, parity)
             if inputs is None:
                 inputs = self._load_inputs(offsets, row0, rows, n0, n_act, parity)
             self.scratch.reset()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from ....dialects import npu
 from ....dialects.ge.formats import Format
@@ -84,6 +85,8 @@ class MatrixView:
     batches: BatchMap = field(default_factory=BatchMap)
     base: int = 0  # element offset of the first matrix (a head inside a row, ...)
     block: int = FRACTAL  # NZ: columns per stored block
+
+    stays_in_l1: ClassVar[bool] = True  # an A panel may be staged chunk by chunk into one buffer (`at`)
 
     @property
     def value(self):
@@ -167,23 +170,36 @@ class MatrixView:
             return stream_cycles(hw, f"l1_to_{space}", -(-snc // FRACTAL), snr * FRACTAL * self.itemsize)
         return stream_cycles(hw, f"l1_to_{space}", snr, snc * self.itemsize)
 
+    def l1_offset(self, b: KernelBuilder, l1_stride: int, r0: Index, c0: Index) -> Index:
+        """Where logical (r0, c0) of a staged tile sits in L1 (for NZ, its stored
+        column must start a 16-column block)."""
+        sr0, _, sc0, _ = self._stored(r0, 0, c0, 0)
+        if self.layout == ND:
+            return b.affine(sc0, (sr0, l1_stride))
+        assert l1_stride % FRACTAL == 0
+        return b.affine(0, (sc0, l1_stride // FRACTAL), (sr0, FRACTAL))
+
     def stage_to_l1(
-        self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, l1, l1_stride: int
+        self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, l1, l1_stride: int,
+        at: tuple[Index, Index] = (0, 0),
     ) -> None:
-        """MTE2: the logical tile (r0.. +nr, c0.. +nc) into `l1` in the source's layout."""
+        """MTE2: the logical tile (r0.. +nr, c0.. +nc) into `l1` in the source's layout,
+        as the logical tile of a larger staged one starting at its position `at`
+        (an A operand kept in L1 whole, staged chunk by chunk)."""
         sr0, snr, sc0, snc = self._stored(r0, nr, c0, nc)
         src = self.element(b, batch_offset, sr0, sc0)
+        dst = self.l1_offset(b, l1_stride, *at)
         if self.layout == ND:
-            b.emit(npu.CopyOp, self.value, src, l1, 0, rows=snr, cols=snc, strides=[self.row_stride, l1_stride])
+            b.emit(npu.CopyOp, self.value, src, l1, dst, rows=snr, cols=snc, strides=[self.row_stride, l1_stride])
         elif self.block != FRACTAL:
-            self._stage_narrow_blocks(b, src, snr, snc, l1, l1_stride)
+            self._stage_narrow_blocks(b, src, snr, snc, l1, dst, l1_stride)
         else:
             b.emit(
-                npu.CopyOp, self.value, src, l1, 0,
+                npu.CopyOp, self.value, src, l1, dst,
                 rows=-(-snc // FRACTAL), cols=snr * FRACTAL, strides=[self.row_stride, l1_stride],
             )
 
-    def _stage_narrow_blocks(self, b: KernelBuilder, src: Index, rows: int, cols: int, l1, l1_stride: int) -> None:
+    def _stage_narrow_blocks(self, b: KernelBuilder, src: Index, rows: int, cols: int, l1, l1_start: Index, l1_stride: int) -> None:
         """Stored blocks narrower than the L1 fractal (an fp32 FRACTAL_Z matrix: 8
         columns) side by side into 16-column L1 blocks: one copy per block, an
         scf.for over the L1 blocks."""
@@ -193,7 +209,7 @@ class MatrixView:
 
         def copy(fractal: Index, index: int) -> None:
             gm = b.affine(src, (fractal, per_fractal * self.row_stride), (index, self.row_stride))
-            dst = b.affine(index * k, (fractal, l1_stride))
+            dst = b.affine(b.add(l1_start, index * k), (fractal, l1_stride))
             b.emit(npu.CopyOp, self.value, gm, l1, dst, rows=rows, cols=k, strides=[k, FRACTAL])
 
         with b.loop(0, blocks // per_fractal, name="fblk") as fractal:
@@ -209,16 +225,10 @@ class MatrixView:
         as a row-major matrix with row stride `l0_stride` (NZ sources move whole
         16-column blocks, so the L0 tile may be rounded up to 16 rows or columns;
         sc0 must start one)."""
-        sr0, snr, sc0, snc = self._stored(r0, nr, c0, nc)
-        if self.layout == ND:
-            offset = b.affine(sc0, (sr0, l1_stride))
-            cols = snc
-        else:
-            assert l1_stride % FRACTAL == 0
-            offset = b.affine(0, (sc0, l1_stride // FRACTAL), (sr0, FRACTAL))
-            cols = round_up(snc, FRACTAL)
+        _, snr, _, snc = self._stored(r0, nr, c0, nc)
+        cols = snc if self.layout == ND else round_up(snc, FRACTAL)
         b.emit(
-            npu.LoadL0Op, l1, offset, l0, 0,
+            npu.LoadL0Op, l1, self.l1_offset(b, l1_stride, r0, c0), l0, 0,
             rows=snr, cols=cols, layout=self.layout, transpose=self.transposed, strides=[l1_stride, l0_stride],
         )
 

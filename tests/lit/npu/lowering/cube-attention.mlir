@@ -1,6 +1,6 @@
 // Flash attention (BNSD, a boolean mask shared by the batch) on the tiny preset:
 // the mix kernel. Q is staged once; per key / value block: S = Q K^T on the cube
-// (K through load_l0's transpose), scale and mask on the vector unit, the online
+// (K through load_l0's transpose; V staged with it, before the softmax), scale and mask on the vector unit, the online
 // softmax (running row max and sum in UB), P back to the cube through L1 for
 // P V, the fp32 accumulator rescaled and summed in UB; O / l rounded once.
 // RUN: ge-opt %s -p 'ge-to-npu{hw=tiny debug=true}' 2>&1 | filecheck %s
@@ -16,6 +16,8 @@ func.func @main(%q: tensor<2x20x16xf16> {ge.name = "q"}, %k: tensor<2x40x16xf16>
 // CHECK:        npu.load_l0 %{{.*}}, %[[Q:.*]][%c0] {rows = 20, cols = 16, strides = [16, 16]}
 // CHECK:        npu.vdup %[[MAX:.*]][%c0] {cols = 20, value = -3.0e+38}
 // CHECK:        npu.load_l0 %{{.*}}, %[[K:.*]][%c0] {rows = 40, cols = 16, strides = [16, 48], transpose = true}
+// CHECK-NEXT:   npu.copy %{{.*}}, %[[V1:.*]][%c0] {rows = 40, cols = 16, strides = [16, 16]}
+// CHECK-NEXT:   npu.load_l0 %[[V1]][%c0], %[[V0:.*]][%c0] {rows = 40, cols = 16, strides = [16, 16]}
 // CHECK-NEXT:   npu.mmad %[[Q]][%c0], %[[K]][%c0], %[[S:.*]][%c0] {m = 20, n = 40, k = 16, strides = [16, 48, 48]}
 // CHECK-NEXT:   npu.fixpipe %[[S]][%c0], %[[SC:.*]][%c0] {rows = 20, cols = 40, strides = [48, 48]}
 // CHECK-NEXT:   npu.vmuls %[[SC]][%c0], %[[SC]][%c0] {rows = 20, cols = 40, strides = [48, 48], scalar = 0.25}
@@ -24,7 +26,7 @@ func.func @main(%q: tensor<2x20x16xf16> {ge.name = "q"}, %k: tensor<2x40x16xf16>
 // CHECK:        npu.vexp %[[SC]][%c0], %[[SC]][%c0] {rows = 20, cols = 40, strides = [48, 48]}
 // CHECK:        npu.copy %[[P:.*]][%c0], %[[P1:.*]][%c0] {rows = 20, cols = 40, strides = [48, 48]}
 // CHECK-NEXT:   npu.load_l0 %[[P1]][%c0], %[[P0:.*]][%c0] {rows = 20, cols = 40, strides = [48, 48]}
-// CHECK:        npu.mmad %[[P0]][%c0], %{{.*}}, %{{.*}} {m = 20, n = 16, k = 40, strides = [48, 16, 16]}
+// CHECK:        npu.mmad %[[P0]][%c0], %[[V0]][%c0], %{{.*}} {m = 20, n = 16, k = 40, strides = [48, 16, 16]}
 // CHECK:        npu.vrec
 // CHECK:        npu.vcast %{{.*}}, %[[OUT:.*]][%c0] {rows = 20, cols = 16}
 // CHECK-NEXT:   npu.copy %[[OUT]][%c0], %4[%{{.*}}] {rows = 20, cols = 16, strides = [16, 16]}

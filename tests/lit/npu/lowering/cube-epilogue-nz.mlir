@@ -1,6 +1,7 @@
 // matmul + bias + GELU with the weights in FRACTAL_NZ and the result in NZ: the
 // weights are staged as whole 16-column blocks (one run each), the epilogue runs
-// on the fp32 product in UB (bias widened, GELU as erf and four steps), the
+// on the fp32 product in UB (the bias row widened once and broadcast, GELU as erf
+// and four steps; two items per core, so the products leave L0C first), the
 // result is stored a 16-column block at a time, its padding (columns 33..47,
 // rows 40..47) written with zeros; the second product reads it back.
 // RUN: ge-opt %s -p 'ge-to-npu{hw=tiny}' | filecheck %s
@@ -19,10 +20,10 @@ func.func @main(%a: tensor<40x24xf16> {ge.name = "a"}, %bias: tensor<33xf16> {ge
 // CHECK:        npu.load_l0 %[[B1]][%c0], %{{.*}}[%c0] {rows = 16, cols = 48, strides = [512, 48], layout = "nz"}
 // CHECK:        npu.mmad
 // CHECK:        npu.copy %2[%c0], %[[BIAS:.*]][%c0] {cols = 33}
-// CHECK-NEXT:   npu.vdup %[[OUT:.*]][%c32] {rows = 16, cols = 16, strides = [48], value = 0.0}
 // CHECK-NEXT:   npu.fixpipe %{{.*}}, %[[P:.*]][%c0] {rows = 16, cols = 33, strides = [48, 48]}
-// CHECK-NEXT:   npu.vcast %[[BIAS]][%c0], %[[BIAS32:.*]][%c0] {rows = 16, cols = 33, strides = [0, 48]}
-// CHECK-NEXT:   npu.vadd %[[P]][%c0], %[[BIAS32]][%c0], %[[P]][%c0] {rows = 16, cols = 33, strides = [48, 48, 48]}
+// CHECK-NEXT:   npu.vdup %[[OUT:.*]][%c32] {rows = 16, cols = 16, strides = [48], value = 0.0}
+// CHECK-NEXT:   npu.vcast %[[BIAS]][%c0], %[[BIAS32:.*]][%c0] {cols = 33}
+// CHECK-NEXT:   npu.vadd %[[P]][%c0], %[[BIAS32]][%c0], %[[P]][%c0] {rows = 16, cols = 33, strides = [48, 0, 48]}
 // CHECK:        npu.verf
 // CHECK:        npu.vcast %[[P]][%c0], %[[OUT]][%c0] {rows = 16, cols = 33, strides = [48, 48]}
 // CHECK:        scf.for %blk = %c0 to %c3 step %c1 {
