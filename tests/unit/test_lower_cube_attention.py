@@ -40,6 +40,8 @@ def attention_module(batch, sq, sk, d, dv, layout="BNSD", heads=1, mask=None, sc
         ((1, 2), 1, 5, 32, 16, ((1, 2, 1, 5), "i1")),
         ((3,), 40, 70, 16, 32, ((40, 70), "f16")),
         ((2,), 33, 17, 8, 24, ((2, 33, 1), "i1")),
+        ((2,), 64, 40, 64, 64, None),  # blocks of 32: the first starts the running values, the second updates them
+        ((1,), 16, 300, 16, 16, ((16, 300), "f16")),  # blocks of 64: pairs in a loop, then a short one
     ],
 )
 def test_attention_bnsd(batch, sq, sk, d, dv, mask):

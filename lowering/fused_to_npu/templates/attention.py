@@ -14,6 +14,10 @@ An item is `mq` query rows of one (batch, head); a core walks its range of items
         m  = m'
     out = O / l                 (in the output's type and format)
 
+When the first block is written out (not in the loop: K / V fit one block or an
+odd one leads), it starts the running values instead of updating them: m and l
+are its row max and sum, O its product, and nothing is rescaled (a = 0).
+
 BNSD reads (*batch, S, D) matrices; BSH reads head h of (*batch, S, N*D) as the
 columns h*D.. of each row (for FRACTAL_NZ, whole 16-column blocks: D must be a
 multiple of 16). Inputs are fp16 or fp32 (the cube's fp32 rate). Scores and
@@ -188,23 +192,25 @@ class _AttentionKernel:
         )
         self.q.stage_to_l1(b, offsets.q, q0, mq, 0, s.d, self.q_l1, self.q.l1_stride(self.t.mq, s.d))
         self.q.load_to_l0(b, self.q_l1, self.q.l1_stride(self.t.mq, s.d), 0, mq, 0, s.d, self.q_l0, self.d16)
-        rows = self.scratch.emitter(mq, self.dv16)
-        m, l = (Tile(buf, 0, 1, col_stride=0) for buf in self.stats)
-        rows.per_row().fill(m, NEG_INIT)
-        rows.per_row().fill(l, 0.0)
-        VectorEmitter(b, mq, s.dv, rows.temp).fill(Tile(self.acc, 0, self.dv16), 0.0)
         schedule = k_schedule(s.sk, self.t.sk)
+        if schedule.pairs:
+            rows = self.scratch.emitter(mq, self.dv16)
+            m, l = (Tile(buf, 0, 1, col_stride=0) for buf in self.stats)
+            rows.per_row().fill(m, NEG_INIT)
+            rows.per_row().fill(l, 0.0)
+            VectorEmitter(b, mq, s.dv, rows.temp).fill(Tile(self.acc, 0, self.dv16), 0.0)
         with b.loop(0, schedule.pairs, name="kvpair", pipelined=True) as pair:
             k0 = b.mul(pair, 2 * self.t.sk)
             self._block(offsets, q0, mq, k0, self.t.sk, 0)
             self._block(offsets, q0, mq, b.add(k0, self.t.sk), self.t.sk, 1)
-        for k0, size, copy in schedule.rest:
-            self._block(offsets, q0, mq, k0, size, copy)
+        for i, (k0, size, copy) in enumerate(schedule.rest):
+            self._block(offsets, q0, mq, k0, size, copy, first=not schedule.pairs and i == 0)
         self._finish(offsets, q0, mq, ends)
 
     # ---- one key / value block --------------------------------------------------------------
 
-    def _block(self, offsets, q0: Index, mq: int, k0: Index, size: int, parity: int) -> None:
+    def _block(self, offsets, q0: Index, mq: int, k0: Index, size: int, parity: int, first: bool = False) -> None:
+        """One key / value block (`first`: it starts the running values, see the module docstring)."""
         b, s = self.b, self.t.shape
         sk16 = self.sk16
         kt_stride = self.kt.l1_stride(s.d, self.t.sk)
@@ -224,7 +230,7 @@ class _AttentionKernel:
         scores = Tile(self.s_ub, 0, sk16)
         self._scale_and_mask(v, offsets, q0, mq, k0, size, scores)
         probs = Tile(self.p_ub, 0, sk16)
-        alpha = self._online_softmax(v, scores, probs)
+        alpha = self._online_softmax(v, scores, probs, first)
         # P back to the cube, V with it: O = O * alpha + P V
         b.emit(npu.CopyOp, self.p_ub, 0, self.p_l1[parity], 0, rows=mq, cols=size, strides=[sk16, sk16])
         b.emit(npu.LoadL0Op, self.p_l1[parity], 0, self.p_l0[parity], 0, rows=mq, cols=size, strides=[sk16, sk16])
@@ -232,6 +238,9 @@ class _AttentionKernel:
             npu.MmadOp, self.p_l0[parity], 0, self.v_l0[parity], 0, self.pv_l0c, 0,
             m=mq, n=s.dv, k=size, strides=[sk16, self.dv16, self.dv16],
         )
+        if first:  # O = P V
+            b.emit(npu.FixpipeOp, self.pv_l0c, 0, self.acc, 0, rows=mq, cols=s.dv, strides=[self.dv16, self.dv16])
+            return
         b.emit(npu.FixpipeOp, self.pv_l0c, 0, self.pv_ub, 0, rows=mq, cols=s.dv, strides=[self.dv16, self.dv16])
         acc = VectorEmitter(b, mq, s.dv, v.temp, v.col_temp)
         acc_tile = Tile(self.acc, 0, self.dv16)
@@ -269,9 +278,17 @@ class _AttentionKernel:
             return Tile(home, 0, 1, col_stride=0)
         return Tile(home, 0, 0, col_stride=0)
 
-    def _online_softmax(self, v: VectorEmitter, scores: Tile, probs: Tile) -> Tile:
-        """P = exp(S - m'), l = l a + rowsum P, m = m' for the block; returns a (per row)."""
+    def _online_softmax(self, v: VectorEmitter, scores: Tile, probs: Tile, first: bool) -> Tile | None:
+        """P = exp(S - m'), l = l a + rowsum P, m = m' for the block; returns a (per
+        row), or None for the first block (m = its max, l = its sum)."""
         m, l = (Tile(buf, 0, 1, col_stride=0) for buf in self.stats)
+        if first:
+            v.reduce_rows("max", scores, m)
+            v.instr(npu.VSubOp, scores, m, scores)
+            v.instr(npu.VExpOp, scores, scores)
+            v.reduce_rows("sum", scores, l)
+            v.cast(scores, probs)
+            return None
         rows = v.per_row()
         block_max = v.col_temp(f32)
         v.reduce_rows("max", scores, block_max)
