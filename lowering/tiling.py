@@ -301,9 +301,10 @@ def l1_copies(per_core: int, k: int, kc: int) -> int:
     return 3 if per_core > 1 and chunks > 1 and chunks % 2 else 2
 
 
-def _per_core(hw, shape: GemmShape, mb: int, n_block: int) -> int:
+def _share(hw, shape: GemmShape, mb: int, n_block: int) -> tuple[int, int]:
+    """(items, items per core) of items of mb x n_block."""
     items = shape.batch * -(-shape.m // mb) * -(-shape.n // n_block)
-    return -(-items // hw.core_count)
+    return items, -(-items // hw.core_count)
 
 
 def _a_can_stay(hw, shape: GemmShape, a, mb: int, n_block: int) -> bool:
@@ -312,13 +313,13 @@ def _a_can_stay(hw, shape: GemmShape, a, mb: int, n_block: int) -> bool:
     column block) order, so that is when its count divides the column blocks)."""
     if not getattr(a, "stays_in_l1", False):
         return False
-    per_core = _per_core(hw, shape, mb, n_block)
+    _, per_core = _share(hw, shape, mb, n_block)
     return per_core > 1 and -(-shape.n // n_block) % per_core == 0
 
 
 def l1_bytes(hw, shape: GemmShape, a, bs, mb: int, n_block: int, kc: int, a_resident: bool) -> int:
     """L1 of a tiling: the copies of each chunk's panels, A's whole panel once if resident."""
-    copies = l1_copies(_per_core(hw, shape, mb, n_block), shape.k, kc)
+    copies = l1_copies(_share(hw, shape, mb, n_block)[1], shape.k, kc)
     a_elements = a.l1_elements(mb, shape.k) if a_resident else copies * a.l1_elements(mb, kc)
     return (a_elements + copies * sum(b.l1_elements(kc, n_block) for b in bs)) * shape.in_bytes
 
@@ -346,10 +347,7 @@ def _epilogue_rows(hw: HardwarePreset, c: _Candidate, e: EpilogueCost, reserved:
 
 
 def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: int) -> CubeTiling:
-    m_tiles = -(-shape.m // c.mb)
-    n_tiles = -(-shape.n // c.n_block)
-    items = shape.batch * m_tiles * n_tiles
-    per_core = -(-items // hw.core_count)
+    items, per_core = _share(hw, shape, c.mb, c.n_block)
     block_dim = -(-items // per_core)
     # A full item (tails are cheaper; the estimate is for ranking).
     mb = min(c.mb, round_up(shape.m, FRACTAL))

@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import f32
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute
 
 from ....core import dtypes
 from ....dialects import npu
@@ -318,10 +318,9 @@ class _CubeKernel:
         step to step across chunks too."""
         b, t, p = self.b, self.t, self.p
         a_k0 = k0 if t.a_resident else 0  # where the chunk's A starts in its L1 buffer
-        if t.a_resident and stage_a:
-            p.a.stage_to_l1(b, a_off, m0, m_act, k0, size, self.a_l1[copy], self.a_stride, at=(0, k0))
-        elif not t.a_resident:
-            p.a.stage_to_l1(b, a_off, m0, m_act, k0, size, self.a_l1[copy], self.a_stride)
+        if stage_a:
+            at = {"at": (0, k0)} if t.a_resident else {}  # only a resident A is staged off offset 0
+            p.a.stage_to_l1(b, a_off, m0, m_act, k0, size, self.a_l1[copy], self.a_stride, **at)
         for x, off, bufs, stride in zip(p.bs, b_offs, self.b_l1, self.b_strides):
             x.stage_to_l1(b, off, k0, size, n0, n_act, bufs[copy], stride)
         base = copy * (t.kc // t.kb)  # steps before this chunk in its pair
@@ -443,7 +442,7 @@ class _CubeKernel:
         drained: bool = False,
     ) -> None:
         """A row chunk of the epilogue (its products already in UB if `drained`)."""
-        b, t, e = self.b, self.t, self.p.epilogue
+        b, e = self.b, self.p.epilogue
         outs = [Tile(bufs[parity], 0, self.n_alloc) for bufs in self.outs]
         pads = [view.padded_rows - view.rows if last and view.layout == NZ else 0 for view in e.outputs]
         for view, out, pad_rows in zip(e.outputs, outs, pads):
