@@ -26,6 +26,14 @@ A core then reads A once however many items it has, so narrower items cost no
 more port time, and the epilogue of one item overlaps the K loop of the next
 (with one item per core it runs after the last mmad, with nothing to hide it).
 
+When each product's outputs depend on that product alone (the Q, K and V
+projections of `fused.multi_matmul_bias_act`), the products may instead be
+computed *in turn* (`GemmShape.turns`): an item is one product's output block,
+the turns of a block follow each other on one core, and with A resident the
+core reads A once for all of them. An item then holds one product's
+accumulators, and each product's epilogue overlaps the next one's K loop
+instead of all of them running after the last mmad.
+
 Items are shared out among the cores in contiguous ranges (`per_core` each,
 `block_dim` cores). The choice is a search over candidate tiles that fit every
 buffer, scored by a closed-form estimate of the kernel's time from the same
@@ -115,6 +123,12 @@ class GemmShape:
     whole_rows: bool = False  # the epilogue needs all N columns of a row in one item
     in_bytes: int = 2  # element size of A and B
     rate: str = "fp16"  # the cube's rate key for the input type
+    turns: int = 1  # products computed one after another, in items of their own (module docstring)
+
+    @property
+    def weights(self) -> int:
+        """The B operands of the kernel, however they are computed."""
+        return self.products * self.turns
 
 
 @dataclass(frozen=True)
@@ -174,9 +188,11 @@ class CubeTiling:
         terms = ", ".join(f"{name} {value:.0f}" for name, value in self.terms)
         buffers = ", ".join(f"{space.upper()} {used}" for space, used in self.buffers)
         products = f" x {s.products} products" if s.products > 1 else ""
+        if s.turns > 1:
+            products = f" x {s.turns} products in turn"
         return (
             f"cube {s.batch} x ({s.m} x {s.k}) @ ({s.k} x {s.n}){products}: items of {self.mb} x {self.n_block} "
-            f"({s.batch} x {self.m_tiles} x {self.n_tiles} = {self.items} items, {self.per_core} per core on "
+            f"({s.batch} x {self.m_tiles} x {self.n_tiles}{f' x {s.turns}' if s.turns > 1 else ''} = {self.items} items, {self.per_core} per core on "
             f"{self.block_dim} cores){', A resident in L1' if self.a_resident else ''}, K in L1 chunks of {self.kc}, L0 steps of {self.kb}, {self.n_sub} L0C "
             f"sub-tile(s) of {self.nb} columns, epilogue in row chunks of {self.rows}; per item cycles: {terms}; "
             f"estimated {self.estimate:.0f} cycles, best of {self.candidates} tilings that fit; bytes used: {buffers}"
@@ -302,19 +318,21 @@ def l1_copies(per_core: int, k: int, kc: int) -> int:
 
 
 def _share(hw, shape: GemmShape, mb: int, n_block: int) -> tuple[int, int]:
-    """(items, items per core) of items of mb x n_block."""
-    items = shape.batch * -(-shape.m // mb) * -(-shape.n // n_block)
-    return items, -(-items // hw.core_count)
+    """(items, items per core) of items of mb x n_block: with products in turn, a
+    core has whole groups of an output block's turns."""
+    items = shape.batch * -(-shape.m // mb) * -(-shape.n // n_block) * shape.turns
+    return items, round_up(-(-items // hw.core_count), shape.turns)
 
 
 def _a_can_stay(hw, shape: GemmShape, a, mb: int, n_block: int) -> bool:
     """Whether A may stay resident: every core has several items, all of one row
     block of one batch matrix (its items are contiguous in (batch, row block,
-    column block) order, so that is when its count divides the column blocks)."""
+    column block, turn) order, so that is when its count divides the items of a
+    row block)."""
     if not getattr(a, "stays_in_l1", False):
         return False
     _, per_core = _share(hw, shape, mb, n_block)
-    return per_core > 1 and -(-shape.n // n_block) % per_core == 0
+    return per_core > 1 and -(-shape.n // n_block) * shape.turns % per_core == 0
 
 
 def l1_bytes(hw, shape: GemmShape, a, bs, mb: int, n_block: int, kc: int, a_resident: bool) -> int:
@@ -361,10 +379,18 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
     cube = steps * shape.products * n_sub * mmad_cycles(hw, mb, c.nb, kb, shape.rate)
     # A chunk's transfers stream; the flag to MTE1 waits for the last to land.
     # A resident A is staged by the core's first item only: its share per item.
-    stage_a = a.stage_cycles(hw, mb, kc)
-    stage_b = sum(b.stage_cycles(hw, kc, n_block) for b in bs) + hw.paths["gm_to_l1"].latency
+
+    def staging(size: int) -> tuple[float, float]:
+        """(A, B and the landing) cycles of staging a chunk of `size`."""
+        b_cycles = sum(b.stage_cycles(hw, size, n_block) for b in bs) + hw.paths["gm_to_l1"].latency
+        return a.stage_cycles(hw, mb, size), b_cycles
+
+    def item_share(sa: float, sb: float) -> float:
+        return sa / per_core + sb if c.a_resident else sa + sb
+
+    stage_a, stage_b = staging(kc)
     stage = stage_a + stage_b
-    mte2 = chunks * (stage_a / per_core + stage_b if c.a_resident else stage)
+    mte2 = k // kc * item_share(stage_a, stage_b) + (item_share(*staging(k % kc)) if k % kc else 0)
     load = (
         a.load_cycles(hw, "l0a", mb, kb)
         + n_sub * sum(b.load_cycles(hw, "l0b", kb, c.nb) for b in bs)
@@ -381,15 +407,25 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
     )
     store = chunks_per_item * transfer_cycles(hw, "ub_to_gm", rows, n_block * e.out_bytes)
     epilogue = fixpipe + vector + store
-    steady = _steady(cube, mte2, mte1, epilogue)
-    # What does not overlap: the first chunk's staging and first L0 loads, L0C
-    # drained by the fixpipes before the next item accumulates, the last
-    # item's epilogue after its last mmad.
+    # Each pipe's work per item, with what must happen before its first item and
+    # after its last: the first chunk staged and loaded before the cube starts,
+    # the last chunk's L0 steps after it lands, L0C drained by the fixpipes
+    # before the next item accumulates, the last item's epilogue after its last
+    # mmad. The pipe that finishes last sets the time.
+    mmad = shape.products * n_sub * mmad_cycles(hw, mb, c.nb, kb, shape.rate)
+    last_chunk_steps = -(-(k - (chunks - 1) * kc) // kb)
     fill = stage + load
     drain = fixpipe if per_core > 1 else 0
     last = fixpipe + vector + store // max(chunks_per_item, 1)
-    estimate = per_core * steady + (per_core - 1) * drain + fill + last
-    hbm = (shape.batch * (shape.m * shape.k + shape.products * shape.k * shape.n) * shape.in_bytes) / hw.hbm_bytes_per_cycle
+    critical = max(
+        per_core * mte2 + last_chunk_steps * max(load, mmad) + last,
+        stage + per_core * mte1 + mmad + last,
+        fill + per_core * cube + last,
+        fill + cube + per_core * epilogue,
+    )
+    contention = _steady(cube, mte2, mte1, epilogue) - max(cube, mte2, mte1, epilogue)
+    estimate = critical + per_core * contention + (per_core - 1) * drain
+    hbm = (shape.batch * (shape.m * shape.k + shape.weights * shape.k * shape.n) * shape.in_bytes) / hw.hbm_bytes_per_cycle
     estimate = max(estimate, hbm)
     buffers = (
         ("l1", l1_bytes(hw, shape, a, bs, c.mb, c.n_block, c.kc, c.a_resident)),

@@ -7,6 +7,8 @@ import pytest
 
 from cube_lowering_testing import check_lowering, compile_module, overlapped, parse, tensor
 
+from gecomp.lowering.fused_to_npu.templates import cube_kernel
+
 
 def arg(name: str, shape, dtype: str = "f16") -> tuple[str, str]:
     return f'%{name}: {tensor(shape, dtype)} {{ge.name = "{name}"}}', tensor(shape, dtype)
@@ -63,22 +65,43 @@ def test_matmul_bias_act_ascend910_transposed():
 # ---- fused.multi_matmul_bias_act ----------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "m,k,n,products,biased,act,hw",
-    [
-        (33, 40, 50, 3, True, "gelu", "tiny"),
-        (17, 16, 65, 2, False, "none", "tiny"),
-        (1, 33, 17, 3, True, "relu", "tiny"),
-        (130, 200, 96, 3, True, "none", "ascend910"),
-    ],
-)
+MULTI_CASES = [
+    (33, 40, 50, 3, True, "gelu", "tiny"),
+    (17, 16, 65, 2, False, "none", "tiny"),
+    (1, 33, 17, 3, True, "relu", "tiny"),
+    (130, 200, 96, 3, True, "none", "ascend910"),
+]
+
+
+@pytest.mark.parametrize("m,k,n,products,biased,act,hw", MULTI_CASES)
 def test_multi_matmul_bias_act(m, k, n, products, biased, act, hw):
-    args = [arg("a", (m, k))] + [arg(f"w{i}", (k, n)) for i in range(products)]
+    check_lowering(multi_module(m, k, n, products, biased, act), hw)
+
+
+def multi_module(m: int, k: int, n: int, products: int, biased: bool, act: str, nz_weights: bool = False) -> str:
+    args = [arg("a", (m, k))]
+    weights = []
+    for i in range(products):
+        if nz_weights:
+            w = tensor((k, n), encoding="FRACTAL_NZ")
+            weights.append(f"%w{i} = ge.const #ge.random<normal, seed = {i}, mean = 0.0, std = 0.05> : {w}")
+        else:
+            args.append(arg(f"w{i}", (k, n)))
     if biased:
         args += [arg(f"b{i}", (n,)) for i in range(products)]
-    operands = ", ".join(a.split(":")[0] for a, _ in args)
+    operands = ", ".join(["%a"] + [f"%w{i}" for i in range(products)] + ([f"%b{i}" for i in range(products)] if biased else []))
     attrs = f'{{act = "{act}", biased = {str(biased).lower()}}}'
-    check_lowering(module(args, "fused.multi_matmul_bias_act", operands, attrs, [tensor((m, n))] * products), hw)
+    types = [tensor((m, k))] + [tensor((k, n), encoding="FRACTAL_NZ" if nz_weights else None)] * products
+    types += [tensor((n,))] * (products if biased else 0)
+    results = [tensor((m, n))] * products
+    names = [f"%r{i}" for i in range(products)]
+    outs = ", ".join(f'{t} {{ge.name = "out{i}"}}' for i, t in enumerate(results))
+    body = "\n  ".join(weights)
+    return f"""func.func @main({", ".join(a for a, _ in args)}) -> ({outs}) {{
+  {body}
+  {", ".join(names)} = fused.multi_matmul_bias_act {operands} {attrs} : ({", ".join(types)}) -> ({", ".join(results)})
+  func.return {", ".join(names)} : {", ".join(results)}
+}}"""
 
 
 # ---- fused.batch_matmul ----------------------------------------------------------------------
@@ -318,3 +341,39 @@ def test_partials_must_be_nd():
 }}"""
     with pytest.raises(Exception, match="partials in FRACTAL_NZ"):
         compile_module(parse(text), "ge-lower-to-npu{hw=tiny}")
+
+
+# ---- products in turn --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def products_in_turn(monkeypatch):
+    """Every problem whose products may take turns takes them, whatever the estimate."""
+    original = cube_kernel.choose_problem_tiling
+
+    def in_turns(hw, problem):
+        turns = problem.in_turns()
+        return (turns, turns.tiling(hw)) if turns is not None else original(hw, problem)
+
+    monkeypatch.setattr(cube_kernel, "choose_problem_tiling", in_turns)
+
+
+@pytest.mark.parametrize(
+    "m,k,n,products,biased,act,hw", [*MULTI_CASES, (128, 256, 768, 3, True, "none", "ascend910")]
+)
+def test_multi_matmul_bias_act_in_turns(products_in_turn, m, k, n, products, biased, act, hw):
+    """Each product's output block an item of its own, the turns of a block on one
+    core (A resident when the tiler may keep it), synchronised by npu-insert-sync
+    and checked for races."""
+    text = multi_module(m, k, n, products, biased, act)
+    check_lowering(text, hw, pipeline=overlapped(hw))
+
+
+def test_qkv_projections_take_turns_with_a_resident(capsys):
+    """BERT's Q, K and V projections (128 x 768 against three 768 x 768 NZ weights):
+    the tiler computes the products in turn, three 64 x 48 items per core reading
+    their rows of A once."""
+    check_lowering(multi_module(128, 768, 768, 3, True, "none", nz_weights=True), "ascend910",
+                   pipeline="ge-lower-to-npu{hw=ascend910 debug=true}")
+    explained = capsys.readouterr().err
+    assert "x 3 products in turn" in explained and "3 per core" in explained and "A resident in L1" in explained

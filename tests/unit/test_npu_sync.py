@@ -410,3 +410,38 @@ def test_every_flag_of_the_double_buffered_elementwise_kernel_is_needed():
     assert_every_flag_is_needed(
         _elementwise_on_one_block(5), "npu-double-buffer,npu-plan-local-memory", "ascend910"
     )
+
+
+@pytest.mark.parametrize("staged_at, war", [("%c32", False), ("%c16", True)])
+def test_a_panel_read_at_a_loop_varying_column_and_staged_elsewhere(staged_at, war):
+    """MTE1 reads 16-column tiles of an L1 panel at columns j*16 (j < 2) in a loop,
+    then MTE2 stages columns [S, S+32) of every row: apart from what the loop read
+    when S = 32 (the columns fall in the gaps between the read rows for every j),
+    a write-after-read when S = 16."""
+    text = kernel_module(
+        f"""
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %panel = npu.alloc {{offset = 0}} : memref<1024xf16, #npu.space<l1>>
+  %w_l1 = npu.alloc {{offset = 2048}} : memref<256xf16, #npu.space<l1>>
+  %a = npu.alloc {{offset = 0}} : memref<256xf16, #npu.space<l0a>>
+  %b = npu.alloc {{offset = 0}} : memref<256xf16, #npu.space<l0b>>
+  %acc = npu.alloc {{offset = 0}} : memref<256xf32, #npu.space<l0c>>
+  npu.copy %x[%c0], %panel[%c0] {{rows = 16, cols = 32, strides = [64, 64]}}
+  npu.copy %w[%c0], %w_l1[%c0] {{cols = 256}}
+  npu.load_l0 %w_l1[%c0], %b[%c0] {{rows = 16, cols = 16, strides = [16, 16]}}
+  scf.for %j = %c0 to %c2 step %c1 {{
+    %col = arith.muli %j, %c16 : index
+    npu.load_l0 %panel[%col], %a[%c0] {{rows = 16, cols = 16, strides = [64, 16]}}
+    npu.mmad %a[%c0], %b[%c0], %acc[%c0] {{m = 16, n = 16, k = 16, accumulate = true}}
+  }}
+  npu.copy %x[%c32], %panel[{staged_at}] {{rows = 16, cols = 32, strides = [64, 64]}}
+  npu.fixpipe %acc[%c0], %y[%c0] {{rows = 16, cols = 16}}""",
+        {"x": gm(1024), "w": gm(256)},
+        {"y": gm(256, "f32")},
+    )
+    expected, actual, synced = reference_and_synced(text)
+    assert (flags(synced, "MTE1", "MTE2") > 0) == war
+    assert_same_outputs(expected, actual)

@@ -169,7 +169,33 @@ def _apart(x: MemoryAccess, y: MemoryAccess, difference: Interval) -> bool:
         return not runs_overlap(x_starts, x_len, y_starts, y_len)
     below = difference.hi is not None and difference.hi + y.span_bytes <= 0
     above = difference.lo is not None and difference.lo >= x.span_bytes
-    return below or above
+    return below or above or _in_the_gaps(x, y, difference)
+
+
+def _pitch(access: MemoryAccess) -> int | None:
+    """Bytes from one contiguous run to the next (None: a single run)."""
+    starts, _ = access.runs(0)
+    return int(starts[1] - starts[0]) if len(starts) > 1 else None
+
+
+def _in_the_gaps(x: MemoryAccess, y: MemoryAccess, difference: Interval) -> bool:
+    """Whether y's runs fall between x's for every difference in a bounded range:
+    runs at one pitch (rows of one row stride, NZ blocks of one block stride), y's
+    starting `c` bytes into x's pitch with x's run before it and the next one after
+    it for every c the range allows (an A panel read at a loop-varying column while
+    other columns of it are staged)."""
+    if difference.lo is None or difference.hi is None:
+        return False
+    x_pitch, y_pitch = _pitch(x), _pitch(y)
+    pitch = x_pitch or y_pitch
+    if pitch is None or (x_pitch is not None and y_pitch is not None and x_pitch != y_pitch):
+        return False
+    if x_pitch is None:  # the periodic one first: y's runs in x's gaps is symmetric
+        return _in_the_gaps(y, x, Interval(-difference.hi, -difference.lo))
+    _, x_run = x.runs(0)
+    _, y_run = y.runs(0)
+    window = difference.lo // pitch * pitch
+    return difference.lo - window >= x_run and difference.hi - window + y_run <= pitch
 
 
 class KernelAccesses:

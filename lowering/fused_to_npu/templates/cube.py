@@ -11,6 +11,7 @@ rounded once into the output, as the fused ops' reference semantics are.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from types import SimpleNamespace
 
 from xdsl.dialects.builtin import f16, f32
@@ -168,7 +169,8 @@ def lower_matmul_bias_act(op: fused.MatmulBiasActOp, k: KernelContext) -> None:
 @kernel_for(fused.MultiMatmulBiasActOp)
 def lower_multi_matmul_bias_act(op: fused.MultiMatmulBiasActOp, k: KernelContext) -> None:
     """One product per weight on the same A tile (`GemmShape.products`), each with
-    its own L0C accumulators, bias and output."""
+    its own L0C accumulators, bias and output; or, each product's output depending
+    on it alone, the products in turn (`GemmShape.turns`) if the tiler prefers."""
     a = op.attr_values()
     lhs, *rest = k.inputs
     count = len(op.results)
@@ -181,8 +183,11 @@ def lower_multi_matmul_bias_act(op: fused.MultiMatmulBiasActOp, k: KernelContext
             activate(t.v, a.act, acc)
             t.v.cast(acc, out)
 
-    epilogue = CubeEpilogue(output_views(k), inputs, body)
-    emit_cube_kernel(k, matmul_problem(k, lhs, weights, a.transpose_a, a.transpose_b, epilogue))
+    outputs = output_views(k)
+    epilogue = CubeEpilogue(outputs, inputs, body)
+    turns = [bias_act_epilogue([out], inputs[n : n + 1], a.act) for n, out in enumerate(outputs)]
+    problem = matmul_problem(k, lhs, weights, a.transpose_a, a.transpose_b, epilogue)
+    emit_cube_kernel(k, replace(problem, turn_epilogues=turns))
 
 
 @kernel_for(fused.FusedBatchMatmulOp)

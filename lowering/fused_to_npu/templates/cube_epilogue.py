@@ -121,6 +121,12 @@ class CubeEpilogue:
     body: Body | None = None  # None: outputs[0] = products[0] cast by the fixpipe
 
     @property
+    def form(self) -> tuple:
+        """What its buffers depend on: epilogues of one form may take turns in them."""
+        inputs = tuple((i.immediate is not None, i.view.form if i.view is not None else None) for i in self.inputs)
+        return (tuple(o.form for o in self.outputs), inputs, self.body is None)
+
+    @property
     def output_types(self) -> list[Attribute]:
         return [o.tensor.element_type for o in self.outputs]
 

@@ -25,6 +25,12 @@ A), the first item is written out before the loop over the others: it stages
 each A chunk into its place in one L1 buffer holding the whole (mb x K) panel,
 the later items stage only B, and every item's L0 steps read A from there.
 
+With products in turn (`GemmShape.turns`: each product's outputs depend on it
+alone), the loop walks output blocks, and a block's body is one item per
+product, written out in turn: each stages its own B into the shared buffers,
+accumulates one product and runs that product's epilogue (`CubeProblem.turn`),
+so one product's epilogue overlaps the next one's K loop.
+
 The multi-buffering is written here (the two halves of a pair use different
 allocations, `{npu.pipelined}` keeps npu-double-buffer off), so MTE2, MTE1, the
 cube and the epilogue overlap once `npu-insert-sync` orders the accesses; no
@@ -43,7 +49,8 @@ and FRACTAL_NZ outputs get their padding written with zeros.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from copy import copy as shallow_copy
+from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import f32
 from xdsl.ir import Attribute
@@ -65,13 +72,53 @@ class CubeProblem:
     bs: Sequence[MatrixView]  # (K x N) each; one product per B
     epilogue: CubeEpilogue
     in_type: Attribute
+    # Each product's epilogue alone, when its outputs depend on that product only:
+    # the products may then be computed in turn (`GemmShape.turns`).
+    turn_epilogues: Sequence[CubeEpilogue] = ()
+
+    def in_turns(self) -> CubeProblem | None:
+        """The same products computed in turn, or None when they cannot be: the
+        epilogue does not separate, or the turns would not share their buffers (B
+        operands staged differently, epilogues of different forms)."""
+        if len(self.bs) < 2 or len(self.turn_epilogues) != len(self.bs):
+            return None
+        if len({b.form for b in self.bs}) > 1 or len({e.form for e in self.turn_epilogues}) > 1:
+            return None
+        return replace(self, shape=replace(self.shape, products=1, turns=len(self.bs)))
+
+    def turn(self, index: int) -> CubeProblem:
+        """Product `index` with its own epilogue: what one turn computes."""
+        return replace(self, bs=[self.bs[index]], epilogue=self.turn_epilogues[index])
+
+    def tiling(self, hw) -> CubeTiling:
+        one = self.turn(0) if self.shape.turns > 1 else self
+        return choose_cube_tiling(hw, self.shape, one.a, one.bs, one.epilogue.cost(self.shape.products))
+
+
+def choose_problem_tiling(hw, problem: CubeProblem) -> tuple[CubeProblem, CubeTiling]:
+    """The problem as given or with its products in turn, whichever tiling is
+    estimated faster. Raises ValueError if no tiling fits either."""
+    best: tuple[CubeProblem, CubeTiling] | None = None
+    error = None
+    for option in (problem, problem.in_turns()):
+        if option is None:
+            continue
+        try:
+            tiling = option.tiling(hw)
+        except ValueError as e:
+            error = e
+            continue
+        if best is None or tiling.estimate < best[1].estimate:
+            best = (option, tiling)
+    if best is None:
+        raise error
+    return best
 
 
 def emit_cube_kernel(k: KernelContext, problem: CubeProblem) -> CubeTiling:
     """Choose the tiling, explain it, and write the kernel."""
-    s = problem.shape
     try:
-        tiling = choose_cube_tiling(k.hw, s, problem.a, problem.bs, problem.epilogue.cost(s.products))
+        problem, tiling = choose_problem_tiling(k.hw, problem)
     except ValueError as e:
         raise k.unsupported(str(e)) from None
     k.explain(tiling.explain())
@@ -161,7 +208,12 @@ def _cases(b: KernelBuilder, index: Index, count: int, tile: int, total: int) ->
 
 class _CubeKernel:
     def __init__(self, k: KernelContext, problem: CubeProblem, tiling: CubeTiling):
-        self.k, self.b, self.p, self.t = k, k.b, problem, tiling
+        # With products in turn, the buffers are sized for the first product: every
+        # turn uses them (`_turn`).
+        self.problem = problem
+        self.turns = problem.shape.turns
+        self.k, self.b, self.t = k, k.b, tiling
+        self.p = problem.turn(0) if self.turns > 1 else problem
         s = problem.shape
         self.m_tiles = -(-s.m // tiling.mb)
         self.n_tiles = -(-s.n // tiling.n_block)
@@ -238,40 +290,53 @@ class _CubeKernel:
     # ---- items ------------------------------------------------------------------------
 
     def emit(self) -> None:
+        """The core's output blocks (items, or groups of an item per product in turn)."""
         b, t = self.b, self.t
         for inp, home in zip(self.p.epilogue.inputs, self.homes):
             if self._scalar_per_batch(inp, home) is False:
                 b.emit(npu.CopyOp, inp.view.value, inp.view.base, home[0], 0, cols=1)
+        blocks, per_core = t.items // self.turns, t.per_core // self.turns
         if not t.a_resident:
-            for_core_items(b, t.items, t.per_core, t.block_dim, self._item)
+            for_core_items(b, blocks, per_core, t.block_dim, self._block)
             return
-        start = b.mul(b.block_idx(), t.per_core) if t.block_dim > 1 else 0
-        self._item(start, stage_a=True)
-        with b.loop(1, t.per_core, name="item") as u:
-            self._item(b.add(start, u), stage_a=False)
+        start = b.mul(b.block_idx(), per_core) if t.block_dim > 1 else 0
+        self._block(start, stage_a=True)
+        if per_core > 1:
+            with b.loop(1, per_core, name="item") as u:
+                self._block(b.add(start, u), stage_a=False)
 
-    @staticmethod
-    def _scalar_per_batch(inp, home) -> bool | None:
-        """For a SCALAR input in a buffer: whether each batch has its own value (a
-        bias of one channel per convolution group), loaded per item, rather than one
-        value loaded once. None for any other input."""
+    def _scalar_per_batch(self, inp, home) -> bool | None:
+        """For a SCALAR input in a buffer: whether it is loaded per item (each batch
+        has its own value, a bias of one channel per convolution group; or each
+        product in turn its own) rather than once. None for any other input."""
         if inp.role != Role.SCALAR or home is None:
             return None
-        return inp.view.batches.varies
+        return inp.view.batches.varies or self.turns > 1
 
-    def _item(self, item: Index, stage_a: bool = True) -> None:
-        """One item: decode (batch, i, j), then a copy of the body per tail case
-        (`stage_a` False: a resident A is in L1 already)."""
+    def _block(self, block: Index, stage_a: bool = True) -> None:
+        """One output block: decode (batch, i, j), then a copy of the body per tail
+        case (`stage_a` False: a resident A is in L1 already)."""
         b, s, t = self.b, self.p.shape, self.t
-        j = b.rem(item, self.n_tiles)
-        rest = b.floordiv(item, self.n_tiles)
+        j = b.rem(block, self.n_tiles)
+        rest = b.floordiv(block, self.n_tiles)
         i = b.rem(rest, self.m_tiles)
         batch = b.floordiv(rest, self.m_tiles) if s.batch > 1 else 0
         for ci, m_act, m_end in _cases(b, i, self.m_tiles, t.mb, s.m):
             with b.when(ci):
                 for cj, n_act, _ in _cases(b, j, self.n_tiles, t.n_block, s.n):
                     with b.when(cj):
-                        self._emit_item(batch, b.mul(i, t.mb), b.mul(j, t.n_block), m_act, n_act, m_end, stage_a)
+                        m0, n0 = b.mul(i, t.mb), b.mul(j, t.n_block)
+                        for turn in range(self.turns):
+                            self._turn(turn)._emit_item(batch, m0, n0, m_act, n_act, m_end, stage_a and turn == 0)
+
+    def _turn(self, index: int) -> _CubeKernel:
+        """The kernel computing product `index` in the shared buffers (itself when
+        the products are not in turn)."""
+        if self.turns == 1:
+            return self
+        other = shallow_copy(self)
+        other.p = self.problem.turn(index)
+        return other
 
     def _emit_item(self, batch: Index, m0: Index, n0: Index, m_act: int, n_act: int, m_end: bool, stage_a: bool) -> None:
         b, p = self.b, self.p

@@ -97,6 +97,12 @@ class MatrixView:
         return self.tensor.itemsize
 
     @property
+    def form(self) -> tuple:
+        """What sizes and costs its tiles, in L1 and UB alike: views of one form
+        may take turns in the same buffers."""
+        return (self.rows, self.cols, self.layout, self.transposed, self.row_stride, self.block, self.tensor.element_type)
+
+    @property
     def stored_rows(self) -> int:
         return self.cols if self.transposed else self.rows
 
