@@ -80,7 +80,7 @@ def parse_module(ctx: Context, text: str, filename: str = "<stdin>", line_offset
     try:
         return parser.parse_module()
     except ParseError as e:
-        raise CompileError(e.msg, parser.source_location(e.span.start)) from None
+        raise CompileError(_parse_error_message(e, text), parser.source_location(e.span.start)) from None
     except DiagnosticException as e:
         # Attribute verifiers run while parsing (e.g. a malformed tensor type).
         raise CompileError(_first_line(e), parser.source_location(parser.pos)) from None
@@ -93,6 +93,17 @@ def verify_module(module: Operation) -> None:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as e:
             raise CompileError(_verifier_message(op, e), location_of(op)) from None
+
+
+def _parse_error_message(e: ParseError, text: str) -> str:
+    """xDSL's message, saying so when the text stopped early (its own message for a
+    block cut short is an empty subject: " in block definition")."""
+    message = e.msg.strip()
+    if e.span.start < len(text.rstrip()):
+        return message or "syntax error"
+    if not message:
+        return "unexpected end of file"
+    return f"unexpected end of file {message}" if message.startswith("in ") else f"unexpected end of file: {message}"
 
 
 def _first_line(e: Exception) -> str:
