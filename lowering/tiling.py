@@ -376,7 +376,8 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
     n_sub = -(-n_block // c.nb)
     kb = min(c.kb, k)
     kc = min(c.kc, k)
-    cube = steps * shape.products * n_sub * mmad_cycles(hw, mb, c.nb, kb, shape.rate)
+    mmad = shape.products * n_sub * mmad_cycles(hw, mb, c.nb, kb, shape.rate)  # one L0 step
+    cube = steps * mmad
     # A chunk's transfers stream; the flag to MTE1 waits for the last to land.
     # A resident A is staged by the core's first item only: its share per item.
 
@@ -412,7 +413,6 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
     # the last chunk's L0 steps after it lands, L0C drained by the fixpipes
     # before the next item accumulates, the last item's epilogue after its last
     # mmad. The pipe that finishes last sets the time.
-    mmad = shape.products * n_sub * mmad_cycles(hw, mb, c.nb, kb, shape.rate)
     last_chunk_steps = -(-(k - (chunks - 1) * kc) // kb)
     fill = stage + load
     drain = fixpipe if per_core > 1 else 0
