@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -57,6 +57,15 @@ class FusedOp(GEOp):
     stands for a subgraph of pure `ge` ops."""
 
     traits = traits_def(Pure())
+
+    DROPPABLE_RESULTS: ClassVar[tuple[str, ...]] = ()
+    """Results whose kernel may leave them unwritten when nothing reads them: a
+    norm's residual sum, which a post-norm model (BERT) never reads again."""
+
+    def unread_droppable_results(self) -> list[SSAValue]:
+        """The droppable results nothing uses: no GM buffer, no store."""
+        names = [name for name, _ in self.get_irdl_definition().results]
+        return [r for name, r in zip(names, self.results) if name in self.DROPPABLE_RESULTS and not r.uses]
 
     @classmethod
     def operand_names(cls) -> tuple[str, ...]:

@@ -293,6 +293,7 @@ class _MatmulAddNormOp(_MatmulAttrs):
 
     result = result_def(TensorType)
     sum = result_def(TensorType)
+    DROPPABLE_RESULTS: ClassVar[tuple[str, ...]] = ("sum",)
     epsilon = attr(Kind.FLOAT, 1e-5)
 
     @classmethod

@@ -82,6 +82,7 @@ class _AddNormOp(FusedOp):
 
     result = result_def(TensorType)
     sum = result_def(TensorType)
+    DROPPABLE_RESULTS: ClassVar[tuple[str, ...]] = ("sum",)
     axis = attr(Kind.INT, -1)
     epsilon = attr(Kind.FLOAT, 1e-5)
 
@@ -194,6 +195,7 @@ class _PartialsAddNormOp(FusedOp):
 
     result = result_def(TensorType)
     sum = result_def(TensorType)
+    DROPPABLE_RESULTS: ClassVar[tuple[str, ...]] = ("sum",)
     epsilon = attr(Kind.FLOAT, 1e-5)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 

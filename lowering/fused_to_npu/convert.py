@@ -9,7 +9,9 @@ launches over GM buffers, with one `npu.kernel` per op.
   input's buffer, a `ge.reshape` of an ND tensor is an `npu.gm_view` of it.
 * Every other op is lowered by the kernel template registered for it
   (`context.kernel_for`), which writes a kernel whose parameters are the op's
-  input buffers then its output buffers; the host launches it once.
+  input buffers then its output buffers; the host launches it once. A result
+  the op lets go unwritten (`FusedOp.DROPPABLE_RESULTS`) that nothing reads
+  gets no buffer: the kernel's outputs are the written results, in order.
 
 Intermediates are `npu.gm_buffer`s without offsets; `npu-plan-gm` places them.
 Kernels come out without synchronisation and with unplaced local buffers:
@@ -28,7 +30,7 @@ from xdsl.passes import ModulePass
 
 from ...core.diagnostics import op_error
 from ...core.passes import record_statistic
-from ...dialects import ge, npu
+from ...dialects import fused, ge, npu
 from ...dialects.ge.formats import Format, format_of, physical_shape, with_format
 from ...simulator.hardware import load_preset
 from ...simulator.signature import NAME_ATTR, input_specs, main_function, output_specs
@@ -138,7 +140,9 @@ class _HostPlanBuilder:
             raise op_error(op, "has no NPU kernel")
         if any(_is_empty(v.type) for v in (*op.operands, *op.results)):
             raise op_error(op, "has a tensor with no elements: fold it first (ge-constant-fold, part of ge-graph-opt, folds them)")
-        for result in op.results:
+        unread = set(op.unread_droppable_results()) if isinstance(op, fused.FusedOp) else set()
+        written = [r for r in op.results if r not in unread]
+        for result in written:
             if result in self.destinations:
                 self.buffers[result] = self.destinations[result]
             else:
@@ -149,7 +153,7 @@ class _HostPlanBuilder:
             lambda k: template(op, k),
             op,
             [(self.buffers[v], v.type, v) for v in op.operands],
-            [(self.buffers[r], r.type, r) for r in op.results],
+            [(self.buffers[r], r.type, r) for r in written],
         )
 
     def _write_outputs(self) -> None:

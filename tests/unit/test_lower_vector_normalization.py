@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from gecomp.simulator.signature import input_specs, main_function, random_inputs
-from vector_testing import assert_matches, one_op, tensor
+from gecomp.dialects import npu
+from vector_testing import assert_matches, compile_and_compare, one_op, tensor
 
 AXES = [([37, 300], -1), ([1, 1], -1), ([4, 1030], -1), ([3, 5, 7], 1), ([6, 130, 9], 1), ([5, 3], 0), ([2, 3, 4, 5], 1)]
 
@@ -105,14 +106,15 @@ def test_fused_softmax(shape, mask, mask_type):
     assert_matches(_fused_softmax(shape, mask, mask_type), atol=1e-3)
 
 
-def _add_norm(op, shape, residual, params):
+def _add_norm(op, shape, residual, params, sum_returned: bool = True):
     x, r, p = tensor(shape), tensor(residual), tensor(shape[-1:])
     names = ", ".join(f"%p{i}" for i in range(params))
     args = ", ".join(f"%p{i}: {p}" for i in range(params))
     types = ", ".join([str(x), str(r)] + [p] * params)
-    return f"""func.func @main(%x: {x}, %r: {r}, {args}) -> ({x}, {x}) {{
+    returned, returned_types = ("%y, %s", f"{x}, {x}") if sum_returned else ("%y", x)
+    return f"""func.func @main(%x: {x}, %r: {r}, {args}) -> ({returned_types}) {{
   %y, %s = {op} %x, %r, {names} {{epsilon = 1.0e-05}} : ({types}) -> ({x}, {x})
-  func.return %y, %s : {x}, {x}
+  func.return {returned} : {returned_types}
 }}"""
 
 
@@ -120,3 +122,14 @@ def _add_norm(op, shape, residual, params):
 @pytest.mark.parametrize("op,params", [("fused.add_layer_norm", 2), ("fused.add_rms_norm", 1)])
 def test_add_norm(op, params, shape, residual):
     assert_matches(_add_norm(op, shape, residual, params))
+
+
+@pytest.mark.parametrize("op,params", [("fused.add_layer_norm", 2), ("fused.add_rms_norm", 1)])
+def test_add_norm_without_its_sum(op, params):
+    """Nothing reads the sum (a post-norm model): the kernel writes y alone, into
+    the output, so the plan allocates no GM buffer and stores a tile once."""
+    mismatch, report, module = compile_and_compare(_add_norm(op, [37, 300], [37, 300], params, sum_returned=False))
+    assert mismatch is None
+    assert not any(isinstance(o, npu.GmBufferOp) for o in module.walk())
+    kernel = next(o for o in module.walk() if isinstance(o, npu.KernelOp))
+    assert len(kernel.body.block.args) == 2 + params + 1

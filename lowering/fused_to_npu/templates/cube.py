@@ -136,8 +136,8 @@ def bias_act_epilogue(outputs: list, inputs: list[EpilogueInput], act: str) -> C
 
 
 def add_norm_epilogue(outputs: list, x: SimpleNamespace, layer: bool, epsilon: float) -> CubeEpilogue:
-    """s = product + bias + residual (the second output); y = norm(s) over each row,
-    from the fp32 sum (the first output)."""
+    """s = product + bias + residual (the second output, if written); y = norm(s)
+    over each row, from the fp32 sum (the first output)."""
     out_shape = outputs[0].tensor.shape
     params = [x.gamma, x.beta] if layer else [x.gamma]
     inputs = _inputs(*(epilogue_input(t, out_shape) for t in (x.bias, x.residual, *params)))
@@ -146,7 +146,8 @@ def add_norm_epilogue(outputs: list, x: SimpleNamespace, layer: bool, epsilon: f
     def body(t: EpilogueTiles) -> None:
         s = t.product()
         add_terms(t.v, s, t.inputs[:terms])
-        t.v.cast(s, t.outputs[1])
+        for stored in t.outputs[1:]:
+            t.v.cast(s, stored)
         gamma, *beta = t.inputs[terms:]
         layer_norm_rows(t.v, s, t.outputs[0], gamma, beta[0] if beta else None, epsilon, rms=not layer, consume=True)
 

@@ -189,8 +189,9 @@ def lower_layer_norm(op: ge.LayerNormOp, k: KernelContext) -> None:
 
 @kernel_for(fused.AddLayerNormOp, fused.AddRmsNormOp)
 def lower_add_norm(op: fused.AddLayerNormOp, k: KernelContext) -> None:
-    """y = norm(x + residual), and the sum itself: the sum in fp32, stored rounded,
-    normalised unrounded (as the fused op's reference keeps it)."""
+    """y = norm(x + residual), and the sum itself unless nothing reads it: the sum
+    in fp32, stored rounded, normalised unrounded (as the fused op's reference
+    keeps it)."""
     rms = isinstance(op, fused.AddRmsNormOp)
     x, residual, *params = k.inputs
     result = k.outputs[0]
@@ -203,11 +204,12 @@ def lower_add_norm(op: fused.AddLayerNormOp, k: KernelContext) -> None:
     epsilon = op.attr_value("epsilon")
 
     def body(v, ins, outs):
-        y, total = outs
+        y, *total = outs
         work = v.temp(f32)
         v.cast(ins[0], work)
         v.binary(npu.VAddOp, work, v.widened(ins[1]) if isinstance(ins[1], Tile) else ins[1], work)
-        v.cast(work, total)
+        for stored in total:
+            v.cast(work, stored)
         layer_norm_rows(v, work, y, ins[2], None if rms else ins[3], epsilon, rms, consume=True)
         v.release(work)
 

@@ -49,7 +49,8 @@ def _sum(v: VectorEmitter, planes: list[Operand], terms: list[Operand]) -> Tile:
 
 @kernel_for(fused.PartialsAddLayerNormOp, fused.PartialsAddRmsNormOp)
 def lower_partials_add_norm(op, k: KernelContext) -> None:
-    """y = norm(sum of the partials + bias + residual), and that sum."""
+    """y = norm(sum of the partials + bias + residual), and that sum unless nothing
+    reads it."""
     rms = isinstance(op, fused.PartialsAddRmsNormOp)
     x = named(op, k.inputs)
     splits = x.partials.shape[0]
@@ -59,9 +60,10 @@ def lower_partials_add_norm(op, k: KernelContext) -> None:
     epsilon = op.attr_value("epsilon")
 
     def body(v, ins, outs):
-        y, total = outs
+        y, *total = outs
         work = _sum(v, ins[:splits], ins[splits : splits + terms])
-        v.cast(work, total)
+        for stored in total:
+            v.cast(work, stored)
         gamma, *rest = ins[splits + terms :]
         layer_norm_rows(v, work, y, gamma, None if rms else rest[0], epsilon, rms, consume=True)
         v.release(work)
