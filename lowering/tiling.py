@@ -432,7 +432,12 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
         ("l0a", 2 * round_up(c.mb, FRACTAL) * c.kb * shape.in_bytes),
         ("l0b", 2 * c.kb * c.nb * shape.in_bytes),
         ("l0c", shape.products * c.mb * -(-c.n_block // c.nb) * c.nb * 4),
-        ("ub", ub_bytes(e, rows, round_up(c.n_block, FRACTAL)) + ub_reserved(a, c.mb, c.kc) + sum(ub_reserved(b, c.kc, c.n_block) for b in bs)),
+        (
+            "ub",
+            ub_bytes(e, rows, round_up(c.n_block, FRACTAL), per_core if c.a_resident else 1)
+            + ub_reserved(a, c.mb, c.kc)
+            + sum(ub_reserved(b, c.kc, c.n_block) for b in bs),
+        ),
     )
     terms = (("cube", cube), ("mte2", mte2), ("mte1", mte1), ("epilogue", epilogue), ("fill", fill), ("drain", drain))
     return CubeTiling(
@@ -441,8 +446,10 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
     )
 
 
-def ub_bytes(e: EpilogueCost, rows: int, cols: int) -> int:
-    return e.ub_fixed_bytes + e.ub_bytes_per_col * cols + (e.ub_bytes_per_element * cols + e.ub_bytes_per_row) * rows
+def ub_bytes(e: EpilogueCost, rows: int, cols: int, row_slots: int = 1) -> int:
+    """UB of an epilogue over (rows x cols) tiles; `row_slots` copies of its bias rows
+    (one per item of a core whose items stay in one static loop)."""
+    return e.ub_fixed_bytes + e.ub_bytes_per_col * cols * row_slots + (e.ub_bytes_per_element * cols + e.ub_bytes_per_row) * rows
 
 
 # ---- flash attention -------------------------------------------------------------------------
@@ -496,9 +503,14 @@ def attention_buffers(s: AttentionShape, mq: int, sk: int) -> dict[str, int]:
     }
 
 
-ITEM_OVERHEAD_ROWS = 32
-"""What an item's fixed costs (transfer latencies, vector instruction heads) are
-worth in query rows, when weighing more, smaller items against fewer, larger ones."""
+ITEM_OVERHEAD_ROWS = 4
+"""What an item's fixed costs are worth in query rows, when weighing more, smaller
+items against fewer, larger ones. Its transfers overlap the previous item's
+softmax (Q and K land under one flag), so what is left is mostly the heads of its
+dozen vector instructions (~10 cycles each, against ~37 cycles of softmax per
+query row of 128 keys on ascend910): a few rows. BERT's 12 heads x 128 rows on
+32 cores: 3 items of 16 rows per core (4050 cycles) beat 1 item of 64 rows on
+24 cores (4843)."""
 
 
 def choose_attention_tiling(hw: HardwarePreset, s: AttentionShape) -> AttentionTiling:

@@ -445,3 +445,45 @@ def test_a_panel_read_at_a_loop_varying_column_and_staged_elsewhere(staged_at, w
     expected, actual, synced = reference_and_synced(text)
     assert (flags(synced, "MTE1", "MTE2") > 0) == war
     assert_same_outputs(expected, actual)
+
+
+@pytest.mark.parametrize("bias_read_first", [False, True])
+def test_gm_loads_share_one_landing_when_the_first_is_needed_later(bias_read_first):
+    """MTE2 copies a bias into UB, then a weight tile into L1 for MTE1. A set_flag
+    on MTE2 holds it until its transfers land, so one set after both copies (the
+    bias's flag moved to the weight's) costs one landing instead of two, when the
+    vector unit reads the bias after MTE1 reads the weights anyway. When the vector
+    unit reads the bias first, its flag stays right after the bias copy."""
+    vector = """
+  npu.vadd %bias[%c0], %bias[%c0], %t[%c0] {cols = 64}
+  npu.copy %t[%c0], %y[%c0] {cols = 64}"""
+    cube = """
+  npu.load_l0 %w_l1[%c0], %b[%c0] {rows = 16, cols = 16, strides = [16, 16]}
+  npu.load_l0 %a_l1[%c0], %a[%c0] {rows = 16, cols = 16, strides = [16, 16]}
+  npu.mmad %a[%c0], %b[%c0], %acc[%c0] {m = 16, n = 16, k = 16}
+  npu.fixpipe %acc[%c0], %z[%c0] {rows = 16, cols = 16}"""
+    text = kernel_module(
+        f"""
+  %bias = npu.alloc {{offset = 0}} : memref<64xf16, #npu.space<ub>>
+  %t = npu.alloc {{offset = 128}} : memref<64xf16, #npu.space<ub>>
+  %w_l1 = npu.alloc {{offset = 0}} : memref<256xf16, #npu.space<l1>>
+  %a_l1 = npu.alloc {{offset = 512}} : memref<256xf16, #npu.space<l1>>
+  %a = npu.alloc {{offset = 0}} : memref<256xf16, #npu.space<l0a>>
+  %b = npu.alloc {{offset = 0}} : memref<256xf16, #npu.space<l0b>>
+  %acc = npu.alloc {{offset = 0}} : memref<256xf32, #npu.space<l0c>>
+  npu.copy %v[%c0], %bias[%c0] {{cols = 64}}
+  npu.copy %w[%c0], %w_l1[%c0] {{cols = 256}}
+  npu.copy %w[%c0], %a_l1[%c0] {{cols = 256}}{vector if bias_read_first else cube}{cube if bias_read_first else vector}""",
+        {"v": gm(64), "w": gm(256)},
+        {"y": gm(64), "z": gm(256, "f32")},
+    )
+    expected, actual, synced = reference_and_synced(text)
+    assert_same_outputs(expected, actual)
+    body = [op for op in kernel_of(synced).body.block.ops if isinstance(op, (npu.CopyOp, npu.SetFlagOp))]
+    mte2_sets = [i for i, op in enumerate(body) if isinstance(op, npu.SetFlagOp) and op.attr_values().src == "MTE2"]
+    last_load = max(i for i, op in enumerate(body[:4]) if isinstance(op, npu.CopyOp))
+    assert len(mte2_sets) == 2
+    if bias_read_first:
+        assert mte2_sets[0] == 1  # right after the bias copy: its landing of its own
+    else:
+        assert min(mte2_sets) > last_load  # both after the last load: one landing

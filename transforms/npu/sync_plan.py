@@ -62,7 +62,10 @@ from xdsl.ir import Block, Operation
 
 from .affine import trip_count
 from .sync_clock import ALL, BEFORE, ClockRun, Event, Schedule
-from .sync_levels import PIPE_COUNT, Dependency, KernelLevels, Level
+from .sync_levels import PIPE_COUNT, PIPE_INDEX, Dependency, KernelLevels, Level
+
+LANDING_PIPES = frozenset({PIPE_INDEX["MTE2"], PIPE_INDEX["MTE3"]})
+"""Pipes whose set_flag waits for their transfers to land in GM or from it."""
 
 
 class Kind(Enum):
@@ -326,7 +329,7 @@ class LevelPlanner:
                 continue
             syncs = self._cover(syncs, d)
             run = self.run(syncs)
-        return self.pruned(syncs, dependencies)
+        return self.sharing_landings(self.pruned(syncs, dependencies))
 
     def _cover(self, syncs: list[Sync], d: Dependency) -> list[Sync]:
         """`syncs` with one flag stretched, or a new one, to order `d` (a stretched
@@ -337,6 +340,29 @@ class LevelPlanner:
             if merged is not None:
                 return syncs[:i] + [merged] + syncs[i + 1 :]
         return syncs + [fresh]
+
+    def sharing_landings(self, syncs: list[Sync]) -> list[Sync]:
+        """Each FORWARD flag of a GM transfer pipe set later, at the next set of that
+        pipe, where its wait follows both that set and the other flag's wait.
+
+        A set_flag on MTE2 / MTE3 holds its pipe until every earlier transfer has
+        landed (a GM latency: 200 / 100 cycles on ascend910). Two sets with transfers
+        between them hold it twice; one set after both transfers, once (a bias copied
+        with a B chunk, for a consumer after the chunk's). Moving a set later only
+        makes its flag order more, and it stays before its wait in program order, so
+        the kernel stays race- and deadlock-free; only plain ops may lie between."""
+        shared = list(syncs)
+        for i, s in enumerate(shared):
+            if s.kind is not Kind.FORWARD or s.p not in LANDING_PIPES:
+                continue
+            later = [
+                t.set_gap
+                for t in shared
+                if t.kind is Kind.FORWARD and t.p == s.p and s.set_gap < t.set_gap <= s.wait_gap and t.wait_gap <= s.wait_gap
+            ]
+            if later and not any(g in self.nested for g in range(s.set_gap, min(later))):
+                shared[i] = replace(s, set_gap=min(later))
+        return shared
 
     def pruned(self, syncs: list[Sync], dependencies: list[Dependency]) -> list[Sync]:
         for s in reversed(list(syncs)):

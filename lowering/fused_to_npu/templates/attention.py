@@ -190,9 +190,15 @@ class _AttentionKernel:
             o=self.o.batches.offset(b, batch),
             mask=self.mask.view.batches.offset(b, batch) if self.mask_home is not None else None,
         )
-        self.q.stage_to_l1(b, offsets.q, q0, mq, 0, s.d, self.q_l1, self.q.l1_stride(self.t.mq, s.d))
-        self.q.load_to_l0(b, self.q_l1, self.q.l1_stride(self.t.mq, s.d), 0, mq, 0, s.d, self.q_l0, self.d16)
+        q_stride = self.q.l1_stride(self.t.mq, s.d)
+        self.q.stage_to_l1(b, offsets.q, q0, mq, 0, s.d, self.q_l1, q_stride)
+
+        def load_q() -> None:
+            self.q.load_to_l0(b, self.q_l1, q_stride, 0, mq, 0, s.d, self.q_l0, self.d16)
+
         schedule = k_schedule(s.sk, self.t.sk)
+        if schedule.pairs:  # the first block is in the loop: Q must be in L0A before it
+            load_q()
         if schedule.pairs:
             rows = self.scratch.emitter(mq, self.dv16)
             m, l = (Tile(buf, 0, 1, col_stride=0) for buf in self.stats)
@@ -204,17 +210,23 @@ class _AttentionKernel:
             self._block(offsets, q0, mq, k0, self.t.sk, 0)
             self._block(offsets, q0, mq, b.add(k0, self.t.sk), self.t.sk, 1)
         for i, (k0, size, copy) in enumerate(schedule.rest):
-            self._block(offsets, q0, mq, k0, size, copy, first=not schedule.pairs and i == 0)
+            first = not schedule.pairs and i == 0
+            self._block(offsets, q0, mq, k0, size, copy, first=first, load_q=load_q if first else None)
         self._finish(offsets, q0, mq, ends)
 
     # ---- one key / value block --------------------------------------------------------------
 
-    def _block(self, offsets, q0: Index, mq: int, k0: Index, size: int, parity: int, first: bool = False) -> None:
-        """One key / value block (`first`: it starts the running values, see the module docstring)."""
+    def _block(self, offsets, q0: Index, mq: int, k0: Index, size: int, parity: int, first: bool = False, load_q=None) -> None:
+        """One key / value block (`first`: it starts the running values, see the module
+        docstring). `load_q` (the first block outside a loop) moves Q into L0A once K
+        is staged: one flag then covers both GM loads, and MTE2 waits for one landing
+        instead of two."""
         b, s = self.b, self.t.shape
         sk16 = self.sk16
         kt_stride = self.kt.l1_stride(s.d, self.t.sk)
         self.kt.stage_to_l1(b, offsets.k, 0, s.d, k0, size, self.k_l1[parity], kt_stride)
+        if load_q is not None:
+            load_q()
         self.kt.load_to_l0(b, self.k_l1[parity], kt_stride, 0, s.d, 0, size, self.k_l0[parity], sk16)
         # V is staged before the softmax so that MTE2 / MTE1 bring it in while the vector unit works
         v_stride = self.v.l1_stride(self.t.sk, s.dv)

@@ -246,6 +246,11 @@ class _CubeKernel:
 
     def _alloc_epilogue(self) -> None:
         b, t, e = self.b, self.t, self.p.epilogue
+        # A resident A keeps a core's items in a static loop: each item (and product
+        # in turn) its own bias row, staged with its last K chunk (`_k_loop`)
+        # without waiting for the previous item's epilogue to be done with it.
+        self.row_slots = t.per_core if t.a_resident else 1
+        self.row_base: Index = 0
         rows16 = round_up(t.rows, FRACTAL)
         self.copies = e.cost(len(self.p.bs)).copies
         self.outs = [
@@ -269,7 +274,7 @@ class _CubeKernel:
             size = {
                 Role.FULL: t.rows * self.n_alloc,
                 Role.COL: round_up(t.rows, block),
-                Role.ROW: self.n_alloc,
+                Role.ROW: self.n_alloc * self.row_slots,
                 Role.SCALAR: block,
             }[role]
             self.homes.append(Copies(b, [size], ty, "ub", f"in{n}"))
@@ -303,7 +308,10 @@ class _CubeKernel:
         self._block(start, stage_a=True)
         if per_core > 1:
             with b.loop(1, per_core, name="item") as u:
-                self._block(b.add(start, u), stage_a=False)
+                self._block(b.add(start, u), stage_a=False, slot=u)
+
+    def _scalars_per_batch(self) -> bool:
+        return any(self._scalar_per_batch(inp, home) for inp, home in zip(self.p.epilogue.inputs, self.homes))
 
     def _scalar_per_batch(self, inp, home) -> bool | None:
         """For a SCALAR input in a buffer: whether it is loaded per item (each batch
@@ -313,9 +321,10 @@ class _CubeKernel:
             return None
         return inp.view.batches.varies or self.turns > 1
 
-    def _block(self, block: Index, stage_a: bool = True) -> None:
+    def _block(self, block: Index, stage_a: bool = True, slot: Index = 0) -> None:
         """One output block: decode (batch, i, j), then a copy of the body per tail
-        case (`stage_a` False: a resident A is in L1 already)."""
+        case (`stage_a` False: a resident A is in L1 already; `slot`: the block's
+        place among the core's, for its bias rows)."""
         b, s, t = self.b, self.p.shape, self.t
         j = b.rem(block, self.n_tiles)
         rest = b.floordiv(block, self.n_tiles)
@@ -327,7 +336,10 @@ class _CubeKernel:
                     with b.when(cj):
                         m0, n0 = b.mul(i, t.mb), b.mul(j, t.n_block)
                         for turn in range(self.turns):
-                            self._turn(turn)._emit_item(batch, m0, n0, m_act, n_act, m_end, stage_a and turn == 0)
+                            kernel = self._turn(turn)
+                            if self.row_slots > 1:
+                                kernel.row_base = b.mul(b.add(b.mul(slot, self.turns), turn), self.n_alloc)
+                            kernel._emit_item(batch, m0, n0, m_act, n_act, m_end, stage_a and turn == 0)
 
     def _turn(self, index: int) -> _CubeKernel:
         """The kernel computing product `index` in the shared buffers (itself when
@@ -346,8 +358,13 @@ class _CubeKernel:
         prefetched = None
         if self._prefetches(m_act):
             prefetched = self._load_item_inputs(offsets, m0, n0, m_act, n_act)
-        self._k_loop(a_off, b_offs, m0, n0, m_act, n_act, stage_a)
-        self._epilogue(batch, offsets, m0, n0, m_act, n_act, m_end, prefetched)
+
+        def load_constants() -> None:
+            self._load_item_constants(offsets, n0, n_act)
+
+        early = prefetched is None and self.row_slots == self.t.per_core and not self._scalars_per_batch()
+        staged = self._k_loop(a_off, b_offs, m0, n0, m_act, n_act, stage_a, load_constants if early else None)
+        self._epilogue(batch, offsets, m0, n0, m_act, n_act, m_end, prefetched, constants_staged=staged)
 
     def _prefetches(self, m_act: int) -> bool:
         """Whether the item's epilogue inputs load before its K loop: when a core has
@@ -359,10 +376,16 @@ class _CubeKernel:
 
     # ---- the K loop ----------------------------------------------------------------------
 
-    def _k_loop(self, a_off, b_offs, m0, n0, m_act: int, n_act: int, stage_a: bool) -> None:
+    def _k_loop(self, a_off, b_offs, m0, n0, m_act: int, n_act: int, stage_a: bool, with_last_chunk=None) -> bool:
         """The chunks of `k_schedule`: pairs of full chunks in an scf.for, then the
         static rest. The first product of the item overwrites L0C: `first` is an
-        index that is 0 exactly for the item's first chunk."""
+        index that is 0 exactly for the item's first chunk.
+
+        `with_last_chunk()` stages the item's epilogue constants (a bias row) just
+        before the last chunk, if that is outside the loop (returns whether it did):
+        npu-insert-sync then lets one landing of MTE2 serve both
+        (`LevelPlanner.sharing_landings`), where after the K loop the bias had a
+        200-cycle landing of its own."""
         b, t = self.b, self.t
         schedule = k_schedule(self.p.shape.k, t.kc, t.l1_copies)
 
@@ -373,8 +396,11 @@ class _CubeKernel:
             k0 = b.mul(pair, 2 * t.kc)
             chunk(k0, 0, t.kc, pair)
             chunk(b.add(k0, t.kc), 1, t.kc, 1)
-        for k0, size, copy in schedule.rest:
+        for i, (k0, size, copy) in enumerate(schedule.rest):
+            if with_last_chunk is not None and i == len(schedule.rest) - 1:
+                with_last_chunk()
             chunk(k0, copy, size, k0)
+        return with_last_chunk is not None and bool(schedule.rest)
 
     def _chunk(self, a_off, b_offs, m0, n0, m_act, n_act, k0: Index, copy: int, size: int, first: Index, stage_a: bool) -> None:
         """MTE2 stages the chunk in L1 copy `copy` (a resident A: into its place in
@@ -459,16 +485,20 @@ class _CubeKernel:
         b = self.b
         for inp, home in zip(self.p.epilogue.inputs, self.homes):
             if inp.role == Role.ROW and home is not None:
-                inp.view.load_to_ub(b, offsets[id(inp)], 0, 1, n0, n_act, home[0], self.n_alloc)
+                inp.view.load_to_ub(b, offsets[id(inp)], 0, 1, n0, n_act, home[0], self.n_alloc, ub_base=self.row_base)
             elif self._scalar_per_batch(inp, home):
                 b.emit(npu.CopyOp, inp.view.value, b.add(inp.view.base, offsets[id(inp)]), home[0], 0, cols=1)
 
-    def _epilogue(self, batch: Index, offsets, m0: Index, n0: Index, m_act: int, n_act: int, m_end: bool, prefetched) -> None:
+    def _epilogue(
+        self, batch: Index, offsets, m0: Index, n0: Index, m_act: int, n_act: int, m_end: bool, prefetched,
+        constants_staged: bool = False,
+    ) -> None:
         """The row chunks of the item: its inputs loaded chunk by chunk, or taken from
-        `prefetched` (per chunk, `_load_item_inputs`)."""
+        `prefetched` (per chunk, `_load_item_inputs`); its constants loaded first
+        unless staged with the last K chunk."""
         b = self.b
         out_offsets = [o.batches.offset(b, batch) for o in self.p.epilogue.outputs]
-        if prefetched is None:
+        if prefetched is None and not constants_staged:
             self._load_item_constants(offsets, n0, n_act)
         rows, copies = self.t.rows, self.copies
         chunks = -(-m_act // rows)
@@ -570,7 +600,7 @@ class _CubeKernel:
                 inp.view.load_to_ub(b, offsets[id(inp)], row0, rows, n0, 1, buf, 1)
                 tiles.append(Tile(buf, 0, 1, col_stride=0))
             elif role == Role.ROW:
-                tiles.append(Tile(home[0], 0, 0))
+                tiles.append(Tile(home[0], self.row_base, 0))
             else:
                 tiles.append(Tile(home[0], 0, 0, col_stride=0))
         return tiles

@@ -241,16 +241,18 @@ class MatrixView:
     # ---- the epilogue's path: GM <-> UB --------------------------------------------------
 
     def load_to_ub(
-        self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, ub, ub_stride: int, scratch=None
+        self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, ub, ub_stride: int, scratch=None,
+        ub_base: Index = 0,
     ) -> None:
         """MTE2: the logical tile (broadcast dims of size 1 read once) into a
-        row-major UB tile with row stride `ub_stride`. A transposed view is read as
-        stored into `scratch` (a UB buffer of `transpose_scratch` elements) and
-        transposed by the vector unit."""
+        row-major UB tile with row stride `ub_stride`, from element `ub_base` of `ub`
+        (untransposed views only). A transposed view is read as stored into
+        `scratch` (a UB buffer of `transpose_scratch` elements) and transposed by
+        the vector unit."""
         r0, nr = (0, 1) if self.rows == 1 else (r0, nr)
         c0, nc = (0, 1) if self.cols == 1 else (c0, nc)
         if not self.transposed:
-            self._move(b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm=False)
+            self._move(b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm=False, ub_base=ub_base)
             return
         stride = round_up(nr, FRACTAL)
         self._move(b, batch_offset, c0, nc, r0, nr, scratch, stride, to_gm=False)
@@ -278,9 +280,10 @@ class MatrixView:
         """Rows of the stored image (an NZ matrix pads them to its block stride)."""
         return self.row_stride // self.block if self.layout == NZ and not self.transposed else self.rows
 
-    def _move(self, b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm: bool) -> None:
+    def _move(self, b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm: bool, ub_base: Index = 0) -> None:
         def copy(gm_offset: Index, ub_offset: Index, rows: int, cols: int, gm_stride: int, local_stride: int) -> None:
             strides = None if rows == 1 else ([local_stride, gm_stride] if to_gm else [gm_stride, local_stride])
+            ub_offset = b.add(ub_base, ub_offset)
             if to_gm:
                 b.emit(npu.CopyOp, ub, ub_offset, self.value, gm_offset, rows=rows, cols=cols, strides=strides)
             else:
@@ -298,9 +301,9 @@ class MatrixView:
         if nr == 1:  # one row: a k-element run per block
             strides = [k, self.row_stride] if to_gm else [self.row_stride, k]
             if to_gm:
-                b.emit(npu.CopyOp, ub, 0, self.value, start, rows=blocks, cols=k, strides=strides)
+                b.emit(npu.CopyOp, ub, ub_base, self.value, start, rows=blocks, cols=k, strides=strides)
             else:
-                b.emit(npu.CopyOp, self.value, start, ub, 0, rows=blocks, cols=k, strides=strides)
+                b.emit(npu.CopyOp, self.value, start, ub, ub_base, rows=blocks, cols=k, strides=strides)
             return
         with b.loop(0, blocks, name="blk") as j:
             copy(b.add(start, b.mul(j, self.row_stride)), b.mul(j, k), nr, k, k, ub_stride)
