@@ -21,7 +21,9 @@ done when the flag's producers have no work of the consumer pipe between them,
 and its consumers none of the producer pipe (a flag that spans interleaved work
 of its two pipes would serialise stages a ping-pong loop keeps apart). Then
 every flag whose removal leaves all dependencies ordered is removed, last made
-first, so none left is redundant.
+first, so none left is redundant. Last, a flag from MTE2 / MTE3 is set at the
+next set of its pipe when its wait follows both (`sharing_landings`): a set on
+those pipes waits for their transfers to land, and one set then serves both.
 
 Once a level is planned, its clocks give the `Boundary` the level holding it
 sees: which pipes' state at the start orders all of a pipe's work inside, and
