@@ -245,10 +245,9 @@ class MatrixView:
         ub_base: Index = 0,
     ) -> None:
         """MTE2: the logical tile (broadcast dims of size 1 read once) into a
-        row-major UB tile with row stride `ub_stride`, from element `ub_base` of `ub`
-        (untransposed views only). A transposed view is read as stored into
-        `scratch` (a UB buffer of `transpose_scratch` elements) and transposed by
-        the vector unit."""
+        row-major UB tile with row stride `ub_stride`, from element `ub_base` of
+        `ub`. A transposed view is read as stored into `scratch` (a UB buffer of
+        `transpose_scratch` elements) and transposed by the vector unit."""
         r0, nr = (0, 1) if self.rows == 1 else (r0, nr)
         c0, nc = (0, 1) if self.cols == 1 else (c0, nc)
         if not self.transposed:
@@ -256,7 +255,7 @@ class MatrixView:
             return
         stride = round_up(nr, FRACTAL)
         self._move(b, batch_offset, c0, nc, r0, nr, scratch, stride, to_gm=False)
-        b.emit(npu.VTransposeOp, scratch, 0, ub, 0, rows=nc, cols=nr, strides=[stride, ub_stride])
+        b.emit(npu.VTransposeOp, scratch, 0, ub, ub_base, rows=nc, cols=nr, strides=[stride, ub_stride])
 
     def store_from_ub(
         self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, ub, ub_stride: int, scratch=None
