@@ -172,6 +172,10 @@ class CubeTiling:
         return l1_copies(self.per_core, self.shape.k, self.kc)
 
     @property
+    def row_slots(self) -> int:
+        return row_slots(self.per_core, self.a_resident)
+
+    @property
     def n_sub(self) -> int:
         return -(-self.n_block // self.nb)
 
@@ -317,6 +321,14 @@ def l1_copies(per_core: int, k: int, kc: int) -> int:
     return 3 if per_core > 1 and chunks > 1 and chunks % 2 else 2
 
 
+def row_slots(per_core: int, a_resident: bool) -> int:
+    """UB copies of an epilogue's bias rows: with A resident a core's items stay in
+    one static loop, and each item (each product in turn) gets a row of its own,
+    staged with its last K chunk while the previous item's epilogue still reads
+    its own (templates/cube_kernel.py)."""
+    return per_core if a_resident else 1
+
+
 def _share(hw, shape: GemmShape, mb: int, n_block: int) -> tuple[int, int]:
     """(items, items per core) of items of mb x n_block: with products in turn, a
     core has whole groups of an output block's turns."""
@@ -434,7 +446,7 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
         ("l0c", shape.products * c.mb * -(-c.n_block // c.nb) * c.nb * 4),
         (
             "ub",
-            ub_bytes(e, rows, round_up(c.n_block, FRACTAL), per_core if c.a_resident else 1)
+            ub_bytes(e, rows, round_up(c.n_block, FRACTAL), row_slots(per_core, c.a_resident))
             + ub_reserved(a, c.mb, c.kc)
             + sum(ub_reserved(b, c.kc, c.n_block) for b in bs),
         ),

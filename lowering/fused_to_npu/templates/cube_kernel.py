@@ -246,10 +246,7 @@ class _CubeKernel:
 
     def _alloc_epilogue(self) -> None:
         b, t, e = self.b, self.t, self.p.epilogue
-        # A resident A keeps a core's items in a static loop: each item (and product
-        # in turn) its own bias row, staged with its last K chunk (`_k_loop`)
-        # without waiting for the previous item's epilogue to be done with it.
-        self.row_slots = t.per_core if t.a_resident else 1
+        self.row_slots = t.row_slots  # a bias row per item when A is resident (tiling.row_slots)
         self.row_base: Index = 0
         rows16 = round_up(t.rows, FRACTAL)
         self.copies = e.cost(len(self.p.bs)).copies
@@ -362,7 +359,8 @@ class _CubeKernel:
         def load_constants() -> None:
             self._load_item_constants(offsets, n0, n_act)
 
-        early = prefetched is None and self.row_slots == self.t.per_core and not self._scalars_per_batch()
+        own_slot = self.row_slots == self.t.per_core  # no earlier item of the core reads this item's row
+        early = prefetched is None and own_slot and not self._scalars_per_batch()
         staged = self._k_loop(a_off, b_offs, m0, n0, m_act, n_act, stage_a, load_constants if early else None)
         self._epilogue(batch, offsets, m0, n0, m_act, n_act, m_end, prefetched, constants_staged=staged)
 
