@@ -55,6 +55,7 @@ _PROJECT_PASSES: dict[str, str] = {
     "ge-materialize-broadcasts": ".lowering.fused_to_npu.materialize_broadcasts:MaterializeBroadcastsPass",
     "npu-plan-gm": ".lowering.plan.memory:PlanGmPass",
     "npu-assign-streams": ".lowering.plan.streams:AssignStreamsPass",
+    "npu-merge-launches": ".lowering.plan.merge_launches:MergeLaunchesPass",
     "ge-lower-to-npu": ".lowering.pipelines:LowerToNpuPipeline",
     "ge-compile": ".lowering.pipelines:CompilePipeline",
 }

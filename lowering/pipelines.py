@@ -17,12 +17,14 @@ from .fused_to_npu.split_k import SplitKPass
 from .fused_to_npu.split_norm import SplitMatmulNormPass
 from .fused_to_npu.ungroup import UngroupPass
 from .plan.memory import PlanGmPass
+from .plan.merge_launches import MergeLaunchesPass
 from .plan.streams import AssignStreamsPass
 
 
 @dataclass(frozen=True)
 class LowerToNpuPipeline(PipelinePass):
-    """Kernels and host plan, then synchronisation and memory planning (ge/fused -> npu)."""
+    """Kernels and host plan, then synchronisation and memory planning (ge/fused -> npu);
+    `merge` joins consecutive launches of a stream into one kernel (npu-merge-launches)."""
 
     name = "ge-lower-to-npu"
 
@@ -31,6 +33,7 @@ class LowerToNpuPipeline(PipelinePass):
     reuse: bool = True
     streams: int = 0
     double_buffer: bool = True
+    merge: bool = True
 
     def stages(self) -> list[ModulePass]:
         return [
@@ -44,12 +47,14 @@ class LowerToNpuPipeline(PipelinePass):
             InsertSyncPass(hw=self.hw),
             AssignStreamsPass(streams=self.streams),
             PlanGmPass(hw=self.hw, reuse=self.reuse),
+            *([MergeLaunchesPass(hw=self.hw)] if self.merge else []),
         ]
 
 
 @dataclass(frozen=True)
 class CompilePipeline(PipelinePass):
-    """The whole compiler: graph optimisation, fusion, lowering to NPU instructions."""
+    """The whole compiler: graph optimisation, fusion, lowering to NPU instructions.
+    Eager mode (`fuse=false`) keeps one launch per op: it merges no launches."""
 
     name = "ge-compile"
 
@@ -59,6 +64,7 @@ class CompilePipeline(PipelinePass):
     reuse: bool = True
     streams: int = 0
     double_buffer: bool = True
+    merge: bool = True
 
     def stages(self) -> list[ModulePass]:
         from ..core.passes import available_passes
@@ -69,7 +75,12 @@ class CompilePipeline(PipelinePass):
             stages.append(passes["ge-fuse"]()(hw=self.hw))
         stages.append(
             LowerToNpuPipeline(
-                hw=self.hw, debug=self.debug, reuse=self.reuse, streams=self.streams, double_buffer=self.double_buffer
+                hw=self.hw,
+                debug=self.debug,
+                reuse=self.reuse,
+                streams=self.streams,
+                double_buffer=self.double_buffer,
+                merge=self.merge and self.fuse,
             )
         )
         return stages

@@ -82,7 +82,7 @@ from .host import (
 from .instruction import Access, InstructionOp
 from .memory import COPY_PIPES, MEMORY_OPS, CopyOp, FixpipeOp, LoadL0Op, ReadScalarOp, TransferOp
 from .structure import PIPELINED_ATTR, STRUCTURE_OPS, AllocOp, BlockDimOp, BlockIdxOp, KernelOp, ReturnOp
-from .sync import SYNC_OPS, PipeBarrierOp, SetFlagOp, WaitFlagOp
+from .sync import SYNC_OPS, PipeBarrierOp, SetFlagOp, SyncAllOp, WaitFlagOp
 from .vector import *  # noqa: F403
 from .vector import VECTOR_OPS, VectorOp
 

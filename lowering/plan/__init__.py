@@ -5,7 +5,8 @@
 * `lifetimes.py`: buffer lifetimes under the concurrent schedule, the lower bound;
 * `placement.py`: the placement strategies;
 * `in_place.py`: outputs written over inputs that die at the same launch;
-* `memory.py`: `npu-plan-gm`, the GM arena plan.
+* `memory.py`: `npu-plan-gm`, the GM arena plan;
+* `merge_launches.py`: `npu-merge-launches`, consecutive launches as the phases of one kernel.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ def stages_before_plan(pipeline) -> list:
     not including, the execution plan: what benchmarks and tests plan several ways."""
     from ...core.passes import PipelinePass
     from .memory import PlanGmPass
+    from .merge_launches import MergeLaunchesPass
     from .streams import AssignStreamsPass
 
     stages = []
     for stage in pipeline.stages():
         if isinstance(stage, PipelinePass):
             stages += stages_before_plan(stage)
-        elif not isinstance(stage, (AssignStreamsPass, PlanGmPass)):
+        elif not isinstance(stage, (AssignStreamsPass, PlanGmPass, MergeLaunchesPass)):
             stages.append(stage)
     return stages

@@ -57,6 +57,7 @@ class Core:
         "flag_latency",
         "core_id",
         "end",
+        "meet",
     )
 
     def __init__(self, start: int, hazards: Hazards | None, trace: bool, flag_latency: int, stats_size: int):
@@ -77,6 +78,9 @@ class Core:
         self.flag_latency = flag_latency
         self.core_id = 0
         self.end = start  # the block's end, once `finish` has checked it
+        # npu.sync_all: meet(cycle, op) waits for every block of the launch to arrive
+        # and returns the latest arrival (a lone block meets only itself).
+        self.meet = lambda cycle, op: cycle
 
     # ---- issuing to pipes -----------------------------------------------------------
 

@@ -43,6 +43,8 @@ class InstructionDecoder:
             return self._wait_flag(op)
         if isinstance(op, npu.PipeBarrierOp):
             return self._barrier(op)
+        if isinstance(op, npu.SyncAllOp):
+            return self._sync_all(op)
         if isinstance(op, npu.ReadScalarOp):
             return self._read_scalar(op)
         return self._compute(op)
@@ -364,20 +366,55 @@ class InstructionDecoder:
         where = f"when every pipe must drain at the 'npu.pipe_barrier' ALL at {location_of(op)}"
 
         def issue(core) -> None:
-            core.s_time += cost
-            core.busy[S] += cost
-            core.count += 1
-            if core.waiting:
-                raise core.deadlock(where)
-            pipe_free, landed = core.pipe_free, core.landed
-            drained = max(core.s_time, *pipe_free, *landed) + barrier_cost
-            for p in range(len(pipe_free)):
-                pipe_free[p] = landed[p] = drained
-            core.busy[S] += barrier_cost
-            core.s_time = drained
-            if core.hz is not None:
-                core.hz.join_all()
-                core.scalar_learned()
+            drain_all(core, cost, barrier_cost, where)
 
         return issue
 
+    def _sync_all(self, op: npu.SyncAllOp) -> Step:
+        """Ascend C's soft SyncAll (the 910 has no hardware one): once its pipes have
+        drained, a block stores its flag to a GM workspace (32 bytes, UB -> GM) and
+        reads every block's flag back (GM -> UB) until all are set. Every block goes
+        on when the read that starts after the last flag landed returns."""
+        where = f"when every pipe must drain at the 'npu.sync_all' at {location_of(op)}"
+        cost, barrier_cost = self.hw.scalar_instruction_cycles, self.hw.barrier_cost
+        store = transfer_cost(self.hw, "ub_to_gm", 1, SYNC_FLAG_BYTES)
+        poll = transfer_cost(self.hw, "gm_to_ub", 1, SYNC_FLAG_BYTES * self.hw.core_count)
+        mte2, mte3 = PIPE_INDEX["MTE2"], PIPE_INDEX["MTE3"]
+        self.phase += 1
+
+        def issue(core) -> None:
+            landed = drain_all(core, cost, barrier_cost, where) + store.cycles
+            released = core.meet(landed, op) + poll.cycles
+            core.busy[mte3] += store.data_cycles
+            core.busy[mte2] += poll.data_cycles
+            pipe_free, landings = core.pipe_free, core.landed
+            for p in range(len(pipe_free)):
+                pipe_free[p] = landings[p] = released
+            core.s_time = released
+
+        return issue
+
+
+SYNC_FLAG_BYTES = 32
+"""One block's flag in the SyncAll workspace: Ascend C asks for 32 bytes per core."""
+
+
+def drain_all(core, cost: int, barrier_cost: int, where: str) -> int:
+    """Issue a full barrier on `core`: every pipe drains (a wait that never fires is
+    a deadlock, reported `where`), everything before it is ordered before what
+    follows. Returns the cycle the core goes on."""
+    core.s_time += cost
+    core.busy[S] += cost
+    core.count += 1
+    if core.waiting:
+        raise core.deadlock(where)
+    pipe_free, landed = core.pipe_free, core.landed
+    drained = max(core.s_time, *pipe_free, *landed) + barrier_cost
+    for p in range(len(pipe_free)):
+        pipe_free[p] = landed[p] = drained
+    core.busy[S] += barrier_cost
+    core.s_time = drained
+    if core.hz is not None:
+        core.hz.join_all()
+        core.scalar_learned()
+    return drained

@@ -17,6 +17,9 @@ launch's blocks in flight, `fair_share`) wait their turn: slower
 ones cannot starve anybody, so kernels that do not saturate the HBM run without
 hand-overs.
 
+A block at an `npu.sync_all` parks aside (`meet`) until every block of the
+launch has arrived; the last one to arrive releases the others at its cycle.
+
 The threads are only a way to keep each block's Python stack (a block may stop
 mid-loop, mid-instruction); nothing runs in parallel, and the hand-over order
 depends only on simulated cycles, so a simulation is deterministic. What a block
@@ -32,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from ...core.diagnostics import CompileError
 
 QUANTUM = 512
 """How far (cycles) a block may run ahead of the earliest waiting block before it
@@ -85,6 +90,8 @@ class Lockstep:
         self._error: BaseException | None = None
         self._closed = False
         self._seq = 0
+        self._arrived: list[tuple[int, Block, object]] = []  # (cycle, block, op) at an npu.sync_all
+        self._met = 0  # the latest arrival of the last barrier everyone passed
         self._next_block: Callable[[Block], Block | None] = lambda block: None
         self._errstate = np.geterr()
 
@@ -102,6 +109,23 @@ class Lockstep:
         self._hand_over()
         self._wait_turn(self._workers[block.core])
         block.enter()
+
+    def meet(self, cycle: int, parties: int, op) -> int:
+        """The current block reaches the npu.sync_all `op` at `cycle`: it waits, its turn
+        handed over, until `parties` blocks have reached it. Returns the latest arrival."""
+        block = self._current
+        self._arrived.append((cycle, block, op))
+        if len(self._arrived) == parties:
+            self._met = max(c for c, _, _ in self._arrived)
+            for _, other, _ in self._arrived[:-1]:
+                self._park(other, self._met)
+            self._arrived = []
+            return self._met
+        block.leave()
+        self._hand_over()
+        self._wait_turn(self._workers[block.core])
+        block.enter()
+        return self._met
 
     def run(self, blocks: list[Block], next_block: Callable[[Block], Block | None]) -> None:
         """Run `blocks` (on distinct cores), and every block `next_block(finished)`
@@ -158,6 +182,9 @@ class Lockstep:
 
     def _hand_over(self) -> None:
         """Give the turn to the earliest waiting block, or end the run."""
+        if not self._waiting and self._arrived:
+            self._abort(self._stranded())
+            return
         if not self._waiting:
             self._current = None
             self._finished.release()
@@ -172,6 +199,17 @@ class Lockstep:
         worker.turn.acquire()
         if worker.block.cancelled:
             raise _Aborted
+
+    def _stranded(self) -> CompileError:
+        """Blocks wait at an npu.sync_all that no other block can reach any more."""
+        arrived, self._arrived = self._arrived, []
+        for cycle, block, _ in arrived:
+            self._park(block, cycle)
+        return CompileError(
+            f"deadlock: {len(arrived)} block(s) wait at this 'npu.sync_all' for the launch's other blocks, "
+            f"which ended without reaching it",
+            arrived[0][2],
+        )
 
     def _abort(self, error: BaseException) -> None:
         """Cancel every waiting block (each unwinds on its own thread) and wake run()."""

@@ -12,8 +12,8 @@ anything runs, on its own ordering (not on timing):
 * two launches touching one GM buffer, one of them writing it, must be ordered
   (a cross-stream race otherwise);
 * two arena buffers sharing bytes must not be live at once: their lifetimes (in
-  launch order, from the first to the last launch that uses them) must not
-  intersect, and every launch using the earlier one must be ordered before every
+  launch order, from the first to the last launch that uses them; within a
+  kernel split by `npu.sync_all`, from phase to phase) must not intersect, and every launch using the earlier one must be ordered before every
   launch using the later one (which matters across streams).
 
 Timing: a launch starts `launch.kernel_launch_us` after its stream is ready (its
@@ -22,7 +22,8 @@ go to the cores that become free first (block i starts when both the launch and
 its core are ready), so kernels on different streams overlap while cores are
 free. A stream is ready again when its last block ends. The blocks of a launch
 are simulated side by side (`lockstep.py`), each core with local memory of its
-own; launches are simulated one after another.
+own, and meet at its `npu.sync_all`s (so they must all be resident: block_dim at
+most the core count); launches are simulated one after another.
 """
 
 from __future__ import annotations
@@ -100,6 +101,22 @@ class Launch:
 
     def describe(self) -> str:
         return f"launch of @{self.program.name} on stream {self.stream} ({describe(self.op)})"
+
+    def phases(self, buffer: GmBuffer) -> tuple[int, int]:
+        """The first and last phase of this launch's kernel (split by npu.sync_all)
+        that touch `buffer`; the whole kernel if no instruction does."""
+        touched = [
+            (slot.first_phase, slot.last_phase)
+            for slot, arg in zip(self.program.arguments, self.args)
+            if arg is buffer and slot.first_phase is not None
+        ]
+        if not touched:
+            return 0, self.program.phases - 1
+        return min(f for f, _ in touched), max(last for _, last in touched)
+
+    def at(self, phase: int) -> str:
+        """'#i', naming the phase where the kernel has several."""
+        return f"#{self.index}" + (f" (phase {phase})" if self.program.phases > 1 else "")
 
 
 @dataclass
@@ -248,6 +265,12 @@ class HostPlan:
                 raise op_error(op, "passes a value that is neither an @main argument nor an npu.gm_buffer")
             args.append(by_value[value])
         block_dim = a.block_dim if a.block_dim is not None else program.block_dim
+        if program.phases > 1 and block_dim > self.hw.core_count:
+            raise op_error(
+                op,
+                f"launches @{program.name} on {block_dim} blocks, but its npu.sync_all needs every block resident "
+                f"at once: at most the {self.hw.core_count} cores of preset '{self.hw.name}'",
+            )
         return Launch(op, len(self.launches), program, args, block_dim, a.stream)
 
     @property
@@ -307,15 +330,25 @@ class HostPlan:
                     self._check_reuse(first, second, uses[first], uses[second])
 
     def _check_reuse(self, a: GmBuffer, b: GmBuffer, uses_a: list[Launch], uses_b: list[Launch]) -> None:
+        """Lifetimes run in (launch, phase) order: the phases of one launch are ordered
+        by its npu.sync_all, so two buffers may share bytes within one launch."""
         lo, hi = max(a.address, b.address), min(a.address + a.nbytes, b.address + b.nbytes)
-        if uses_a[0].index > uses_b[0].index:
+
+        def first(buffer, uses):
+            return uses[0].index, uses[0].phases(buffer)[0]
+
+        def last(buffer, uses):
+            return uses[-1].index, uses[-1].phases(buffer)[1]
+
+        if first(a, uses_a) > first(b, uses_b):
             a, b, uses_a, uses_b = b, a, uses_b, uses_a
-        if uses_b[0].index <= uses_a[-1].index:
+        if first(b, uses_b) <= last(a, uses_a):
             raise op_error(
                 b.op,
                 f"GM buffers {a.label} and {b.label} overlap in the arena (bytes [{lo}, {hi})) while both are "
-                f"live: {a.label} is used from launch #{uses_a[0].index} to #{uses_a[-1].index}, {b.label} from "
-                f"launch #{uses_b[0].index} ({describe(uses_b[0].op)})",
+                f"live: {a.label} is used from launch {uses_a[0].at(first(a, uses_a)[1])} to "
+                f"{uses_a[-1].at(last(a, uses_a)[1])}, {b.label} from launch {uses_b[0].at(first(b, uses_b)[1])} "
+                f"({describe(uses_b[0].op)})",
             )
         for x in uses_a:
             for y in uses_b:
@@ -415,6 +448,10 @@ def _run_launch(
     (core id, start, end, Core) per block, in block order."""
     program = step.program
     initial_regs = list(program.regs)
+
+    def meet(cycle: int, op) -> int:
+        return lockstep.meet(cycle, step.block_dim, op)
+
     order = iter(range(step.block_dim))
     placed: dict[Block, int] = {}  # its block index
 
@@ -431,7 +468,11 @@ def _run_launch(
             saved[:] = program.regs
 
         block = Block(
-            core_id, begin, lambda: program.run_block(block_idx, step.block_dim, begin, check_races, trace), enter, leave
+            core_id,
+            begin,
+            lambda: program.run_block(block_idx, step.block_dim, begin, check_races, trace, meet),
+            enter,
+            leave,
         )
         placed[block] = block_idx
         return block

@@ -56,6 +56,8 @@ class BufferSlot:
     argument: int | None = None  # kernel argument index of a GM buffer
     reads: bool = False  # (GM arguments) whether the kernel reads / writes it
     writes: bool = False
+    first_phase: int | None = None  # (GM arguments) the first and last phase touching it
+    last_phase: int = 0
 
     @property
     def itemsize(self) -> int:
@@ -104,6 +106,7 @@ class KernelProgram:
     extents: dict[str, int]
     slack_bytes: int
     flag_latency: int
+    phases: int  # npu.sync_all splits the kernel into phases
     local_memory: LocalMemory | None = field(default=None)
 
     @property
@@ -125,7 +128,9 @@ class KernelProgram:
                 backing = memory.spaces[buffer.space_name]
                 self.bufs[buffer.slot] = backing[buffer.local_offset :].view(buffer.dtype)
 
-    def run_block(self, block_idx: int, block_dim: int, start: int, check_races: bool, trace: bool) -> Core:
+    def run_block(self, block_idx: int, block_dim: int, start: int, check_races: bool, trace: bool, meet=None) -> Core:
+        """Run one block from cycle `start`; `meet` is how its npu.sync_all waits for the
+        launch's other blocks (see Core.meet)."""
         self.local_memory.poison(self.extents)
         for r in self.block_idx_regs:
             self.regs[r] = block_idx
@@ -133,6 +138,8 @@ class KernelProgram:
             self.regs[r] = block_dim
         hazards = Hazards(len(SPACES), self.space_pipes, list(SPACES)) if check_races else None
         core = Core(start, hazards, trace, self.flag_latency, len(STATS))
+        if meet is not None:
+            core.meet = meet
         self.run(core)
         core.finish(self.op)
         return core
@@ -156,6 +163,7 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
         self.space_pipes: list[set[int]] = [set() for _ in SPACES]
         self.extents: dict[str, int] = {}
         self.slack_bytes = 0
+        self.phase = 0  # the npu.sync_all ops decoded so far
 
     # ---- registers and buffers --------------------------------------------------------
 
@@ -201,6 +209,9 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
         if buffer.argument is not None:
             buffer.reads |= access.reads
             buffer.writes |= access.writes
+            if buffer.first_phase is None:
+                buffer.first_phase = self.phase
+            buffer.last_phase = self.phase
 
     def stat(self, name: str) -> int:
         return STAT_INDEX[name]
@@ -270,6 +281,7 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
             extents=self.extents,
             slack_bytes=self.slack_bytes,
             flag_latency=self.hw.flag_latency,
+            phases=self.phase + 1,
         )
 
 

@@ -112,8 +112,11 @@ def test_broadcast_no_kernel_reads_is_materialized(lhs, rhs):
     """Two separate runs of broadcast dims: ge-materialize-broadcasts expands an
     operand first (an expand kernel, then the add)."""
     out = list(np.broadcast_shapes(tuple(lhs), tuple(rhs)))
-    report = assert_matches(one_op("ge.add", [tensor(lhs), tensor(rhs)], tensor(out)))
+    text = one_op("ge.add", [tensor(lhs), tensor(rhs)], tensor(out))
+    report = assert_matches(text, pipeline="ge-lower-to-npu{hw=tiny merge=false}")
     assert len(report.kernels) == 2
+    merged = assert_matches(text)
+    assert len(merged.kernels) == 1
 
 
 def test_elementwise_add_tiles_evenly_over_all_cores():

@@ -33,6 +33,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from ...core.diagnostics import op_error
 from ...core.passes import record_statistic
 from ...dialects import npu
 from ...simulator.hardware import load_preset
@@ -89,6 +90,18 @@ def synchronize(kernel: npu.KernelOp, event_ids: int, leave_out: Collection[int]
     return KernelSync(dependencies, kept, emitted, len(demoted))
 
 
+def refuse_merged(kernel: npu.KernelOp) -> None:
+    """The dependency analysis sees one phase of pipes; kernels joined by
+    npu-merge-launches are synchronised phase by phase before they are joined."""
+    for op in kernel.entry.ops:
+        if isinstance(op, npu.SyncAllOp):
+            raise op_error(
+                op,
+                f"npu-insert-sync cannot synchronise @{kernel.sym_name.data}: its phases are joined by npu.sync_all "
+                f"(run npu-insert-sync before npu-merge-launches)",
+            )
+
+
 @dataclass(frozen=True)
 class InsertSyncPass(ModulePass):
     """Insert the set_flag / wait_flag (pipe_barrier when event ids run out) that the cross-pipe dependencies of every kernel need, none redundant."""
@@ -100,6 +113,7 @@ class InsertSyncPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         event_ids = load_preset(self.hw).event_ids
         for kernel in [k for k in op.walk() if isinstance(k, npu.KernelOp)]:
+            refuse_merged(kernel)
             result = synchronize(kernel, event_ids)
             record_statistic(self.name, "dependencies", result.dependencies)
             record_statistic(self.name, "flags", len(result.emitted) - result.barriers)

@@ -31,7 +31,7 @@ class SerializePass(ModulePass):
             instructions = [
                 i
                 for i in kernel.walk()
-                if isinstance(i, npu.InstructionOp) and not isinstance(i, npu.PipeBarrierOp | npu.SetFlagOp | npu.WaitFlagOp)
+                if isinstance(i, npu.InstructionOp) and not isinstance(i, npu.SYNC_OPS)
             ]
             for instruction in instructions:
                 instruction.parent_block().insert_op_after(npu.PipeBarrierOp.new(pipe=npu.ALL_PIPES), instruction)

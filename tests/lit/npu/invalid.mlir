@@ -155,6 +155,18 @@ npu.kernel @k(%g: memref<1024xf16, #npu.space<gm>>) attributes {block_dim = 1} {
 
 // -----
 
+npu.kernel @k(%g: memref<1024xf16, #npu.space<gm>>) attributes {block_dim = 2} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %i = %c0 to %c2 step %c1 {
+    // expected-error @+1 {{must stand at the top level of the npu.kernel body (every block must meet it the same number of times), not inside a loop or a branch}}
+    npu.sync_all
+  }
+}
+
+// -----
+
 npu.kernel @k(%g: memref<1024xf16, #npu.space<gm>>) attributes {block_dim = 1} {
   // expected-error @+1 {{the result must be in l1, l0a, l0b, l0c, ub, got a buffer in gm}}
   %a = npu.alloc {offset = 0} : memref<1024xf16, #npu.space<gm>>

@@ -1,0 +1,144 @@
+"""`npu-merge-launches`: consecutive launches of a stream become one kernel whose
+phases meet at `npu.sync_all`.
+
+Every launch pays the task dispatch (`launch.kernel_launch_us`) before its first
+block starts, and in a fused transformer layer the dispatches take as long as the
+kernels' own rooflines. Kernels that follow one another on a stream can instead run
+as the phases of one kernel, the cores meeting at a cross-core barrier between
+them: Ascend C's `SyncAll`, which the 910 implements in software (each core stores
+a flag to a GM workspace and reads every core's flag back, a few hundred cycles;
+see the simulator's `npu.sync_all`). Whatever a phase wrote to GM is visible to
+every block of the next, as it would be to the next launch.
+
+A run of launches is merged when they stand next to each other in host order (no
+event, nor any other stream's launch, between them), all on one stream, each on
+at most the preset's core count of blocks (a barrier needs every block resident).
+The merged kernel runs on the largest block_dim of the run; a phase written for
+fewer blocks runs under `scf.if block_idx < its block_dim`, with its
+`npu.block_dim` replaced by its own count. Phases keep their planned local
+buffers and their flags: the barrier drains every pipe, so one phase's local
+bytes are free for the next.
+
+Run it last, after `npu-insert-sync` (which refuses merged kernels) and after
+`npu-plan-gm`: the GM plan keeps the lifetimes of the separate launches, which the
+simulator checks phase by phase.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from ...core.passes import record_statistic
+from ...dialects import npu
+from ...simulator.hardware import load_preset
+from ...simulator.signature import is_npu_host, main_function
+from .launches import DEFINITIONS, hoist_definitions
+
+
+def mergeable_runs(main_block: Block, core_count: int) -> list[list[npu.LaunchOp]]:
+    """Runs of two or more launches to merge (see the module docstring)."""
+    runs: list[list[npu.LaunchOp]] = [[]]
+    for op in main_block.ops:
+        if isinstance(op, DEFINITIONS):
+            continue
+        current = runs[-1]
+        if isinstance(op, npu.LaunchOp) and launch_block_dim(op) <= core_count:
+            if current and current[-1].attr_values().stream != op.attr_values().stream:
+                runs.append(current := [])
+            current.append(op)
+        elif current:
+            runs.append([])
+    return [run for run in runs if len(run) > 1]
+
+
+def launch_block_dim(launch: npu.LaunchOp) -> int:
+    given = launch.attr_values().block_dim
+    return given if given is not None else launch.kernel_op().attr_values().block_dim
+
+
+def merge_run(module: ModuleOp, run: list[npu.LaunchOp]) -> npu.KernelOp:
+    """One kernel for the launches of `run`, launched in their place."""
+    args = list(dict.fromkeys(value for launch in run for value in launch.args))
+    block_dim = max(launch_block_dim(launch) for launch in run)
+    names = [launch.kernel_op().sym_name.data for launch in run]
+    merged = npu.KernelOp.empty(f"{names[0]}_to_{names[-1]}", [a.type for a in args], block_dim)
+    body = merged.entry
+    for param, value in zip(body.args, args):
+        param.name_hint = value.name_hint
+    end = body.last_op
+    for i, launch in enumerate(run):
+        if i:
+            body.insert_op_before(npu.SyncAllOp.new(), end)
+        params = {param: body.args[args.index(value)] for param, value in zip(launch.kernel_op().entry.args, launch.args)}
+        _add_phase(body, end, launch.kernel_op(), params, launch_block_dim(launch), block_dim)
+    first_kernel = run[0].kernel_op()
+    first_kernel.parent_block().insert_op_before(merged, first_kernel)
+    stream = run[0].attr_values().stream
+    Rewriter.replace_op(run[0], npu.LaunchOp.calling(merged.sym_name.data, args, block_dim=block_dim, stream=stream))
+    for launch in run[1:]:
+        launch.detach()
+        launch.erase()
+    return merged
+
+
+def _add_phase(
+    body: Block, end: Operation, kernel: npu.KernelOp, params: dict[SSAValue, SSAValue], own: int, block_dim: int
+) -> None:
+    """Clone `kernel`'s body before `end`, its parameters mapped by `params`; a kernel
+    written for `own` < `block_dim` blocks runs on the first `own` of them only."""
+    ops = [op for op in kernel.entry.ops if not isinstance(op, npu.ReturnOp)]
+    if own < block_dim:
+        count = arith.ConstantOp(IntegerAttr(own, IndexType()))
+        index = npu.BlockIdxOp.new()
+        inside = arith.CmpiOp(index.result, count.result, "ult")
+        guarded = Block()
+        guard = scf.IfOp(inside.result, [], Region(guarded))
+        for op in (count, index, inside, guard):
+            body.insert_op_before(op, end)
+        guarded.add_op(scf.YieldOp())
+        body, end = guarded, guarded.last_op
+    mapping = dict(params)
+    for op in ops:
+        body.insert_op_before(op.clone(mapping), end)
+    if own < block_dim:
+        for op in list(body.walk()):
+            if isinstance(op, npu.BlockDimOp):
+                Rewriter.replace_op(op, arith.ConstantOp(IntegerAttr(own, IndexType())))
+
+
+def drop_unlaunched_kernels(module: ModuleOp) -> int:
+    launched = {op.callee.string_value() for op in module.walk() if isinstance(op, npu.LaunchOp)}
+    dropped = [op for op in module.body.block.ops if isinstance(op, npu.KernelOp) and op.sym_name.data not in launched]
+    for kernel in dropped:
+        kernel.detach()
+        kernel.erase()
+    return len(dropped)
+
+
+@dataclass(frozen=True)
+class MergeLaunchesPass(ModulePass):
+    """Merge consecutive launches of a stream into one kernel whose phases meet at npu.sync_all (one task dispatch instead of several)."""
+
+    name = "npu-merge-launches"
+
+    hw: str = "ascend910"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        main = main_function(op)
+        if not is_npu_host(main):
+            return
+        core_count = load_preset(self.hw).core_count
+        runs = mergeable_runs(main.body.block, core_count)
+        hoist_definitions(main.body.block)  # a later launch's arguments may be defined after the first
+        for run in runs:
+            merge_run(op, run)
+        record_statistic(self.name, "launches merged", sum(len(run) for run in runs))
+        record_statistic(self.name, "kernels made", len(runs))
+        drop_unlaunched_kernels(op)

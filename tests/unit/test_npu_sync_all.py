@@ -1,0 +1,144 @@
+"""`npu.sync_all`, the barrier of all the blocks of a launch, in the simulator: what
+one block wrote before it is what the others read after it, at the soft-SyncAll
+cost (a flag stored to GM, every flag read back); GM buffers of the plan may share
+bytes between phases of one launch, not within one; and a barrier that cannot be
+met is a located error, not a hang."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gecomp.core.context import make_context
+from gecomp.core.diagnostics import CompileError
+from gecomp.core.parsing import parse_module, verify_module
+from gecomp.dialects import npu
+from gecomp.simulator.hardware import load_preset
+from gecomp.simulator.npu import simulate
+from gecomp.simulator.npu.costs import transfer_cost
+from gecomp.simulator.npu.lockstep import Block, Lockstep
+
+GM = "memref<128xf16, #npu.space<gm>>"
+
+
+def mirror_module(between: str, block_dim: int = 2) -> str:
+    """Each of 2 blocks stores its half of x into the other half of %t, then (after
+    `between`) copies its own half of %t to y: y is x with its halves swapped."""
+    return f"""builtin.module {{
+  npu.kernel @mirror(%x: {GM}, %t: {GM}, %y: {GM}) attributes {{block_dim = 2}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %b = npu.block_idx : index
+    %own = arith.muli %b, %c64 : index
+    %other = arith.subi %c1, %b : index
+    %mirror = arith.muli %other, %c64 : index
+    %u = npu.alloc {{offset = 0}} : memref<64xf16, #npu.space<ub>>
+    npu.copy %x[%own], %u[%c0] {{cols = 64}}
+    npu.pipe_barrier {{pipe = "ALL"}}
+    npu.copy %u[%c0], %t[%mirror] {{cols = 64}}
+    {between}
+    npu.copy %t[%own], %u[%c0] {{cols = 64}}
+    npu.pipe_barrier {{pipe = "ALL"}}
+    npu.copy %u[%c0], %y[%own] {{cols = 64}}
+  }}
+  func.func @main(%x: {GM} {{ge.name = "x"}}, %y: {GM} {{ge.name = "y", npu.output}}) {{
+    %t = npu.gm_buffer {{offset = 0}} : {GM}
+    npu.launch @mirror(%x, %t, %y) {{block_dim = {block_dim}}}
+    func.return
+  }}
+}}"""
+
+
+def run(text: str, inputs: list[np.ndarray]):
+    module = parse_module(make_context(), text, "sync.mlir")
+    verify_module(module)
+    return simulate(module, inputs, "tiny")
+
+
+X = np.arange(128, dtype=np.float16)
+
+
+def test_what_a_block_wrote_before_the_barrier_every_block_reads_after_it():
+    result = run(mirror_module("npu.sync_all"), [X])
+    np.testing.assert_array_equal(result.outputs[0], np.concatenate([X[64:], X[:64]]))
+
+
+def test_without_the_barrier_a_block_reads_what_the_other_has_not_written_yet():
+    """The same kernel with a pipe_barrier (one core only) in its place: block 0
+    reads the half block 1 writes later, and gets the arena's poison."""
+    result = run(mirror_module('npu.pipe_barrier {pipe = "ALL"}'), [X])
+    assert not np.array_equal(result.outputs[0], np.concatenate([X[64:], X[:64]]))
+
+
+def test_the_barrier_costs_a_flag_stored_and_every_flag_read_back():
+    """Both blocks arrive together, so the barrier adds exactly one 32-byte store
+    (UB -> GM) and one read of every core's flag (GM -> UB) to a full pipe drain."""
+    hw = load_preset("tiny")
+    synced = run(mirror_module("npu.sync_all"), [X]).report.total_cycles
+    drained = run(mirror_module('npu.pipe_barrier {pipe = "ALL"}'), [X]).report.total_cycles
+    store = transfer_cost(hw, "ub_to_gm", 1, 32).cycles
+    poll = transfer_cost(hw, "gm_to_ub", 1, 32 * hw.core_count).cycles
+    assert synced - drained == store + poll
+
+
+def test_more_blocks_than_cores_cannot_meet():
+    with pytest.raises(CompileError, match=r"launches @mirror on 3 blocks, but its npu.sync_all needs every block resident at once: at most the 2 cores"):
+        run(mirror_module("npu.sync_all", block_dim=3), [X])
+
+
+def test_blocks_stranded_at_a_barrier_are_a_deadlock_not_a_hang():
+    """The lockstep itself: two blocks wait for a third that never comes."""
+    lockstep = Lockstep()
+    barrier = npu.SyncAllOp.new()
+    blocks = [Block(core, 0, lambda: lockstep.meet(0, 3, barrier), lambda: None, lambda: None) for core in range(2)]
+    try:
+        with pytest.raises(CompileError, match=r"deadlock: 2 block\(s\) wait at this 'npu.sync_all'"):
+            lockstep.run(blocks, lambda block: None)
+    finally:
+        lockstep.close()
+
+
+def phases_module(b_offset: int, c_offset: int) -> str:
+    """One block, three phases: x -> %a; %a -> %b; %b -> %c -> y. %a lives in
+    phases 0-1, %b in 1-2, %c in 2 only."""
+
+    def move(src: str, dst: str) -> str:
+        return f"""npu.copy {src}[%c0], %u[%c0] {{cols = 128}}
+    npu.pipe_barrier {{pipe = "ALL"}}
+    npu.copy %u[%c0], {dst}[%c0] {{cols = 128}}
+    npu.pipe_barrier {{pipe = "ALL"}}"""
+
+    return f"""builtin.module {{
+  npu.kernel @phases(%x: {GM}, %a: {GM}, %b: {GM}, %c: {GM}, %y: {GM}) attributes {{block_dim = 1}} {{
+    %c0 = arith.constant 0 : index
+    %u = npu.alloc {{offset = 0}} : memref<128xf16, #npu.space<ub>>
+    {move("%x", "%a")}
+    npu.sync_all
+    {move("%a", "%b")}
+    npu.sync_all
+    {move("%b", "%c")}
+    {move("%c", "%y")}
+  }}
+  func.func @main(%x: {GM} {{ge.name = "x"}}, %y: {GM} {{ge.name = "y", npu.output}}) {{
+    %a = npu.gm_buffer {{offset = 0}} : {GM}
+    %b = npu.gm_buffer {{offset = {b_offset}}} : {GM}
+    %c = npu.gm_buffer {{offset = {c_offset}}} : {GM}
+    npu.launch @phases(%x, %a, %b, %c, %y)
+    func.return
+  }}
+}}"""
+
+
+def test_buffers_of_different_phases_may_share_bytes():
+    result = run(phases_module(b_offset=256, c_offset=0), [X])
+    np.testing.assert_array_equal(result.outputs[0], X)
+
+
+def test_buffers_of_one_phase_may_not():
+    with pytest.raises(
+        CompileError,
+        match=r"%a and %b overlap in the arena \(bytes \[0, 256\)\) while both are live: %a is used from launch "
+        r"#0 \(phase 0\) to #0 \(phase 1\), %b from launch #0 \(phase 1\)",
+    ):
+        run(phases_module(b_offset=0, c_offset=512), [X])
