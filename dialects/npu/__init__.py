@@ -81,7 +81,7 @@ from .host import (
 )
 from .instruction import Access, InstructionOp
 from .memory import COPY_PIPES, MEMORY_OPS, CopyOp, FixpipeOp, LoadL0Op, ReadScalarOp, TransferOp
-from .structure import PIPELINED_ATTR, STRUCTURE_OPS, AllocOp, BlockDimOp, BlockIdxOp, KernelOp, ReturnOp
+from .structure import PHASES_ATTR, PIPELINED_ATTR, STRUCTURE_OPS, AllocOp, BlockDimOp, BlockIdxOp, KernelOp, ReturnOp
 from .sync import SYNC_OPS, PipeBarrierOp, SetFlagOp, SyncAllOp, WaitFlagOp
 from .vector import *  # noqa: F403
 from .vector import VECTOR_OPS, VectorOp
@@ -97,6 +97,7 @@ __all__ = [
     "ARENA_ATTR",
     "COPY_PIPES",
     "OUTPUT_ATTR",
+    "PHASES_ATTR",
     "PIPELINED_ATTR",
     "PIPES",
     "Access",

@@ -47,6 +47,10 @@ LOCAL_SPACES = (Space.L1, Space.L0A, Space.L0B, Space.L0C, Space.UB)
 PIPELINED_ATTR = "npu.pipelined"
 """Unit attribute of an `scf.for` whose buffers already alternate between copies."""
 
+PHASES_ATTR = "npu.phases"
+"""Array of strings on a kernel split by `npu.sync_all`: its phases' names (the
+kernels `npu-merge-launches` joined), which reports show."""
+
 
 @irdl_op_definition
 class ReturnOp(NpuOp):
@@ -81,6 +85,13 @@ class KernelOp(NpuOp):
     @property
     def entry(self) -> Block:
         return self.body.block
+
+    def phase_names(self) -> list[str]:
+        """The names recorded in `npu.phases` (none if not recorded)."""
+        names = self.attributes.get(PHASES_ATTR)
+        if not isinstance(names, ArrayAttr):
+            return []
+        return [n.data for n in names.data if isinstance(n, StringAttr)]
 
     def check(self, a: SimpleNamespace) -> None:
         if a.block_dim < 1:

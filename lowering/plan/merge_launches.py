@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
@@ -69,6 +69,7 @@ def merge_run(module: ModuleOp, run: list[npu.LaunchOp]) -> npu.KernelOp:
     block_dim = max(launch_block_dim(launch) for launch in run)
     names = [launch.kernel_op().sym_name.data for launch in run]
     merged = npu.KernelOp.empty(f"{names[0]}_to_{names[-1]}", [a.type for a in args], block_dim)
+    merged.attributes[npu.PHASES_ATTR] = ArrayAttr([StringAttr(name) for name in names])
     body = merged.entry
     for param, value in zip(body.args, args):
         param.name_hint = value.name_hint

@@ -70,7 +70,12 @@ def simulate(
     events: list | None = [] if trace else None
 
     def record(launch, start: int, blocks) -> None:
-        kernels.append(KernelRecord.of(preset, launch.program.name, launch.stream, launch.block_dim, start, blocks))
+        program = launch.program
+        kernels.append(
+            KernelRecord.of(
+                preset, program.name, launch.stream, launch.block_dim, start, blocks, program.op.phase_names()
+            )
+        )
         if events is not None:
             events.extend((core_id, *event) for core_id, _, _, core in blocks for event in core.trace)
 

@@ -58,6 +58,7 @@ class Core:
         "core_id",
         "end",
         "meet",
+        "phase_marks",
     )
 
     def __init__(self, start: int, hazards: Hazards | None, trace: bool, flag_latency: int, stats_size: int):
@@ -81,6 +82,7 @@ class Core:
         # npu.sync_all: meet(cycle, op) waits for every block of the launch to arrive
         # and returns the latest arrival (a lone block meets only itself).
         self.meet = lambda cycle, op: cycle
+        self.phase_marks: list[tuple[int, list[int], list[float]]] = []  # per sync_all: (release, busy, stats)
 
     # ---- issuing to pipes -----------------------------------------------------------
 

@@ -391,6 +391,7 @@ class InstructionDecoder:
             for p in range(len(pipe_free)):
                 pipe_free[p] = landings[p] = released
             core.s_time = released
+            core.phase_marks.append((released, list(core.busy), list(core.stats)))
 
         return issue
 

@@ -64,6 +64,56 @@ def roofline_terms(hw: HardwarePreset, cube_min: float, vector_min: float, gm_by
     return {**terms, "roofline_cycles": terms[bound], "bound": bound.removesuffix("_cycles")}
 
 
+def pipe_ratios(busy: list[int], core_cycles: int) -> dict[str, float]:
+    active = max(core_cycles, 1)
+    return {RATIO_NAMES[p]: busy[i] / active for i, p in enumerate(PIPE_NAMES)}
+
+
+@dataclass
+class PhaseRecord:
+    """One phase of a kernel split by npu.sync_all: from the barrier that starts it
+    (every block together) to the one that ends it, summed over the blocks."""
+
+    name: str
+    start: int
+    end: int
+    busy: list[int]
+    stats: list[float]
+    core_cycles: int
+
+    @property
+    def cycles(self) -> int:
+        return self.end - self.start
+
+    def ratios(self) -> dict[str, float]:
+        return pipe_ratios(self.busy, self.core_cycles)
+
+
+def split_phases(names: list[str], blocks) -> list[PhaseRecord]:
+    """The phases of a launch's blocks ((core id, start, end, Core) each) from the
+    marks each Core left at its sync_all; none for a kernel without one."""
+    count = len(blocks[0][3].phase_marks) + 1 if blocks else 1
+    if count == 1:
+        return []
+    phases = []
+    for p in range(count):
+        busy = [0] * len(PIPE_NAMES)
+        stats = [0.0] * len(STAT_INDEX)
+        spans = []
+        for _, begin, end, core in blocks:
+            marks = core.phase_marks
+            before = marks[p - 1] if p else (begin, [0] * len(busy), [0.0] * len(stats))
+            after = marks[p] if p < count - 1 else (end, core.busy, core.stats)
+            busy = [t + a - b for t, a, b in zip(busy, after[1], before[1])]
+            stats = [t + a - b for t, a, b in zip(stats, after[2], before[2])]
+            spans.append((before[0], after[0]))
+        name = names[p] if len(names) == count else f"phase {p}"
+        phases.append(
+            PhaseRecord(name, min(b for b, _ in spans), max(e for _, e in spans), busy, stats, sum(e - b for b, e in spans))
+        )
+    return phases
+
+
 @dataclass
 class KernelRecord:
     """One launch: timing, pipe busy cycles and traffic summed over its blocks."""
@@ -80,10 +130,14 @@ class KernelRecord:
     cores: list[int]
     block_spans: list[tuple[int, int, int]]  # (start, core id, end) per block, in block order
     port_cycles: float  # the busiest block's GM port bound (module docstring)
+    phases: list[PhaseRecord] = field(default_factory=list)  # of a kernel split by npu.sync_all
 
     @classmethod
-    def of(cls, hw: HardwarePreset, name: str, stream: int, block_dim: int, start: int, blocks) -> "KernelRecord":
-        """Sum the blocks of a launch: (core id, block start, block end, Core) each."""
+    def of(
+        cls, hw: HardwarePreset, name: str, stream: int, block_dim: int, start: int, blocks, phase_names=()
+    ) -> "KernelRecord":
+        """Sum the blocks of a launch: (core id, block start, block end, Core) each.
+        `phase_names` name the phases of a kernel split by npu.sync_all."""
         busy = [0] * len(PIPE_NAMES)
         stats = [0.0] * len(STAT_INDEX)
         for _, _, _, core in blocks:
@@ -102,6 +156,7 @@ class KernelRecord:
             [core_id for core_id, *_ in blocks],
             [(begin, core_id, end) for core_id, begin, end, _ in blocks],
             max((port_cycles(hw, core.stats) for *_, core in blocks), default=0.0),
+            split_phases(list(phase_names), blocks),
         )
 
     @property
@@ -109,8 +164,7 @@ class KernelRecord:
         return self.end - self.start
 
     def ratios(self) -> dict[str, float]:
-        active = max(self.core_cycles, 1)
-        return {RATIO_NAMES[p]: self.busy[i] / active for i, p in enumerate(PIPE_NAMES)}
+        return pipe_ratios(self.busy, self.core_cycles)
 
 
 @dataclass
@@ -244,21 +298,30 @@ class SimulationReport:
         ]
 
     def _kernel_table(self) -> str:
+        """One row per launch; a kernel split by npu.sync_all gets a row per phase
+        under it (stream and blocks left blank: the kernel's)."""
         ratio_columns = ("cube", "vec", "mte1", "mte2", "mte3", "fix", "scalar")
+        names = [f"@{k.name}" for k in self.kernels] + [f"  {p.name}" for k in self.kernels for p in k.phases]
+        width = max(22, *(len(n) + 2 for n in names))
         header = (
-            f"{'kernel':<22}{'stream':>7}{'blocks':>7}{'start':>10}{'cycles':>10}{'time_us':>10}"
+            f"{'kernel':<{width}}{'stream':>7}{'blocks':>7}{'start':>10}{'cycles':>10}{'time_us':>10}"
             + "".join(f"{c:>8}" for c in ratio_columns)
             + f"{'gm_read':>11}{'gm_written':>11}"
         )
+
+        def row(name: str, stream: str, blocks: str, part) -> str:
+            ratios = part.ratios()
+            return (
+                f"{name:<{width}}{stream:>7}{blocks:>7}{part.start:>10}{part.cycles:>10}"
+                f"{self.hw.cycles_to_us(part.cycles):>10.3f}"
+                + "".join(f"{100 * ratios[c]:>7.1f}%" for c in ratio_columns)
+                + f"{int(part.stats[STAT_INDEX['gm_read']]):>11}{int(part.stats[STAT_INDEX['gm_written']]):>11}"
+            )
+
         rows = [header]
         for k in self.kernels:
-            ratios = k.ratios()
-            rows.append(
-                f"{'@' + k.name:<22}{k.stream:>7}{k.block_dim:>7}{k.start:>10}{k.cycles:>10}"
-                f"{self.hw.cycles_to_us(k.cycles):>10.3f}"
-                + "".join(f"{100 * ratios[c]:>7.1f}%" for c in ratio_columns)
-                + f"{int(k.stats[STAT_INDEX['gm_read']]):>11}{int(k.stats[STAT_INDEX['gm_written']]):>11}"
-            )
+            rows.append(row(f"@{k.name}", str(k.stream), str(k.block_dim), k))
+            rows += [row(f"  {p.name}", "", "", p) for p in k.phases]
         return "\n".join(rows)
 
     # ---- json -------------------------------------------------------------------------
@@ -305,6 +368,18 @@ class SimulationReport:
             "instructions": k.instructions,
             "cores": k.cores,
             "port_cycles": k.port_cycles,
+            "phases": [
+                {
+                    "name": p.name,
+                    "start_cycle": p.start,
+                    "cycles": p.cycles,
+                    "pipes": dict(zip(PIPE_NAMES, p.busy)),
+                    "ratios": p.ratios(),
+                    "gm_bytes_read": int(p.stats[STAT_INDEX["gm_read"]]),
+                    "gm_bytes_written": int(p.stats[STAT_INDEX["gm_written"]]),
+                }
+                for p in k.phases
+            ],
         }
 
     def json_text(self) -> str:

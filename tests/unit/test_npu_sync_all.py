@@ -142,3 +142,17 @@ def test_buffers_of_one_phase_may_not():
         r"#0 \(phase 0\) to #0 \(phase 1\), %b from launch #0 \(phase 1\)",
     ):
         run(phases_module(b_offset=0, c_offset=512), [X])
+
+
+def test_the_report_splits_a_kernel_into_its_phases():
+    """A row per phase: the second starts when the barrier releases the first, and
+    the phases' counts add up to the kernel's."""
+    report = run(mirror_module("npu.sync_all"), [X]).report
+    (kernel,) = report.kernels
+    first, second = kernel.phases
+    assert (first.name, second.name) == ("phase 0", "phase 1")
+    assert first.start == kernel.start and second.start == first.end and second.end == kernel.end
+    assert [a + b for a, b in zip(first.busy, second.busy)] == kernel.busy
+    assert [a + b for a, b in zip(first.stats, second.stats)] == kernel.stats
+    assert [p["name"] for p in report.as_json()["kernels"][0]["phases"]] == ["phase 0", "phase 1"]
+    assert "  phase 1" in report.text()

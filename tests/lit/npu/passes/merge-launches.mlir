@@ -1,7 +1,8 @@
 // npu-merge-launches on two launches of one stream: @halves doubles x on 2
 // blocks (one half each) into %t, then @sum adds x to it on 1 block. They become
 // one kernel on 2 blocks: @halves' body, an npu.sync_all, then @sum's body under
-// `block_idx < 1`, its npu.block_dim replaced by its own count.
+// `block_idx < 1`, its npu.block_dim replaced by its own count; `ge-sim --report`
+// shows a row per phase under the kernel's.
 // RUN: ge-opt %s -p 'npu-merge-launches{hw=tiny}' | filecheck %s
 // RUN: ge-opt %s -p 'npu-merge-launches{hw=tiny}' --pass-statistics 2>&1 >/dev/null | filecheck %s --check-prefix=STATS
 // RUN: ge-sim %s --hw tiny --pipeline 'npu-merge-launches{hw=tiny}' --seed 2 --report --outputs %t.npz | filecheck %s --check-prefix=SIM
@@ -9,7 +10,7 @@
 // RUN: ge-sim %s --hw tiny --seed 2 --report | filecheck %s --check-prefix=SEPARATE
 // EXPECT: y = 3 * x
 
-// CHECK:      npu.kernel @halves_to_sum(%x: memref<512xf16, #npu.space<gm>>, %t: memref<512xf16, #npu.space<gm>>, %y: memref<512xf16, #npu.space<gm>>) attributes {block_dim = 2} {
+// CHECK:      npu.kernel @halves_to_sum(%x: memref<512xf16, #npu.space<gm>>, %t: memref<512xf16, #npu.space<gm>>, %y: memref<512xf16, #npu.space<gm>>) attributes {block_dim = 2, npu.phases = ["halves", "sum"]} {
 // CHECK:        %b = npu.block_idx : index
 // CHECK:        npu.vmuls %u[%c0], %u[%c0] {cols = 256, scalar = 2.0}
 // CHECK:        npu.copy %u[%c0], %t[%o] {cols = 256}
@@ -32,6 +33,10 @@
 
 // SIM: total: 4004 cycles
 // SIM: instructions: {{[0-9]+}} in 1 launches, 2 blocks
+// SIM: kernel
+// SIM-NEXT: @halves_to_sum 0 2 3000 1004
+// SIM-NEXT: halves 3000 {{[0-9]+}}
+// SIM-NEXT: sum {{[0-9]+}} {{[0-9]+}}
 // NUMERICS: ok: y matches 3 * x
 
 // SEPARATE: total: 6698 cycles
