@@ -5,9 +5,10 @@ example, against the issue's targets (issue 7).
     python bench/plan.py examples/mmoe.mlir --eager   # eager mode (fuse=false)
     python bench/plan.py --streams 1 2 4 0            # stream counts to time (0 = automatic)
 
-Each example is compiled once up to the plan (ge-compile's stages before
-`npu-assign-streams`), then planned several ways and simulated on the same
-random inputs:
+Each example is compiled once up to the plan (the stages of
+`ge-compile{merge=false}` before `npu-assign-streams`: the plans and times here
+are of the launches as lowered, so the split passes weigh a second kernel as a
+launch too), then planned several ways and simulated on the same random inputs:
 
 * memory: the arena (intermediates) without reuse, the lower bound (the most
   bytes live at any one time under the schedule) and each placement strategy,
@@ -50,10 +51,10 @@ SPEEDUP_TARGETS = {"mmoe": 1.3}
 
 
 def lowered(path: str, hw: str, fuse: bool):
-    """The example after every ge-compile stage that comes before the plan."""
+    """The example after every ge-compile{merge=false} stage that comes before the plan."""
     module = load_module(make_context(), path)
     with instrumented(Instrumentation(verify_each=False)):
-        run_pipeline(stages_before_plan(CompilePipeline(fuse=fuse, hw=hw)), make_context(), module)
+        run_pipeline(stages_before_plan(CompilePipeline(fuse=fuse, hw=hw, merge=False)), make_context(), module)
     return module
 
 

@@ -37,8 +37,8 @@ class LowerToNpuPipeline(PipelinePass):
 
     def stages(self) -> list[ModulePass]:
         return [
-            SplitMatmulNormPass(hw=self.hw, debug=self.debug),
-            SplitKPass(hw=self.hw, debug=self.debug),
+            SplitMatmulNormPass(hw=self.hw, debug=self.debug, merge=self.merge),
+            SplitKPass(hw=self.hw, debug=self.debug, merge=self.merge),
             UngroupPass(hw=self.hw, debug=self.debug),
             MaterializeBroadcastsPass(hw=self.hw),
             ToNpuPass(hw=self.hw, debug=self.debug),

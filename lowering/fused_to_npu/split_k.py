@@ -8,9 +8,10 @@ through the core's own GM path. Cut into K slices (`fused.matmul_partials`),
 an item reads one slice of each and writes an fp32 partial;
 `fused.partials_bias_act` then adds the partials, the bias and the residual
 and applies the activation. The pass estimates the product as it is and with
-2, 4 and 8 slices (the second kernel's launch and traffic included) and keeps
-the fastest. `debug=true` prints the estimates; `--pass-statistics` counts the
-ops split and kept.
+2, 4 and 8 slices (the second kernel's traffic included, and what running it
+costs: its launch, or with `merge=true` the barrier where npu-merge-launches
+joins it to the product) and keeps the fastest. `debug=true` prints the
+estimates; `--pass-statistics` counts the ops split and kept.
 
 The pieces every split-K rewrite shares live here too (`split_k_forms`,
 `matmul_partials`, `row_kernel_cycles`, `choose_form`): `fused-split-matmul-norm`
@@ -33,6 +34,7 @@ from ...core.passes import record_statistic
 from ...dialects import fused
 from ...dialects.ge.formats import Format
 from ...simulator.hardware import HardwarePreset, load_preset
+from ...simulator.npu.costs import next_kernel_cycles
 from ..tiling import FRACTAL, choose_cube_tiling
 from .context import GmTensor, named
 from .templates.cube import bias_act_epilogue, epilogue_input, gemm_problem, views_of
@@ -55,18 +57,21 @@ class SplitKPass(ModulePass):
 
     hw: str = "ascend910"
     debug: bool = False
+    merge: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         hw = load_preset(self.hw)
+        next_kernel = next_kernel_cycles(hw, self.merge)
         for matmul in [o for o in op.walk() if isinstance(o, fused.MatmulBiasActOp)]:
-            verdict = choose_form(self.name, matmul, estimates(matmul, hw), self.debug)
+            verdict = choose_form(self.name, matmul, estimates(matmul, hw, next_kernel), self.debug)
             if verdict != "one kernel":
                 split_k(matmul, int(verdict.removeprefix("split-K ")))
             record_statistic(self.name, f"ops {'kept' if verdict == 'one kernel' else 'split'}")
 
 
-def estimates(op: fused.MatmulBiasActOp, hw: HardwarePreset) -> dict[str, float]:
-    """Estimated cycles of `op` as one kernel and as each split-K form."""
+def estimates(op: fused.MatmulBiasActOp, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
+    """Estimated cycles of `op` as one kernel and as each split-K form (whose second
+    kernel costs `next_kernel` to run besides its work)."""
     a = op.attr_values()
     x = named(op, [GmTensor(None, v.type, v) for v in op.operands])
     out = GmTensor(None, op.result.type, op.result)
@@ -80,7 +85,7 @@ def estimates(op: fused.MatmulBiasActOp, hw: HardwarePreset) -> dict[str, float]
     def reduce_cycles(splits: int) -> float:
         return row_kernel_cycles(hw, out.shape, splits * 4 + read, out.itemsize, splits + REDUCE_PASSES)
 
-    return forms | split_k_forms(hw, x.lhs, x.rhs, out.shape, a, reduce_cycles)
+    return forms | split_k_forms(hw, x.lhs, x.rhs, out.shape, a, reduce_cycles, next_kernel)
 
 
 def split_k(op: fused.MatmulBiasActOp, splits: int) -> None:
@@ -97,10 +102,17 @@ def split_k(op: fused.MatmulBiasActOp, splits: int) -> None:
 
 
 def split_k_forms(
-    hw: HardwarePreset, lhs: GmTensor, rhs: GmTensor, shape, a, reduce_cycles: Callable[[int], float]
+    hw: HardwarePreset,
+    lhs: GmTensor,
+    rhs: GmTensor,
+    shape,
+    a,
+    reduce_cycles: Callable[[int], float],
+    next_kernel: float,
 ) -> dict[str, float]:
-    """"split-K <splits>" -> estimated cycles of the partials' cube kernel, the second
-    kernel's launch and `reduce_cycles(splits)`, for each K cut into whole fractals."""
+    """"split-K <splits>" -> estimated cycles of the partials' cube kernel, running
+    the second kernel (`next_kernel`) and `reduce_cycles(splits)`, for each K cut
+    into whole fractals."""
     depth = lhs.shape[0 if a.transpose_a else 1]
     forms = {}
     for splits in (s for s in SPLITS if depth % (s * FRACTAL) == 0):
@@ -108,7 +120,7 @@ def split_k_forms(
         problem = gemm_problem(
             lhs, [rhs], partials.shape, a.transpose_a, a.transpose_b, CubeEpilogue(views_of([partials])), splits=splits
         )
-        forms[f"split-K {splits}"] = cube_cycles(hw, problem) + hw.kernel_launch_cycles + reduce_cycles(splits)
+        forms[f"split-K {splits}"] = cube_cycles(hw, problem) + next_kernel + reduce_cycles(splits)
     return forms
 
 

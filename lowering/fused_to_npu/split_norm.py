@@ -12,7 +12,8 @@ forms:
 * fused: the whole-row cube kernel with the norm epilogue;
 * split: `fused.matmul_bias_act` (bias and residual: the sum) with its own
   tiling, then `ge.layer_norm` / `ge.rms_norm` of the sum (a row kernel), plus
-  one kernel launch and the norm kernel's traffic (read the sum, write y);
+  running a second kernel (a launch, or with `merge=true` the barrier where
+  npu-merge-launches joins the two) and its traffic (read the sum, write y);
 * split-K: `fused.matmul_partials` cuts K into 2, 4 or 8 slices, each item
   of its cube kernel multiplies one slice of A by one slice of B into an fp32
   partial, and `fused.partials_add_layer_norm` / `..._rms_norm` adds the
@@ -41,6 +42,7 @@ from ...core.passes import record_statistic
 from ...dialects import fused, ge
 from ...dialects.ge.formats import Format
 from ...simulator.hardware import HardwarePreset, load_preset
+from ...simulator.npu.costs import next_kernel_cycles
 from .context import GmTensor, named
 from .split_k import choose_form, cube_cycles, matmul_partials, replace_op, row_kernel_cycles, split_k_forms
 from .templates.cube import add_norm_epilogue, bias_act_epilogue, epilogue_input, gemm_problem, views_of
@@ -62,11 +64,13 @@ class SplitMatmulNormPass(ModulePass):
 
     hw: str = "ascend910"
     debug: bool = False
+    merge: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         hw = load_preset(self.hw)
+        next_kernel = next_kernel_cycles(hw, self.merge)
         for norm in [o for o in op.walk() if isinstance(o, NORM_OPS)]:
-            verdict = choose_form(self.name, norm, estimates(norm, hw), self.debug)
+            verdict = choose_form(self.name, norm, estimates(norm, hw, next_kernel), self.debug)
             if verdict == "split":
                 split(norm)
             elif verdict != "fused":
@@ -74,9 +78,9 @@ class SplitMatmulNormPass(ModulePass):
             record_statistic(self.name, f"ops {verdict.split()[0]}")
 
 
-def estimates(op: Operation, hw: HardwarePreset) -> dict[str, float]:
+def estimates(op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
     """Estimated cycles of each form of `op` ("fused", "split", "split-K <splits>"),
-    the second kernel's launch included; inf where no tiling fits."""
+    running the second kernel (`next_kernel`) included; inf where no tiling fits."""
     a = op.attr_values()
     x = named(op, [GmTensor(None, v.type, v) for v in op.operands])
     outs = [GmTensor(None, r.type, r) for r in op.results]
@@ -88,11 +92,12 @@ def estimates(op: Operation, hw: HardwarePreset) -> dict[str, float]:
     product = gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, plain)
     forms = {
         "fused": cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, whole, True)),
-        "split": cube_cycles(hw, product) + hw.kernel_launch_cycles + norm_cycles(hw, shape, outs[0].itemsize),
+        "split": cube_cycles(hw, product) + next_kernel + norm_cycles(hw, shape, outs[0].itemsize),
     }
     if x.residual.format != Format.ND:
         return forms
-    return forms | split_k_forms(hw, x.lhs, x.rhs, shape, a, lambda splits: norm_cycles(hw, shape, outs[0].itemsize, splits))
+    reduce_cycles = lambda splits: norm_cycles(hw, shape, outs[0].itemsize, splits)  # noqa: E731
+    return forms | split_k_forms(hw, x.lhs, x.rhs, shape, a, reduce_cycles, next_kernel)
 
 
 def norm_cycles(hw: HardwarePreset, shape, itemsize: int, splits: int = 0) -> float:

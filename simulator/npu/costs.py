@@ -21,6 +21,8 @@
   `repeats = ceil(rows * cols * widest element bytes / vector.repeat_bytes)`.
 * scalar: every issued op costs `scalar.instruction_cycles` of the scalar unit,
   every `scf.for` iteration `scalar.loop_iteration_cycles`.
+* `npu.sync_all` (soft SyncAll) beyond the drain of every pipe: a block's 32-byte
+  flag stored to GM, then every core's flag read back (`sync_all_transfers`).
 """
 
 from __future__ import annotations
@@ -82,3 +84,24 @@ def mmad_min_cycles(hw: HardwarePreset, m: int, n: int, k: int, rate: str = "fp1
     """The multiply-accumulates at the cube's peak rate (4096 MACs per block, no
     padding, no startup): the compute term of the roofline."""
     return m * n * k / 4096 * hw.cube_cycles_per_block[rate]
+
+
+SYNC_FLAG_BYTES = 32
+"""One block's flag in the SyncAll workspace: Ascend C asks for 32 bytes per core."""
+
+
+def sync_all_transfers(hw: HardwarePreset) -> tuple[TransferCost, TransferCost]:
+    """The flag store (UB -> GM) and the read of every core's flag (GM -> UB) of one
+    `npu.sync_all`."""
+    store = transfer_cost(hw, "ub_to_gm", 1, SYNC_FLAG_BYTES)
+    poll = transfer_cost(hw, "gm_to_ub", 1, SYNC_FLAG_BYTES * hw.core_count)
+    return store, poll
+
+
+def next_kernel_cycles(hw: HardwarePreset, merged: bool) -> int:
+    """What running one more kernel after another on the stream costs besides its
+    own work: its launch, or the barrier where npu-merge-launches joins them."""
+    if not merged:
+        return hw.kernel_launch_cycles
+    store, poll = sync_all_transfers(hw)
+    return store.cycles + poll.cycles

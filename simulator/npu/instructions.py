@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ...core.diagnostics import location_of, op_error
 from ...dialects import npu
-from .costs import mmad_cycles, mmad_min_cycles, transfer_cost, vector_cycles, vector_min_cycles
+from .costs import mmad_cycles, mmad_min_cycles, sync_all_transfers, transfer_cost, vector_cycles, vector_min_cycles
 from .hazards import PIPE_INDEX, S, Record
 
 Step = Callable[[object], None]
@@ -377,8 +377,7 @@ class InstructionDecoder:
         on when the read that starts after the last flag landed returns."""
         where = f"when every pipe must drain at the 'npu.sync_all' at {location_of(op)}"
         cost, barrier_cost = self.hw.scalar_instruction_cycles, self.hw.barrier_cost
-        store = transfer_cost(self.hw, "ub_to_gm", 1, SYNC_FLAG_BYTES)
-        poll = transfer_cost(self.hw, "gm_to_ub", 1, SYNC_FLAG_BYTES * self.hw.core_count)
+        store, poll = sync_all_transfers(self.hw)
         mte2, mte3 = PIPE_INDEX["MTE2"], PIPE_INDEX["MTE3"]
         self.phase += 1
 
@@ -394,10 +393,6 @@ class InstructionDecoder:
             core.phase_marks.append((released, list(core.busy), list(core.stats)))
 
         return issue
-
-
-SYNC_FLAG_BYTES = 32
-"""One block's flag in the SyncAll workspace: Ascend C asks for 32 bytes per core."""
 
 
 def drain_all(core, cost: int, barrier_cost: int, where: str) -> int:

@@ -395,3 +395,17 @@ def test_qkv_projections_take_turns_with_a_resident(capsys):
                    pipeline="ge-lower-to-npu{hw=ascend910 debug=true}")
     explained = capsys.readouterr().err
     assert "x 3 products in turn" in explained and "3 per core" in explained and "A resident in L1" in explained
+
+
+def test_split_k_weighs_the_second_kernel_as_merged_or_launched():
+    """128 x 1024 @ 1024 x 256: cutting K pays off when the partials' kernel costs a
+    barrier in a merged kernel (`merge=true`, the default), not when it costs a
+    launch of its own."""
+    args = [arg("h", (128, 1024)), arg("w", (1024, 256)), arg("bias", (256,))]
+    text = module(args, "fused.matmul_bias_act", "%h, %w bias %bias", '{act = "none"}', [tensor((128, 256))])
+
+    def split(merge: str) -> bool:
+        compiled = compile_module(parse(text), f"fused-split-k{{hw=ascend910 merge={merge}}}")
+        return "fused.matmul_partials" in {op.name for op in compiled.walk()}
+
+    assert split("true") and not split("false")
