@@ -8,7 +8,10 @@
 // RUN: ge-sim %s --hw tiny --pipeline 'npu-merge-launches{hw=tiny}' --seed 2 --report --outputs %t.npz | filecheck %s --check-prefix=SIM
 // RUN: python %S/../inputs/expect.py %s %t.npz --seed 2 | filecheck %s --check-prefix=NUMERICS
 // RUN: ge-sim %s --hw tiny --seed 2 --report | filecheck %s --check-prefix=SEPARATE
+// RUN: not ge-opt %s -p 'npu-merge-launches{hw=tiny},npu-insert-sync{hw=tiny}' 2>&1 | filecheck %s --check-prefix=RESYNC
 // EXPECT: y = 3 * x
+
+// RESYNC: error: 'npu.sync_all' op npu-insert-sync cannot synchronise @halves_to_sum: its phases are joined by npu.sync_all (run npu-insert-sync before npu-merge-launches)
 
 // CHECK:      npu.kernel @halves_to_sum(%x: memref<512xf16, #npu.space<gm>>, %t: memref<512xf16, #npu.space<gm>>, %y: memref<512xf16, #npu.space<gm>>) attributes {block_dim = 2, npu.phases = ["halves", "sum"]} {
 // CHECK:        %b = npu.block_idx : index
