@@ -63,7 +63,7 @@ def launch_block_dim(launch: npu.LaunchOp) -> int:
     return given if given is not None else launch.kernel_op().attr_values().block_dim
 
 
-def merge_run(module: ModuleOp, run: list[npu.LaunchOp]) -> npu.KernelOp:
+def merge_run(run: list[npu.LaunchOp]) -> npu.KernelOp:
     """One kernel for the launches of `run`, launched in their place."""
     args = list(dict.fromkeys(value for launch in run for value in launch.args))
     block_dim = max(launch_block_dim(launch) for launch in run)
@@ -139,7 +139,7 @@ class MergeLaunchesPass(ModulePass):
         runs = mergeable_runs(main.body.block, core_count)
         hoist_definitions(main.body.block)  # a later launch's arguments may be defined after the first
         for run in runs:
-            merge_run(op, run)
+            merge_run(run)
         record_statistic(self.name, "launches merged", sum(len(run) for run in runs))
         record_statistic(self.name, "kernels made", len(runs))
         drop_unlaunched_kernels(op)
