@@ -49,24 +49,52 @@ bias and residual widened and added, an activation, the rounding."""
 
 
 @dataclass(frozen=True)
-class SplitKPass(ModulePass):
-    """Split long-K, few-row matmul_bias_act ops into a split-K product and the sum of
-    its partials where the tiling estimates that faster (see the module docstring)."""
-
-    name = "fused-split-k"
+class FormChoicePass(ModulePass):
+    """Rewrites every op it `targets` into the form the tiling estimates fastest:
+    `estimates(op, hw, next_kernel)` gives each form's cycles (a second kernel
+    costing `next_kernel` to run: a launch, or with `merge` the barrier of the
+    kernel npu-merge-launches makes), `rewrite(op, verdict)` applies the verdict
+    and names the statistic to count."""
 
     hw: str = "ascend910"
     debug: bool = False
     merge: bool = True
 
+    def targets(self, op: Operation) -> bool:
+        raise NotImplementedError
+
+    def estimates(self, op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
+        raise NotImplementedError
+
+    def rewrite(self, op: Operation, verdict: str) -> str:
+        raise NotImplementedError
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         hw = load_preset(self.hw)
         next_kernel = next_kernel_cycles(hw, self.merge)
-        for matmul in [o for o in op.walk() if isinstance(o, fused.MatmulBiasActOp)]:
-            verdict = choose_form(self.name, matmul, estimates(matmul, hw, next_kernel), self.debug)
-            if verdict != "one kernel":
-                split_k(matmul, int(verdict.removeprefix("split-K ")))
-            record_statistic(self.name, f"ops {'kept' if verdict == 'one kernel' else 'split'}")
+        for target in [o for o in op.walk() if self.targets(o)]:
+            verdict = choose_form(self.name, target, self.estimates(target, hw, next_kernel), self.debug)
+            record_statistic(self.name, self.rewrite(target, verdict))
+
+
+@dataclass(frozen=True)
+class SplitKPass(FormChoicePass):
+    """Split long-K, few-row matmul_bias_act ops into a split-K product and the sum of
+    its partials where the tiling estimates that faster (see the module docstring)."""
+
+    name = "fused-split-k"
+
+    def targets(self, op: Operation) -> bool:
+        return isinstance(op, fused.MatmulBiasActOp)
+
+    def estimates(self, op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
+        return estimates(op, hw, next_kernel)
+
+    def rewrite(self, op: Operation, verdict: str) -> str:
+        if verdict == "one kernel":
+            return "ops kept"
+        split_k(op, int(verdict.removeprefix("split-K ")))
+        return "ops split"
 
 
 def estimates(op: fused.MatmulBiasActOp, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:

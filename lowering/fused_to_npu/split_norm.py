@@ -33,18 +33,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 
-from ...core.passes import record_statistic
 from ...dialects import fused, ge
 from ...dialects.ge.formats import Format
-from ...simulator.hardware import HardwarePreset, load_preset
-from ...simulator.npu.costs import next_kernel_cycles
+from ...simulator.hardware import HardwarePreset
 from .context import GmTensor, named
-from .split_k import choose_form, cube_cycles, matmul_partials, replace_op, row_kernel_cycles, split_k_forms
+from .split_k import FormChoicePass, cube_cycles, matmul_partials, replace_op, row_kernel_cycles, split_k_forms
 from .templates.cube import add_norm_epilogue, bias_act_epilogue, epilogue_input, gemm_problem, views_of
 
 NORM_OPS = (fused.MatmulAddLayerNormOp, fused.MatmulAddRmsNormOp)
@@ -55,27 +50,25 @@ centre, square, variance, scale, gamma, beta, round ...), for its estimate."""
 
 
 @dataclass(frozen=True)
-class SplitMatmulNormPass(ModulePass):
+class SplitMatmulNormPass(FormChoicePass):
     """Split matmul + residual + norm ops into a matmul kernel and a norm kernel, or a
     split-K product and the norm of its partials, where the tiling estimates that
     faster (see the module docstring)."""
 
     name = "fused-split-matmul-norm"
 
-    hw: str = "ascend910"
-    debug: bool = False
-    merge: bool = True
+    def targets(self, op: Operation) -> bool:
+        return isinstance(op, NORM_OPS)
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        hw = load_preset(self.hw)
-        next_kernel = next_kernel_cycles(hw, self.merge)
-        for norm in [o for o in op.walk() if isinstance(o, NORM_OPS)]:
-            verdict = choose_form(self.name, norm, estimates(norm, hw, next_kernel), self.debug)
-            if verdict == "split":
-                split(norm)
-            elif verdict != "fused":
-                split_k(norm, int(verdict.removeprefix("split-K ")))
-            record_statistic(self.name, f"ops {verdict.split()[0]}")
+    def estimates(self, op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
+        return estimates(op, hw, next_kernel)
+
+    def rewrite(self, op: Operation, verdict: str) -> str:
+        if verdict == "split":
+            split(op)
+        elif verdict != "fused":
+            split_k(op, int(verdict.removeprefix("split-K ")))
+        return f"ops {verdict.split()[0]}"
 
 
 def estimates(op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
