@@ -47,6 +47,7 @@ _PROJECT_PASSES: dict[str, str] = {
     "npu-plan-local-memory": ".transforms.npu.plan_local_memory:PlanLocalMemoryPass",
     "npu-insert-sync": ".transforms.npu.insert_sync:InsertSyncPass",
     "npu-double-buffer": ".transforms.npu.double_buffer:DoubleBufferPass",
+    "npu-prefetch-constants": ".transforms.npu.prefetch_constants:PrefetchConstantsPass",
     # Between levels (lowering) and the compilation pipelines
     "ge-to-npu": ".lowering.fused_to_npu.convert:ToNpuPass",
     "fused-ungroup": ".lowering.fused_to_npu.ungroup:UngroupPass",

@@ -11,6 +11,7 @@ from ..core.passes import PipelinePass
 from ..transforms.npu.double_buffer import DoubleBufferPass
 from ..transforms.npu.insert_sync import InsertSyncPass
 from ..transforms.npu.plan_local_memory import PlanLocalMemoryPass
+from ..transforms.npu.prefetch_constants import PrefetchConstantsPass
 from .fused_to_npu.convert import ToNpuPass
 from .fused_to_npu.materialize_broadcasts import MaterializeBroadcastsPass
 from .fused_to_npu.split_k import SplitKPass
@@ -47,7 +48,7 @@ class LowerToNpuPipeline(PipelinePass):
             InsertSyncPass(hw=self.hw),
             AssignStreamsPass(streams=self.streams),
             PlanGmPass(hw=self.hw, reuse=self.reuse),
-            *([MergeLaunchesPass(hw=self.hw)] if self.merge else []),
+            *([MergeLaunchesPass(hw=self.hw), PrefetchConstantsPass(hw=self.hw)] if self.merge else []),
         ]
 
 

@@ -230,7 +230,8 @@ class NpuOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser):
         start = parser.pos
-        items = _parse_operand_list(parser)
+        # An op without operands must not take the next line's `%result = ...` for one.
+        items = _parse_operand_list(parser) if cls.operand_syntax() else []
         cls._check_operand_syntax(parser, items, start)
         attr_pos = parser.pos
         written = parser.parse_optional_attr_dict()

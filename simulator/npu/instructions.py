@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ...core.diagnostics import location_of, op_error
 from ...dialects import npu
+from ...dialects.npu.base import element_bytes
 from .costs import mmad_cycles, mmad_min_cycles, sync_all_transfers, transfer_cost, vector_cycles, vector_min_cycles
 from .hazards import PIPE_INDEX, S, Record
 
@@ -113,15 +114,7 @@ class InstructionDecoder:
         if isinstance(op, npu.TransferOp):
             accesses = op.accesses(a)
             src, dst = op.spaces()
-            if isinstance(op, npu.LoadL0Op):
-                counted = [accesses[0]]
-            elif isinstance(op, npu.FixpipeOp):
-                counted = [accesses[1]]
-            else:
-                counted = accesses
-            runs, run_elements = max((acc.pattern.runs() for acc in counted), key=lambda r: r[0])
-            itemsize = self.buffer(op.operands[counted[0].operand]).itemsize
-            cost = transfer_cost(hw, op.path(), runs, run_elements * itemsize)
+            cost = transfer_op_cost(hw, op, a)
             nbytes = a.rows * a.cols * self.buffer(op.dst).itemsize
             stats = [(self.stat(op.path()), nbytes), (self.stat("transfers"), 1)]
             if src == "gm":
@@ -393,6 +386,35 @@ class InstructionDecoder:
             core.phase_marks.append((released, list(core.busy), list(core.stats)))
 
         return issue
+
+
+def transfer_op_cost(hw, op: npu.TransferOp, a):
+    """The `TransferCost` of a transfer with attribute values `a`: its runs are those
+    of the side with more of them (the L1 side of a load into L0, the UB side of a
+    fixpipe)."""
+    accesses = op.accesses(a)
+    if isinstance(op, npu.LoadL0Op):
+        counted = [accesses[0]]
+    elif isinstance(op, npu.FixpipeOp):
+        counted = [accesses[1]]
+    else:
+        counted = accesses
+    runs, run_elements = max((acc.pattern.runs() for acc in counted), key=lambda r: r[0])
+    itemsize = element_bytes(op.operands[counted[0].operand].type)
+    return transfer_cost(hw, op.path(), runs, run_elements * itemsize)
+
+
+def pipe_cycles(hw, op: npu.InstructionOp) -> int:
+    """The cycles an instruction holds its pipe, known from its attributes alone (as
+    `InstructionDecoder._cost` charges them; 0 for syncs and scalar reads)."""
+    a = op.attr_values()
+    if isinstance(op, npu.TransferOp):
+        return transfer_op_cost(hw, op, a).data_cycles
+    if isinstance(op, npu.MmadOp):
+        return mmad_cycles(hw, a.m, a.n, a.k, op.rate_key())
+    if isinstance(op, npu.VectorOp):
+        return vector_cycles(hw, op.COST, op.vector_bytes(a))
+    return 0
 
 
 def drain_all(core, cost: int, barrier_cost: int, where: str) -> int:

@@ -67,21 +67,25 @@ def _align(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
 
+def lowest_free_offset(size: int, taken: list[tuple[int, int]], alignment: int) -> int:
+    """The lowest offset, a multiple of `alignment`, where `size` bytes overlap none
+    of the `taken` [start, end) byte ranges."""
+    offset = 0
+    for start, end in sorted(taken):
+        if offset + size <= start:
+            break
+        offset = max(offset, _align(end, alignment))
+    return offset
+
+
 def place(buffers: list[Buffer], alignment: int, conflict=Buffer.overlaps_in_time) -> int:
     """Give every buffer without an offset the lowest aligned offset that overlaps no
     placed buffer it is in `conflict` with (largest buffers first); returns the end
     of the highest buffer."""
     placed = [b for b in buffers if b.offset is not None]
     for buffer in sorted((b for b in buffers if b.offset is None), key=lambda b: (-b.size, b.live or (0, 0))):
-        conflicts = sorted(
-            ((other.offset, other.offset + other.size) for other in placed if conflict(buffer, other)),
-        )
-        offset = 0
-        for start, end in conflicts:
-            if offset + buffer.size <= start:
-                break
-            offset = max(offset, _align(end, alignment))
-        buffer.offset = offset
+        taken = [(other.offset, other.offset + other.size) for other in placed if conflict(buffer, other)]
+        buffer.offset = lowest_free_offset(buffer.size, taken, alignment)
         placed.append(buffer)
     return max((b.offset + b.size for b in buffers), default=0)
 

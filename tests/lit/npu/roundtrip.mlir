@@ -62,6 +62,7 @@
 // CHECK-NEXT: npu.pipe_barrier {pipe = "V"}
 // CHECK-NEXT: npu.pipe_barrier {pipe = "ALL"}
 // CHECK-NEXT: npu.sync_all
+// CHECK-NEXT: %after = npu.block_idx : index
 // CHECK-NEXT: }
 // CHECK-NEXT: func.func @main(%x: memref<4096xf16, #npu.space<gm>> {ge.name = "x"}, %y: memref<1024xf32, #npu.space<gm>> {ge.name = "y", npu.output}) {
 // CHECK-NEXT: %t = npu.gm_buffer {offset = 0} : memref<4096xf16, #npu.space<gm>>
@@ -136,6 +137,7 @@ builtin.module attributes {npu.gm_arena_bytes = 8192 : i64} {
     npu.pipe_barrier {pipe = "V"}
     npu.pipe_barrier {pipe = "ALL"}
     npu.sync_all
+    %after = npu.block_idx : index
   }
   func.func @main(%x: memref<4096xf16, #npu.space<gm>> {ge.name = "x"}, %y: memref<1024xf32, #npu.space<gm>> {ge.name = "y", npu.output}) {
     %t = npu.gm_buffer {offset = 0} : memref<4096xf16, #npu.space<gm>>

@@ -1,0 +1,113 @@
+"""npu-prefetch-constants moves a phase's leading constant loads above its barrier,
+and only those it can move without changing what any instruction reads: the
+numbers stay the same, and the simulator (its race check included) agrees."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gecomp.core.context import make_context
+from gecomp.core.parsing import parse_module
+from gecomp.dialects import npu
+from gecomp.simulator.hardware import load_preset
+from gecomp.simulator.npu import simulate
+from gecomp.simulator.npu.costs import transfer_cost, vector_cycles
+from gecomp.transforms.npu.prefetch_constants import PrefetchConstantsPass, mte2_slack, phases
+
+VECTOR_WORK = '    npu.vmuls %s[%c0], %s[%c0] {cols = 256, scalar = 1.0}\n'
+
+
+def module(second_phase: str, vector_ops: int = 1, w_offset: int = 1024) -> str:
+    """x doubled into %t by phase 1 (with `vector_ops` more vector instructions),
+    then `second_phase`, which reads %t and the constant %w (1.5 everywhere) and
+    writes y; `%w_ub` is a 256-element UB buffer at `w_offset`."""
+    return f"""builtin.module {{
+  npu.kernel @k(%x: memref<512xf16, #npu.space<gm>>, %t: memref<512xf16, #npu.space<gm>>, %w: memref<1024xf16, #npu.space<gm>>, %y: memref<512xf16, #npu.space<gm>>) attributes {{block_dim = 2, npu.phases = ["a", "b"]}} {{
+    %c0 = arith.constant 0 : index
+    %c256 = arith.constant 256 : index
+    %b = npu.block_idx : index
+    %o = arith.muli %b, %c256 : index
+    %u = npu.alloc {{offset = 0}} : memref<256xf16, #npu.space<ub>>
+    %s = npu.alloc {{offset = 512}} : memref<256xf16, #npu.space<ub>>
+    npu.copy %x[%o], %u[%c0] {{cols = 256}}
+    npu.set_flag {{src = "MTE2", dst = "V", event = 0}}
+    npu.wait_flag {{src = "MTE2", dst = "V", event = 0}}
+    npu.vmuls %u[%c0], %s[%c0] {{cols = 256, scalar = 1.0}}
+{VECTOR_WORK * vector_ops}    npu.vadd %u[%c0], %s[%c0], %u[%c0] {{cols = 256}}
+    npu.set_flag {{src = "V", dst = "MTE3", event = 0}}
+    npu.wait_flag {{src = "V", dst = "MTE3", event = 0}}
+    npu.copy %u[%c0], %t[%o] {{cols = 256}}
+    npu.sync_all
+    %c1 = arith.constant 0 : index
+    %b2 = npu.block_idx : index
+    %o2 = arith.muli %b2, %c256 : index
+    %v = npu.alloc {{offset = 2048}} : memref<256xf16, #npu.space<ub>>
+    %w_ub = npu.alloc {{offset = {w_offset}}} : memref<256xf16, #npu.space<ub>>
+{second_phase}
+    npu.pipe_barrier {{pipe = "ALL"}}
+    npu.vadd %v[%c1], %w_ub[%c1], %v[%c1] {{cols = 256}}
+    npu.pipe_barrier {{pipe = "ALL"}}
+    npu.copy %v[%c1], %y[%o2] {{cols = 256}}
+  }}
+  func.func @main(%x: memref<512xf16, #npu.space<gm>> {{ge.name = "x"}}, %y: memref<512xf16, #npu.space<gm>> {{ge.name = "y", npu.output}}) {{
+    %t = npu.gm_buffer {{offset = 0}} : memref<512xf16, #npu.space<gm>>
+    %w = npu.gm_constant {{value = dense<1.5> : tensor<1024xf16>, logical = tensor<1024xf16>}} : memref<1024xf16, #npu.space<gm>>
+    npu.launch @k(%x, %t, %w, %y) {{block_dim = 2}}
+    func.return
+  }}
+}}"""
+
+
+LOAD_T = "    npu.copy %t[%o2], %v[%c1] {cols = 256}"
+LOAD_W = "    npu.copy %w[%o2], %w_ub[%c1] {cols = 256}"
+FLAG = '    npu.set_flag {src = "MTE2", dst = "V", event = 0}\n    npu.wait_flag {src = "MTE2", dst = "V", event = 0}'
+
+
+def prefetched(text: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(the names of the copies of phase 2 moved into phase 1, y before, y after)."""
+    x = np.random.default_rng(0).standard_normal(512).astype(np.float16)
+    before = simulate(parse_module(make_context(), text, "t.mlir"), [x], hw="tiny").outputs[0]
+    m = parse_module(make_context(), text, "t.mlir")
+    PrefetchConstantsPass(hw="tiny").apply(make_context(), m)
+    kernel = next(op for op in m.walk() if isinstance(op, npu.KernelOp))
+    first = phases(kernel)[0]
+    moved = [str(op.dst.name_hint) for op in first if isinstance(op, npu.CopyOp) and op.src.name_hint == "w"]
+    after = simulate(m, [x], hw="tiny").outputs[0]
+    np.testing.assert_allclose(after.astype(np.float32), 2 * x.astype(np.float32) + 1.5, rtol=2e-3, atol=2e-3)
+    return moved, before, after
+
+
+def test_the_first_chunk_moves_and_its_buffer_leaves_the_previous_phase_bytes():
+    moved, before, after = prefetched(module(f"{LOAD_T}\n{LOAD_W}", w_offset=0))  # %w_ub on %u's bytes
+    assert moved == ["w_ub"]
+    np.testing.assert_array_equal(before, after)
+
+
+def test_a_buffer_an_earlier_instruction_of_the_phase_touches_stays():
+    touch = "    npu.copy %t[%o2], %w_ub[%c1] {cols = 256}"  # overwritten by %w's load after it
+    moved, _, _ = prefetched(module(f"{LOAD_T}\n{touch}\n{LOAD_W}"))
+    assert moved == []
+
+
+def test_a_copy_in_a_loop_stays():
+    loop = "    %c2 = arith.constant 1 : index\n    scf.for %i = %c1 to %c2 step %c2 {\n" + LOAD_W + "\n    }"
+    moved, _, _ = prefetched(module(f"{LOAD_T}\n{loop}"))
+    assert moved == []
+
+
+@pytest.mark.parametrize("vector_ops,moves", [(0, False), (40, True)])
+def test_after_the_first_chunk_copies_move_only_within_the_previous_phase_slack(vector_ops, moves):
+    """Behind the phase's first MTE2 flag, %w's load moves only if phase 1's vector
+    work leaves MTE2 idle for longer than it takes."""
+    moved, _, _ = prefetched(module(f"{LOAD_T}\n{FLAG}\n{LOAD_W}", vector_ops=vector_ops))
+    assert (moved == ["w_ub"]) == moves
+
+
+def test_the_slack_is_how_much_longer_the_busiest_other_pipe_works():
+    """Phase 1: 41 vmuls and a vadd over 256 fp16 on V, against one 512-byte load."""
+    hw = load_preset("tiny")
+    m = parse_module(make_context(), module(LOAD_W, vector_ops=40), "t.mlir")
+    kernel = next(op for op in m.walk() if isinstance(op, npu.KernelOp))
+    vector = 41 * vector_cycles(hw, "scalar", 512) + vector_cycles(hw, "binary", 512)
+    assert mte2_slack(phases(kernel)[0], hw) == vector - transfer_cost(hw, "gm_to_ub", 1, 512).data_cycles

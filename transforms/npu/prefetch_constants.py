@@ -1,0 +1,272 @@
+"""`npu-prefetch-constants`: a merged kernel's phase starts loading its constants
+(weights, bias rows) before the barrier that opens it.
+
+Between the phases of a merged kernel (`npu-merge-launches`) stands an
+`npu.sync_all`: every block drains its pipes and waits for all the others. A
+phase's head (MTE2 staging its first operand chunks, the cube waiting for them)
+and the previous phase's tail (its last mmads and epilogue, MTE2 idle) then never
+overlap, although the constants the head loads do not depend on anything the
+previous phase computes. This pass moves those loads above the barrier, to the
+end of the previous phase: MTE2 runs them as soon as it has issued that phase's
+own transfers, while the other pipes finish their work.
+
+A top-level `npu.copy` at the start of a phase is moved when
+* its source is a kernel argument every launch binds to an `npu.gm_constant`
+  (no phase writes it, so reading it earlier reads the same bytes);
+* its destination is a local buffer no earlier instruction of its phase touches
+  (the bytes of any buffer placed on them included), so moving it earlier in the
+  MTE2 queue reorders it only against accesses of other bytes; the flags that
+  hand the buffer on keep their places after it, and MTE2 runs in order;
+* the buffer's bytes are apart from every buffer of the previous phase, which may
+  still be using its own while the copy lands. If they are not, the buffer moves
+  to bytes that no buffer of either phase uses, if there are such bytes;
+* its offsets are computed from constants and `npu.block_idx` at the top level
+  of the phase (those computations move with it);
+* it comes before the phase's first MTE2 `set_flag` (the first chunk: what the
+  phase's first compute waits for, whose landing is on its critical path), or
+  the copies moved so far and it fit in the previous phase's MTE2 slack: how much
+  longer than MTE2 its busiest other pipe works (`mte2_slack`, from the
+  instructions' costs; a lower bound, which leaves out the idle MTE2 time of a
+  phase's tail after its last load).
+
+The barrier drains the moved copies too: they delay it when they outlast the
+previous phase's tail, by work the next phase would have had to wait for anyway
+(the first chunk) or that the slack estimate says fits. Phases that run on fewer blocks
+than the kernel (under an `scf.if`) are left alone. On the BERT layer (ascend910)
+the attention output projection's weights all move into the attention phase, and
+the first chunk of each FFN projection's weights into the phase before it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from ...core.passes import record_statistic
+from ...dialects import npu
+from ...dialects.ge.base import Kind, to_attribute
+from ...simulator.hardware import HardwarePreset, load_preset
+from ...simulator.npu.instructions import pipe_cycles
+from .affine import trip_count
+from .buffers import instructions, root_alloc
+from .plan_local_memory import lowest_free_offset
+
+
+@dataclass(frozen=True)
+class Span:
+    """The bytes of a placed local buffer."""
+
+    space: str
+    start: int
+    end: int
+
+    def overlaps(self, other: Span) -> bool:
+        return self.space == other.space and self.start < other.end and other.start < self.end
+
+
+def span_of(alloc: npu.AllocOp) -> Span | None:
+    offset = alloc.attr_values().offset
+    if offset is None:
+        return None
+    size = npu.buffer_bytes(alloc.result.type)
+    return Span(str(npu.space_of(alloc.result.type)), offset, offset + size)
+
+
+def phases(kernel: npu.KernelOp) -> list[list[Operation]]:
+    """The kernel body's top-level ops between its `npu.sync_all`s."""
+    groups: list[list[Operation]] = [[]]
+    for op in kernel.entry.ops:
+        if isinstance(op, npu.SyncAllOp):
+            groups.append([])
+        elif not isinstance(op, npu.ReturnOp):
+            groups[-1].append(op)
+    return groups
+
+
+def constant_arguments(module: ModuleOp, kernel: npu.KernelOp) -> set[SSAValue]:
+    """The kernel's parameters that every launch binds to an `npu.gm_constant`."""
+    name = kernel.sym_name.data
+    launches = [op for op in module.walk() if isinstance(op, npu.LaunchOp) and op.callee.string_value() == name]
+    if not launches:
+        return set()
+    return {
+        param
+        for i, param in enumerate(kernel.entry.args)
+        if all(isinstance(launch.args[i].owner, npu.GmConstantOp) for launch in launches)
+    }
+
+
+_MOVABLE = (arith.ConstantOp, npu.BlockIdxOp, npu.BlockDimOp)
+
+
+def offset_slice(value: SSAValue, phase: set[Operation]) -> list[Operation] | None:
+    """The ops of `phase` computing `value`, in dependency order, if they are all
+    constants, `npu.block_idx` and index arithmetic; None otherwise."""
+    ordered: list[Operation] = []
+
+    def visit(v: SSAValue) -> bool:
+        op = v.owner
+        if not isinstance(op, Operation) or op not in phase:
+            return True  # a kernel argument, or defined before the phase
+        if op in ordered:
+            return True
+        if not (isinstance(op, _MOVABLE) or (op.name.startswith("arith.") and not op.regions)):
+            return False
+        if not all(visit(operand) for operand in op.operands):
+            return False
+        ordered.append(op)
+        return True
+
+    return ordered if visit(value) else None
+
+
+class _PhaseMove:
+    """What moves from the head of `phase` to the end of `previous`."""
+
+    def __init__(self, previous: list[Operation], phase: list[Operation], constants: set[SSAValue], hw: HardwarePreset):
+        self.hw = hw
+        self.constants = constants
+        self.phase_ops = set(phase)
+        self.previous_spans = [s for s in (span_of(a) for a in _allocs(previous)) if s is not None]
+        self.phase_allocs = _allocs(phase)
+        self.moved: list[Operation] = []  # in their order in the phase
+        self.relocated: dict[npu.AllocOp, int] = {}
+        self.touched: list[Span] = []
+        # MTE2 time the previous phase leaves idle, and what the moved copies take of it.
+        self.slack = mte2_slack(previous, hw)
+        self.spent = 0
+        self.first_chunk = True  # before the phase's first MTE2 flag: what its first compute waits for
+        for op in phase:
+            if isinstance(op, npu.SetFlagOp) and op.attr_values().src == "MTE2":
+                self.first_chunk = False
+            self._visit(op)
+
+    def _visit(self, op: Operation) -> None:
+        if isinstance(op, npu.CopyOp) and self._move_copy(op):
+            return
+        for instruction in instructions(op) if op.regions else ([op] if isinstance(op, npu.InstructionOp) else []):
+            for i in instruction.buffer_operands():
+                alloc = root_alloc(instruction.operands[i])
+                span = span_of(alloc) if alloc is not None else None
+                if span is not None:
+                    self.touched.append(self._current(alloc, span))
+
+    def _current(self, alloc: npu.AllocOp, span: Span) -> Span:
+        offset = self.relocated.get(alloc)
+        return span if offset is None else Span(span.space, offset, offset + span.end - span.start)
+
+    def _move_copy(self, copy: npu.CopyOp) -> bool:
+        if copy.src not in self.constants:
+            return False
+        alloc = root_alloc(copy.dst)
+        span = span_of(alloc) if alloc is not None else None
+        if span is None or alloc not in self.phase_ops:
+            return False
+        span = self._current(alloc, span)
+        if any(span.overlaps(t) for t in self.touched):
+            return False
+        cycles = pipe_cycles(self.hw, copy)
+        if not self.first_chunk and self.spent + cycles > self.slack:
+            return False
+        slices = [offset_slice(v, self.phase_ops) for v in (copy.operands[1], copy.operands[3])]
+        if any(s is None for s in slices):
+            return False
+        if any(span.overlaps(p) for p in self.previous_spans) and not self._relocate(alloc, span):
+            return False
+        for op in [*slices[0], *slices[1]]:
+            if op not in self.moved:
+                self.moved.append(op)
+        if alloc not in self.moved:
+            self.moved.append(alloc)
+        self.moved.append(copy)
+        self.touched.append(self._current(alloc, span))
+        self.spent += cycles
+        return True
+
+    def _relocate(self, alloc: npu.AllocOp, span: Span) -> bool:
+        """Move `alloc` to bytes no buffer of either phase uses (the lowest such)."""
+        if alloc in self.relocated:
+            return False
+        size = span.end - span.start
+        others = [self._current(a, x) for a in self.phase_allocs if a is not alloc and (x := span_of(a)) is not None]
+        taken = [(s.start, s.end) for s in [*self.previous_spans, *others] if s.space == span.space]
+        offset = lowest_free_offset(size, taken, self.hw.alignment[span.space])
+        if offset + size > self.hw.capacity(span.space):
+            return False
+        self.relocated[alloc] = offset
+        return True
+
+    def apply(self, barrier: npu.SyncAllOp) -> None:
+        for alloc, offset in self.relocated.items():
+            alloc.properties["offset"] = to_attribute(Kind.INT, offset)
+        for op in self.moved:
+            op.detach()
+            barrier.parent_block().insert_op_before(op, barrier)
+
+
+def pipe_work(ops, hw: HardwarePreset) -> Counter:
+    """Cycles each pipe is busy running `ops`, from the instructions' attributes: loops
+    of constant bounds count every iteration (others one), a branch its lighter side
+    (a tail or a guard may not run: the slack it gives is not counted on)."""
+    work: Counter = Counter()
+    for op in ops:
+        if isinstance(op, scf.ForOp):
+            trips = trip_count(op) or 1
+            for pipe, cycles in pipe_work(op.body.block.ops, hw).items():
+                work[pipe] += trips * cycles
+        elif isinstance(op, scf.IfOp):
+            branches = [pipe_work(region.block.ops, hw) for region in op.regions if region.blocks]
+            for pipe in {p for branch in branches for p in branch}:
+                work[pipe] += min(branch[pipe] for branch in branches)
+        elif isinstance(op, npu.InstructionOp):
+            work[op.pipe_name()] += pipe_cycles(hw, op)
+    return work
+
+
+def mte2_slack(ops, hw: HardwarePreset) -> int:
+    """How much longer than MTE2 the busiest other pipe of `ops` works: MTE2 time the
+    phase leaves idle, at least."""
+    work = pipe_work(ops, hw)
+    others = [cycles for pipe, cycles in work.items() if pipe != "MTE2"]
+    return max(0, max(others, default=0) - work["MTE2"])
+
+
+def _allocs(ops: list[Operation]) -> list[npu.AllocOp]:
+    return [inner for op in ops for inner in op.walk() if isinstance(inner, npu.AllocOp)]
+
+
+def prefetch_constants(module: ModuleOp, kernel: npu.KernelOp, hw: HardwarePreset) -> int:
+    """Move each phase's leading constant loads above its barrier; returns how many."""
+    constants = constant_arguments(module, kernel)
+    if not constants:
+        return 0
+    barriers = [op for op in kernel.entry.ops if isinstance(op, npu.SyncAllOp)]
+    groups = phases(kernel)
+    moved = 0
+    for barrier, previous, phase in zip(barriers, groups, groups[1:]):
+        move = _PhaseMove(previous, phase, constants, hw)
+        move.apply(barrier)
+        moved += sum(1 for op in move.moved if isinstance(op, npu.CopyOp))
+    return moved
+
+
+@dataclass(frozen=True)
+class PrefetchConstantsPass(ModulePass):
+    """Start each phase's constant loads (weights, bias rows) of a merged kernel before the barrier that opens it, so they overlap the previous phase's tail."""
+
+    name = "npu-prefetch-constants"
+
+    hw: str = "ascend910"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        hw = load_preset(self.hw)
+        moved = 0
+        for kernel in [k for k in op.walk() if isinstance(k, npu.KernelOp)]:
+            moved += prefetch_constants(op, kernel, hw)
+        record_statistic(self.name, "copies prefetched", moved)
