@@ -25,7 +25,8 @@ from .plan.streams import AssignStreamsPass
 @dataclass(frozen=True)
 class LowerToNpuPipeline(PipelinePass):
     """Kernels and host plan, then synchronisation and memory planning (ge/fused -> npu);
-    `merge` joins consecutive launches of a stream into one kernel (npu-merge-launches)."""
+    `merge` joins consecutive launches of a stream into one kernel (npu-merge-launches)
+    whose phases load their constants before their barriers (npu-prefetch-constants)."""
 
     name = "ge-lower-to-npu"
 
