@@ -43,7 +43,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, scf
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -89,10 +89,8 @@ def phases(kernel: npu.KernelOp) -> list[list[Operation]]:
     return groups
 
 
-def constant_arguments(module: ModuleOp, kernel: npu.KernelOp) -> set[SSAValue]:
-    """The kernel's parameters that every launch binds to an `npu.gm_constant`."""
-    name = kernel.sym_name.data
-    launches = [op for op in module.walk() if isinstance(op, npu.LaunchOp) and op.callee.string_value() == name]
+def constant_arguments(kernel: npu.KernelOp, launches: list[npu.LaunchOp]) -> set[SSAValue]:
+    """The kernel's parameters that each of its `launches` binds to an `npu.gm_constant`."""
     if not launches:
         return set()
     return {
@@ -100,9 +98,6 @@ def constant_arguments(module: ModuleOp, kernel: npu.KernelOp) -> set[SSAValue]:
         for i, param in enumerate(kernel.entry.args)
         if all(isinstance(launch.args[i].owner, npu.GmConstantOp) for launch in launches)
     }
-
-
-_MOVABLE = (arith.ConstantOp, npu.BlockIdxOp, npu.BlockDimOp)
 
 
 def offset_slice(value: SSAValue, phase: set[Operation]) -> list[Operation] | None:
@@ -116,7 +111,7 @@ def offset_slice(value: SSAValue, phase: set[Operation]) -> list[Operation] | No
             return True  # a kernel argument, or defined before the phase
         if op in ordered:
             return True
-        if not (isinstance(op, _MOVABLE) or (op.name.startswith("arith.") and not op.regions)):
+        if not (isinstance(op, (npu.BlockIdxOp, npu.BlockDimOp)) or (op.name.startswith("arith.") and not op.regions)):
             return False
         if not all(visit(operand) for operand in op.operands):
             return False
@@ -150,7 +145,7 @@ class _PhaseMove:
     def _visit(self, op: Operation) -> None:
         if isinstance(op, npu.CopyOp) and self._move_copy(op):
             return
-        for instruction in instructions(op) if op.regions else ([op] if isinstance(op, npu.InstructionOp) else []):
+        for instruction in instructions(op):  # op itself, or those nested in it
             for i in instruction.buffer_operands():
                 alloc = root_alloc(instruction.operands[i])
                 span = span_of(alloc) if alloc is not None else None
@@ -241,12 +236,12 @@ def _allocs(ops: list[Operation]) -> list[npu.AllocOp]:
     return [inner for op in ops for inner in op.walk() if isinstance(inner, npu.AllocOp)]
 
 
-def prefetch_constants(module: ModuleOp, kernel: npu.KernelOp, hw: HardwarePreset) -> int:
+def prefetch_constants(kernel: npu.KernelOp, launches: list[npu.LaunchOp], hw: HardwarePreset) -> int:
     """Move each phase's leading constant loads above its barrier; returns how many."""
-    constants = constant_arguments(module, kernel)
+    barriers = [op for op in kernel.entry.ops if isinstance(op, npu.SyncAllOp)]
+    constants = constant_arguments(kernel, launches) if barriers else set()
     if not constants:
         return 0
-    barriers = [op for op in kernel.entry.ops if isinstance(op, npu.SyncAllOp)]
     groups = phases(kernel)
     moved = 0
     for barrier, previous, phase in zip(barriers, groups, groups[1:]):
@@ -266,7 +261,11 @@ class PrefetchConstantsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         hw = load_preset(self.hw)
+        launches: dict[str, list[npu.LaunchOp]] = {}
+        for launch in op.walk():
+            if isinstance(launch, npu.LaunchOp):
+                launches.setdefault(launch.callee.string_value(), []).append(launch)
         moved = 0
         for kernel in [k for k in op.walk() if isinstance(k, npu.KernelOp)]:
-            moved += prefetch_constants(op, kernel, hw)
+            moved += prefetch_constants(kernel, launches.get(kernel.sym_name.data, []), hw)
         record_statistic(self.name, "copies prefetched", moved)
