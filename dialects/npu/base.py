@@ -231,7 +231,7 @@ class NpuOp(IRDLOperation):
     def parse(cls, parser: Parser):
         start = parser.pos
         # An op without operands must not take the next line's `%result = ...` for one.
-        items = _parse_operand_list(parser) if cls.operand_syntax() else []
+        items = _parse_operand_list(parser) if cls.operand_syntax() or _operand_follows_on_line(parser) else []
         cls._check_operand_syntax(parser, items, start)
         attr_pos = parser.pos
         written = parser.parse_optional_attr_dict()
@@ -336,6 +336,14 @@ def _parse_operand_rest(parser: Parser, value: SSAValue) -> list[SSAValue]:
         parser.raise_error("expected an index offset: %buffer[%offset]")
     parser.parse_punctuation("]")
     return [value, offset]
+
+
+def _operand_follows_on_line(parser: Parser) -> bool:
+    """Whether a `%value` follows on the op's own line (then it is an operand, and
+    `_check_operand_syntax` says the op takes none)."""
+    token = parser._current_token
+    before = parser.lexer.input.content[: token.span.start].rstrip(" \t")
+    return token.text.startswith("%") and not before.endswith("\n")
 
 
 def _parse_operand_list(parser: Parser) -> list[list[SSAValue]]:

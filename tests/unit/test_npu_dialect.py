@@ -143,6 +143,16 @@ def test_textual_form_errors_are_located():
     assert info.value.format() == "test.mlir:3:21: error: value %nope is used before it is defined"
 
 
+def test_an_op_without_operands_leaves_the_next_line_alone_and_refuses_one_on_its_own():
+    """`npu.sync_all` then `%i = ...`: the next op's result is not its operand; an
+    operand written on its own line is a located error."""
+    body = "npu.kernel @k() attributes {block_dim = 1} {\n  %%j = npu.block_idx : index\n  npu.sync_all%s\n  %%i = npu.block_idx : index\n}"
+    parse(body % "")
+    with pytest.raises(CompileError) as info:
+        parse(body % " %j")
+    assert info.value.format() == "test.mlir:3:16: error: npu.sync_all takes no operands"
+
+
 def test_the_docstring_example_runs():
     doc = npu.__doc__
     example = doc[doc.index("    builtin.module {") : doc.index("The textual form")]
