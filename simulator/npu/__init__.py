@@ -64,7 +64,8 @@ def simulate(
     specs = input_specs(main)
     if len(inputs) != len(specs):
         raise CompileError(f"@main takes {len(specs)} inputs, got {len(inputs)}", main)
-    plan = HostPlan(module, main, preset, GlobalMemory(preset))
+    memory = GlobalMemory(preset)
+    plan = HostPlan(module, main, preset, memory)
     plan.allocate(list(inputs))
     kernels: list[KernelRecord] = []
     events: list | None = [] if trace else None
@@ -81,5 +82,8 @@ def simulate(
 
     with np.errstate(all="ignore"):
         total = run_plan(plan, check_races, trace, record)
-    report = SimulationReport(preset, total, kernels, plan.peak_gm_bytes, plan.arena_bytes, events, **planned_arena(module))
+    timeline = memory.bandwidth_timeline() if trace else None
+    report = SimulationReport(
+        preset, total, kernels, plan.peak_gm_bytes, plan.arena_bytes, events, timeline, **planned_arena(module)
+    )
     return Simulation(plan.outputs(), report)

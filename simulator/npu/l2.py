@@ -109,6 +109,19 @@ class GlobalMemory:
         """Called with (start cycle, bytes, unloaded cycles) of a transfer before it
         books memory: where `lockstep.py` makes the cores take turns."""
 
+    def bandwidth_timeline(self) -> list[tuple[int, int, float, float]]:
+        """(first cycle, cycles, HBM bytes, L2 bytes) of every booking window from the first
+        one used to the last: how busy the shared memory was when, which `--trace`
+        draws as counters (a phase whose HBM idles while its cores wait on other
+        pipes is where loads of later phases could go)."""
+        hbm = self.hbm.booked
+        l2 = self.l2.bandwidth.booked if self.l2 is not None else {}
+        used = [*hbm, *l2]
+        if not used:
+            return []
+        window = self.hbm.window
+        return [(w * window, window, hbm.get(w, 0.0), l2.get(w, 0.0)) for w in range(min(used), max(used) + 1)]
+
     def transfer(
         self, start: int, cycles: int, moved: int, starts: np.ndarray | None, run_bytes: int, writes: bool
     ) -> tuple[int, int, int, int]:

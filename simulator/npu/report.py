@@ -178,6 +178,7 @@ class SimulationReport:
     peak_gm_bytes: int
     arena_bytes: int
     trace_events: list | None = field(default=None)
+    memory_timeline: list | None = field(default=None)  # GlobalMemory.bandwidth_timeline(), when traced
     arena_lower_bound_bytes: int | None = None  # recorded by npu-plan-gm, if it ran
     arena_no_reuse_bytes: int | None = None
 
@@ -417,7 +418,23 @@ class SimulationReport:
             )
         for core, pipe, name, start, end in self.trace_events or ():
             events.append({"ph": "X", "name": name, "pid": core, "tid": pipe, "ts": us(start), "dur": us(end - start)})
+        events += self._memory_counters(streams_pid + 1)
         return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"hw": self.hw.name}}
+
+    def _memory_counters(self, pid: int) -> list[dict]:
+        """The HBM's and the L2's bandwidth in use, in percent of the preset's, per
+        booking window: a process of counter tracks under the cores."""
+        if not self.memory_timeline:
+            return []
+        us, hw = self.hw.cycles_to_us, self.hw
+        events = [{"ph": "M", "name": "process_name", "pid": pid, "args": {"name": "memory"}}]
+        for start, window, hbm, l2 in self.memory_timeline:
+            for name, moved, rate in (("HBM", hbm, hw.hbm_bytes_per_cycle), ("L2", l2, hw.l2_bytes_per_cycle)):
+                if rate:
+                    percent = round(100 * moved / (window * rate), 1)
+                    args = {"% in use": percent}
+                    events.append({"ph": "C", "name": f"{name} bandwidth", "pid": pid, "ts": us(start), "args": args})
+        return events
 
     def trace_text(self) -> str:
         return json.dumps(self.chrome_trace())

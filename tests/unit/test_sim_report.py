@@ -59,6 +59,42 @@ def test_chrome_trace_has_a_track_per_core_and_pipe_and_per_stream():
     assert max(e["ts"] + e["dur"] for e in slices) <= report.time_us + 1e-9
 
 
+def _counters(report) -> dict[str, list[dict]]:
+    by_name: dict[str, list[dict]] = {}
+    for e in report.chrome_trace()["traceEvents"]:
+        if e["ph"] == "C":
+            by_name.setdefault(e["name"], []).append(e)
+    return by_name
+
+
+def test_trace_draws_the_hbm_bandwidth_in_use_per_window():
+    report = run(STREAMS.read_text(), hw="tiny", trace=True).report
+    timeline = report.memory_timeline
+    assert sum(hbm for _, _, hbm, _ in timeline) == report.stat("hbm_bytes") == 4 * 2048 + 3 * 2048
+    counters = _counters(report)
+    assert set(counters) == {"HBM bandwidth"}  # tiny has no L2
+    hbm = counters["HBM bandwidth"]
+    assert len(hbm) == len(timeline) and hbm[0]["pid"] == hbm[-1]["pid"] == 3  # after the cores and the streams
+    rate = load_preset("tiny").hbm_bytes_per_cycle
+    for event, (start, cycles, moved, _) in zip(hbm, timeline):
+        assert event["ts"] == report.hw.cycles_to_us(start)
+        assert event["args"]["% in use"] == round(100 * moved / (cycles * rate), 1) <= 100
+    assert any(e["args"]["% in use"] > 0 for e in hbm) and any(e["args"]["% in use"] == 0 for e in hbm)
+    assert [e["ts"] for e in hbm] == sorted(e["ts"] for e in hbm)
+
+
+def test_trace_draws_the_l2_bandwidth_of_a_preset_with_one():
+    report = run((LIT / "matmul_256.mlir").read_text(), hw="ascend910", trace=True).report
+    counters = _counters(report)
+    assert set(counters) == {"HBM bandwidth", "L2 bandwidth"}
+    assert sum(l2 for *_, l2 in report.memory_timeline) == report.stat("l2_hit_bytes") > 0
+
+
+def test_no_memory_counters_without_trace():
+    report = run(STREAMS.read_text(), hw="tiny").report
+    assert report.memory_timeline is None and not _counters(report)
+
+
 def test_ge_sim_writes_outputs_json_and_trace(tmp_path, capsys):
     out, doc, trace = tmp_path / "out.npz", tmp_path / "r.json", tmp_path / "t.json"
     code = ge_sim([str(STREAMS), "--hw", "tiny", "--seed", "2", "--report", "--outputs", str(out),
