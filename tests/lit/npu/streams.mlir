@@ -27,7 +27,7 @@
 // JSON: "name": "scale"
 // JSON: "name": "shift"
 // JSON: "name": "add"
-// TRACE: ['M', 'X'] ['FIX', 'M', 'MTE1', 'MTE2', 'MTE3', 'S', 'V', 'core 0', 'core 1', 'stream 0', 'stream 1', 'streams']
+// TRACE: ['C', 'M', 'X'] ['FIX', 'M', 'MTE1', 'MTE2', 'MTE3', 'S', 'V', 'core 0', 'core 1', 'memory', 'stream 0', 'stream 1', 'streams']
 
 builtin.module attributes {npu.gm_arena_bytes = 4096 : i64} {
   // y = x * s (s = 2.0): one tile, one core.
