@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..core.diagnostics import CompileError
@@ -105,6 +105,54 @@ class HardwarePreset:
     def peak_fp16_flops_per_cycle(self) -> float:
         """Whole chip: 2 flops per MAC, 4096 MACs per block."""
         return 2 * 4096 * self.core_count / self.cube_cycles_per_block["fp16"]
+
+
+UNLIMITED = 1e12
+"""Bytes per cycle of a path or memory made free by `idealized`."""
+
+IDEAL_RESOURCES = {
+    "hbm": "the shared HBM and L2 (each core's GM ports still limit it)",
+    "gm": "every GM transfer: the HBM, the L2, and each core's GM paths with their latency",
+    "mte1": "the local copies: L1 -> L0A / L0B / UB and UB -> L1, with their latency",
+    "cube": "the cube's mmads",
+    "vector": "the vector instructions and the L0C -> UB drain (fixpipe on the V pipe)",
+    "latency": "the landing latency of every transfer and the set_flag -> wait_flag latency",
+    "launch": "the kernel launch overhead",
+}
+"""What `idealized` can make free, and what that covers."""
+
+_LOCAL_PATHS = ("l1_to_l0a", "l1_to_l0b", "l1_to_ub", "ub_to_l1")
+_GM_PATHS = ("gm_to_l1", "gm_to_ub", "ub_to_gm", "l0c_to_gm")
+
+
+def idealized(preset: HardwarePreset, resource: str) -> HardwarePreset:
+    """`preset` with one resource made free (IDEAL_RESOURCES): a what-if for
+    sensitivity studies (bench/what_if.py). Simulating the same compiled module on
+    it shows what that resource costs the module; a transfer keeps its per-row
+    descriptor cycle (`transfer.row_overhead_cycles`). ValueError names the known
+    resources for an unknown one."""
+    if resource not in IDEAL_RESOURCES:
+        raise ValueError(f"unknown resource '{resource}' (known: {', '.join(IDEAL_RESOURCES)})")
+    free = PathSpec(UNLIMITED, 0)
+    paths = dict(preset.paths)
+    changes: dict = {}
+    if resource in ("hbm", "gm"):
+        changes.update(hbm_bytes_per_cycle=UNLIMITED, l2_bytes_per_cycle=UNLIMITED if preset.l2_bytes else 0.0)
+    if resource == "gm":
+        paths.update((p, free) for p in _GM_PATHS)
+    if resource == "mte1":
+        paths.update((p, free) for p in _LOCAL_PATHS)
+    if resource == "cube":
+        changes.update(cube_cycles_per_block={t: 0.0 for t in preset.cube_cycles_per_block}, cube_startup=0)
+    if resource == "vector":
+        changes.update(vector_costs={c: VectorCost(0, 0.0) for c in preset.vector_costs})
+        paths["l0c_to_ub"] = free
+    if resource == "latency":
+        paths = {p: PathSpec(spec.bytes_per_cycle, 0) for p, spec in paths.items()}
+        changes.update(flag_latency=0)
+    if resource == "launch":
+        changes.update(kernel_launch_us=0.0)
+    return replace(preset, name=f"{preset.name} ({resource} free)", paths=paths, **changes)
 
 
 def available_presets() -> list[str]:
