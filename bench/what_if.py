@@ -22,9 +22,11 @@ resources waiting on each other, which no single faster unit fixes.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from gecomp.core.context import make_context
+from gecomp.core.diagnostics import CompileError
 from gecomp.core.parsing import parse_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.hardware import IDEAL_RESOURCES, HardwarePreset, idealized, load_preset
@@ -50,6 +52,16 @@ def all_free(preset: HardwarePreset, resources: list[str]) -> HardwarePreset:
     return preset
 
 
+def compile_module(path: str, pipeline: str, hw: str):
+    """(the compiled module, random inputs, the preset)."""
+    ctx = make_context()
+    with open(path) as f:
+        module = parse_module(ctx, f.read(), path)
+    inputs = random_inputs(input_specs(main_function(module)), 0)
+    run_pipeline(parse_pass_pipeline(pipeline), ctx, module)
+    return module, inputs, load_preset(hw)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", nargs="?", default="examples/bert_layer.mlir")
@@ -64,12 +76,13 @@ def main(argv=None) -> None:
         if resource not in IDEAL_RESOURCES:
             parser.error(f"unknown resource '{resource}' (known: {', '.join(IDEAL_RESOURCES)})")
 
-    ctx = make_context()
-    with open(args.file) as f:
-        module = parse_module(ctx, f.read(), args.file)
-    inputs = random_inputs(input_specs(main_function(module)), 0)
-    run_pipeline(parse_pass_pipeline(args.pipeline), ctx, module)
-    preset = load_preset(args.hw)
+    try:
+        module, inputs, preset = compile_module(args.file, args.pipeline, args.hw)
+    except OSError as e:
+        parser.error(f"cannot read '{args.file}': {e.strerror}")
+    except CompileError as e:
+        print(e.format(), file=sys.stderr)
+        sys.exit(1)
     variants = [("as is", preset)] + [(f"{r} free", idealized(preset, r)) for r in resources]
     if len(resources) > 1:
         variants.append(("all free", all_free(preset, resources)))
