@@ -22,6 +22,7 @@ resources waiting on each other, which no single faster unit fixes.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 
@@ -42,24 +43,27 @@ def rows_of(report: SimulationReport) -> list[tuple[str, int]]:
         if kernel.phases:
             rows += [(phase.name, phase.cycles) for phase in kernel.phases]
         else:
-            rows.append((kernel.name, kernel.end - kernel.start))
+            rows.append((kernel.name, kernel.cycles))
     return rows + [("total", report.total_cycles)]
 
 
-def all_free(preset: HardwarePreset, resources: list[str]) -> HardwarePreset:
-    for resource in resources:
-        preset = idealized(preset, resource)
-    return preset
+def variants_of(preset: HardwarePreset, resources: list[str]) -> list[tuple[str, HardwarePreset]]:
+    """(label, preset) per column: as is, each resource free, then all of them.
+    ValueError for an unknown resource (`idealized`)."""
+    variants = [("as is", preset)] + [(f"{r} free", idealized(preset, r)) for r in resources]
+    if len(resources) > 1:
+        variants.append(("all free", functools.reduce(idealized, resources, preset)))
+    return variants
 
 
-def compile_module(path: str, pipeline: str, hw: str):
-    """(the compiled module, random inputs, the preset)."""
+def compile_module(path: str, pipeline: str):
+    """(the compiled module, random inputs)."""
     ctx = make_context()
     with open(path) as f:
         module = parse_module(ctx, f.read(), path)
     inputs = random_inputs(input_specs(main_function(module)), 0)
     run_pipeline(parse_pass_pipeline(pipeline), ctx, module)
-    return module, inputs, load_preset(hw)
+    return module, inputs
 
 
 def main(argv=None) -> None:
@@ -71,21 +75,17 @@ def main(argv=None) -> None:
         "--free", default=",".join(IDEAL_RESOURCES), help=f"resources, comma-separated: {', '.join(IDEAL_RESOURCES)}"
     )
     args = parser.parse_args(argv)
-    resources = [r for r in args.free.split(",") if r]
-    for resource in resources:
-        if resource not in IDEAL_RESOURCES:
-            parser.error(f"unknown resource '{resource}' (known: {', '.join(IDEAL_RESOURCES)})")
-
     try:
-        module, inputs, preset = compile_module(args.file, args.pipeline, args.hw)
+        preset = load_preset(args.hw)
+        variants = variants_of(preset, [r for r in args.free.split(",") if r])
+        module, inputs = compile_module(args.file, args.pipeline)
+    except ValueError as e:
+        parser.error(str(e))
     except OSError as e:
         parser.error(f"cannot read '{args.file}': {e.strerror}")
     except CompileError as e:
         print(e.format(), file=sys.stderr)
         sys.exit(1)
-    variants = [("as is", preset)] + [(f"{r} free", idealized(preset, r)) for r in resources]
-    if len(resources) > 1:
-        variants.append(("all free", all_free(preset, resources)))
 
     columns: list[list[tuple[str, int]]] = []
     began = time.perf_counter()

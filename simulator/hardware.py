@@ -137,7 +137,7 @@ def idealized(preset: HardwarePreset, resource: str) -> HardwarePreset:
     paths = dict(preset.paths)
     changes: dict = {}
     if resource in ("hbm", "gm"):
-        changes.update(hbm_bytes_per_cycle=UNLIMITED, l2_bytes_per_cycle=UNLIMITED if preset.l2_bytes else 0.0)
+        changes.update(hbm_bytes_per_cycle=UNLIMITED, l2_bytes_per_cycle=UNLIMITED)
     if resource == "gm":
         paths.update((p, free) for p in _GM_PATHS)
     if resource == "mte1":
