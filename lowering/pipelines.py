@@ -16,6 +16,7 @@ from .fused_to_npu.convert import ToNpuPass
 from .fused_to_npu.materialize_broadcasts import MaterializeBroadcastsPass
 from .fused_to_npu.split_k import SplitKPass
 from .fused_to_npu.split_norm import SplitMatmulNormPass
+from .fused_to_npu.tune_tilings import TuneTilingsPass
 from .fused_to_npu.ungroup import UngroupPass
 from .plan.memory import PlanGmPass
 from .plan.merge_launches import MergeLaunchesPass
@@ -26,7 +27,9 @@ from .plan.streams import AssignStreamsPass
 class LowerToNpuPipeline(PipelinePass):
     """Kernels and host plan, then synchronisation and memory planning (ge/fused -> npu);
     `merge` joins consecutive launches of a stream into one kernel (npu-merge-launches)
-    whose phases load their constants before their barriers (npu-prefetch-constants)."""
+    whose phases load their constants before their barriers (npu-prefetch-constants);
+    `tune=N` simulates each cube kernel's N best estimated tilings and keeps the
+    fastest (fused-tune-tilings; 0, the default, takes the estimate's choice)."""
 
     name = "ge-lower-to-npu"
 
@@ -36,13 +39,33 @@ class LowerToNpuPipeline(PipelinePass):
     streams: int = 0
     double_buffer: bool = True
     merge: bool = True
+    tune: int = 0
 
     def stages(self) -> list[ModulePass]:
+        tuning = [
+            TuneTilingsPass(
+                hw=self.hw,
+                top=self.tune,
+                debug=self.debug,
+                reuse=self.reuse,
+                streams=self.streams,
+                double_buffer=self.double_buffer,
+                merge=self.merge,
+            )
+        ]
         return [
             SplitMatmulNormPass(hw=self.hw, debug=self.debug, merge=self.merge),
             SplitKPass(hw=self.hw, debug=self.debug, merge=self.merge),
             UngroupPass(hw=self.hw, debug=self.debug),
             MaterializeBroadcastsPass(hw=self.hw),
+            *(tuning if self.tune else []),
+            *self.kernel_stages(),
+        ]
+
+    def kernel_stages(self) -> list[ModulePass]:
+        """From the fused graph to the finished npu module: what fused-tune-tilings
+        compiles each candidate with."""
+        return [
             ToNpuPass(hw=self.hw, debug=self.debug),
             DoubleBufferPass(enable=self.double_buffer, hw=self.hw),
             PlanLocalMemoryPass(hw=self.hw),
@@ -56,7 +79,8 @@ class LowerToNpuPipeline(PipelinePass):
 @dataclass(frozen=True)
 class CompilePipeline(PipelinePass):
     """The whole compiler: graph optimisation, fusion, lowering to NPU instructions.
-    Eager mode (`fuse=false`) keeps one launch per op: it merges no launches."""
+    Eager mode (`fuse=false`) keeps one launch per op: it merges no launches.
+    `tune=N` picks each cube kernel's tiling by simulation (see ge-lower-to-npu)."""
 
     name = "ge-compile"
 
@@ -67,6 +91,7 @@ class CompilePipeline(PipelinePass):
     streams: int = 0
     double_buffer: bool = True
     merge: bool = True
+    tune: int = 0
 
     def stages(self) -> list[ModulePass]:
         from ..core.passes import available_passes
@@ -83,6 +108,7 @@ class CompilePipeline(PipelinePass):
                 streams=self.streams,
                 double_buffer=self.double_buffer,
                 merge=self.merge and self.fuse,
+                tune=self.tune,
             )
         )
         return stages

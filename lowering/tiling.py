@@ -166,6 +166,7 @@ class CubeTiling:
     buffers: tuple[tuple[str, int], ...]  # bytes used per space (all copies)
     candidates: int  # how many tilings fitted
     a_resident: bool = False  # A staged once per core into one L1 buffer (module docstring)
+    rank: int = 0  # place among the fitting tilings by estimate (0: the estimated-fastest)
 
     @property
     def l1_copies(self) -> int:
@@ -199,8 +200,14 @@ class CubeTiling:
             f"({s.batch} x {self.m_tiles} x {self.n_tiles}{f' x {s.turns}' if s.turns > 1 else ''} = {self.items} items, {self.per_core} per core on "
             f"{self.block_dim} cores){', A resident in L1' if self.a_resident else ''}, K in L1 chunks of {self.kc}, L0 steps of {self.kb}, {self.n_sub} L0C "
             f"sub-tile(s) of {self.nb} columns, epilogue in row chunks of {self.rows}; per item cycles: {terms}; "
-            f"estimated {self.estimate:.0f} cycles, best of {self.candidates} tilings that fit; bytes used: {buffers}"
+            f"estimated {self.estimate:.0f} cycles, {self._place()}; bytes used: {buffers}"
         )
+
+
+    def _place(self) -> str:
+        if self.rank == 0:
+            return f"best of {self.candidates} tilings that fit"
+        return f"number {self.rank + 1} by estimate of {self.candidates} tilings that fit (npu.tiling_rank = {self.rank})"
 
 
 @dataclass(frozen=True)
@@ -240,22 +247,28 @@ def choose_cube_tiling(
 ) -> CubeTiling:
     """The estimated-fastest tiling that fits the preset's buffers (see the module
     docstring). Raises ValueError if no tiling fits."""
-    best: CubeTiling | None = None
-    fitting = 0
+    return ranked_cube_tilings(hw, shape, a, bs, epilogue)[0]
+
+
+def ranked_cube_tilings(
+    hw: HardwarePreset, shape: GemmShape, a: CubeOperandCost, bs: Sequence[CubeOperandCost], epilogue: EpilogueCost
+) -> list[CubeTiling]:
+    """Every tiling that fits the preset's buffers, estimated-fastest first (the
+    order `fused-tune-tilings` tries them in); the first one knows how many fit,
+    for its explanation (`with_count` tells another). Raises ValueError if none fits."""
+    scored = []
     for cand in _candidates(hw, shape, a, bs):
         reserved = ub_reserved(a, cand.mb, cand.kc) + sum(ub_reserved(b, cand.kc, cand.n_block) for b in bs)
         rows = _epilogue_rows(hw, cand, epilogue, reserved)
-        if rows is None:
-            continue
-        fitting += 1
-        tiling = _score(hw, shape, a, bs, epilogue, cand, rows)
-        if best is None or _rank(tiling) < _rank(best):
-            best = tiling
-    if best is None:
+        if rows is not None:
+            scored.append(_score(hw, shape, a, bs, epilogue, cand, rows))
+    if not scored:
         raise ValueError(
             f"no tiling of ({shape.m} x {shape.k}) @ ({shape.k} x {shape.n}) fits the buffers of preset '{hw.name}'"
         )
-    return _with_count(best, fitting)
+    scored.sort(key=rank_key)
+    scored[0] = with_count(scored[0], len(scored))
+    return scored
 
 
 CONTENTION = 0.25
@@ -271,15 +284,16 @@ def _steady(*pipes: float) -> float:
     return top + CONTENTION * sum(max(0.0, p - 0.75 * top) for p in others)
 
 
-def _rank(t: CubeTiling) -> tuple:
+def rank_key(t: CubeTiling) -> tuple:
     """Fastest estimate first; on a tie, the least work on the pipes (fewer, larger
     instructions), then the largest items."""
     work = sum(value for name, value in t.terms if name in ("cube", "mte2", "mte1"))
     return (round(t.estimate), work, -t.mb * t.n_block)
 
 
-def _with_count(t: CubeTiling, count: int) -> CubeTiling:
-    return CubeTiling(**{**t.__dict__, "candidates": count})
+def with_count(t: CubeTiling, count: int, rank: int = 0) -> CubeTiling:
+    """The tiling, knowing it was number `rank` of `count` that fit."""
+    return CubeTiling(**{**t.__dict__, "candidates": count, "rank": rank})
 
 
 def _candidates(hw, shape: GemmShape, a, bs):

@@ -99,6 +99,7 @@ class KernelContext:
     hw: HardwarePreset
     block_dim: int = 1
     notes: list[str] = field(default_factory=list)
+    tiling_choices: int = 0  # tilings the template chose among (`npu.tiling_rank`; cube kernels)
 
     def explain(self, text: str) -> None:
         self.notes.append(text)

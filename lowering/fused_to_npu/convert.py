@@ -61,6 +61,17 @@ class ToNpuPass(ModulePass):
         record_statistic(self.name, "kernels", builder.kernel_count)
 
 
+def tiling_choices(module: ModuleOp, hw) -> list[tuple[int, int]]:
+    """(position in `@main`'s body, count) of every op whose kernel chooses its
+    tiling among several (`npu.tiling_rank` picks one): found by lowering a copy."""
+    copy = module.clone()
+    main = main_function(copy)
+    positions = {op: i for i, op in enumerate(main.body.block.ops)}
+    builder = _HostPlanBuilder(copy, main, hw, False)
+    builder.lower_all()
+    return [(positions[op], count) for op, count in builder.tiling_choices]
+
+
 class _HostPlanBuilder:
     def __init__(self, module: ModuleOp, main: func.FuncOp, hw, debug: bool):
         self.module = module
@@ -68,6 +79,7 @@ class _HostPlanBuilder:
         self.hw = hw
         self.debug = debug
         self.kernel_count = 0
+        self.tiling_choices: list[tuple[Operation, int]] = []  # (graph op, tilings its kernel chose among)
         self.buffers: dict[SSAValue, SSAValue] = {}  # graph value -> host GM memref
         self.inputs = input_specs(main)
         self.outputs = output_specs(main)
@@ -180,6 +192,8 @@ class _HostPlanBuilder:
         tensors = [GmTensor(p, t, v) for p, (_, t, v) in zip(k.b.params, ins + outs)]
         k.inputs, k.outputs = tensors[: len(ins)], tensors[len(ins) :]
         write(k)
+        if k.tiling_choices > 1:
+            self.tiling_choices.append((where, k.tiling_choices))
         kernel = k.b.finish(k.block_dim)
         kernel.location = where.location
         self.module.body.block.insert_op_before(kernel, self.main)

@@ -194,12 +194,14 @@ def choose_form(pass_name: str, op: Operation, forms: dict[str, float], debug: b
 
 
 def replace_op(op: Operation, ops: list[Operation], values: list[SSAValue]) -> None:
-    """Put `ops` where `op` is and `values` in place of its results."""
+    """Put `ops` where `op` is, at its source location, and `values` in place of
+    its results."""
     for new, old in zip(values, op.results, strict=True):
         new.name_hint = old.name_hint
         old.replace_all_uses_with(new)
     block = op.parent_block()
     for new_op in ops:
+        new_op.location = op.location
         block.insert_op_before(new_op, op)
     op.detach()
     op.erase()

@@ -95,6 +95,7 @@ def _merge(products: list[_Product], block: Block) -> fused.MultiMatmulBiasActOp
         transpose_b=p.transpose_b,
         result_type=[q.op.results[0].type for q in products],
     )
+    merged.location = first.location
     block.insert_op_before(merged, first)
     for product, result in zip(products, merged.results):
         product.op.results[0].replace_all_uses_with(result)

@@ -369,9 +369,9 @@ def products_in_turn(monkeypatch):
     """Every problem whose products may take turns takes them, whatever the estimate."""
     original = cube_kernel.choose_problem_tiling
 
-    def in_turns(hw, problem):
+    def in_turns(hw, problem, rank=0):
         turns = problem.in_turns()
-        return (turns, turns.tiling(hw)) if turns is not None else original(hw, problem)
+        return (turns, turns.tiling(hw)) if turns is not None else original(hw, problem, rank)
 
     monkeypatch.setattr(cube_kernel, "choose_problem_tiling", in_turns)
 

@@ -52,12 +52,13 @@ from collections.abc import Sequence
 from copy import copy as shallow_copy
 from dataclasses import dataclass, replace
 
-from xdsl.dialects.builtin import f32
+from xdsl.dialects.builtin import IntegerAttr, f32
 from xdsl.ir import Attribute
 
 from ....core import dtypes
+from ....core.diagnostics import op_error
 from ....dialects import npu
-from ...tiling import FRACTAL, CubeTiling, GemmShape, choose_cube_tiling, round_up
+from ...tiling import FRACTAL, CubeTiling, GemmShape, rank_key, ranked_cube_tilings, round_up, with_count
 from ..context import KernelContext
 from ..kernel_builder import Index, KernelBuilder
 from ..vector_emitter import Operand, Tile, VectorUnsupported
@@ -90,38 +91,70 @@ class CubeProblem:
         """Product `index` with its own epilogue: what one turn computes."""
         return replace(self, bs=[self.bs[index]], epilogue=self.turn_epilogues[index])
 
-    def tiling(self, hw) -> CubeTiling:
+    def ranked_tilings(self, hw) -> list[CubeTiling]:
         one = self.turn(0) if self.shape.turns > 1 else self
-        return choose_cube_tiling(hw, self.shape, one.a, one.bs, one.epilogue.cost(self.shape.products))
+        return ranked_cube_tilings(hw, self.shape, one.a, one.bs, one.epilogue.cost(self.shape.products))
+
+    def tiling(self, hw) -> CubeTiling:
+        return self.ranked_tilings(hw)[0]
 
 
-def choose_problem_tiling(hw, problem: CubeProblem) -> tuple[CubeProblem, CubeTiling]:
-    """The problem as given or with its products in turn, whichever tiling is
-    estimated faster. Raises ValueError if no tiling fits either."""
-    best: tuple[CubeProblem, CubeTiling] | None = None
+TILING_RANK = "npu.tiling_rank"
+"""A cube op's attribute pinning its tiling to the one of that rank in
+`ranked_problem_tilings` (0, the default, is the estimated-fastest). It is how
+`fused-tune-tilings` hands on the tilings it measured to be faster, and how a user
+pins one by hand."""
+
+
+def ranked_problem_tilings(hw, problem: CubeProblem) -> list[tuple[CubeProblem, CubeTiling]]:
+    """The tilings of the problem as given and with its products in turn: the
+    estimated-fastest of the two options' best first, then every other one by its
+    estimate. Raises ValueError if no tiling fits either."""
+    options: list[list[tuple[CubeProblem, CubeTiling]]] = []
     error = None
     for option in (problem, problem.in_turns()):
         if option is None:
             continue
         try:
-            tiling = option.tiling(hw)
+            options.append([(option, tiling) for tiling in option.ranked_tilings(hw)])
         except ValueError as e:
             error = e
-            continue
-        if best is None or tiling.estimate < best[1].estimate:
-            best = (option, tiling)
-    if best is None:
+    if not options:
         raise error
-    return best
+    first = min((pairs[0] for pairs in options), key=lambda pair: pair[1].estimate)
+    rest = sorted((pair for pairs in options for pair in pairs if pair is not first), key=lambda pair: rank_key(pair[1]))
+    return [first, *rest]
+
+
+def choose_problem_tiling(hw, problem: CubeProblem, rank: int = 0) -> tuple[CubeProblem, CubeTiling]:
+    """The problem (as given or with its products in turn) and its tiling of that
+    rank among `ranked_problem_tilings`. Raises ValueError if no tiling fits, or
+    fewer than rank + 1 do."""
+    ranked = ranked_problem_tilings(hw, problem)
+    if rank >= len(ranked):
+        raise ValueError(f"{TILING_RANK} = {rank}, but only {len(ranked)} tilings fit")
+    option, tiling = ranked[rank]
+    return option, with_count(tiling, len(ranked), rank)
+
+
+def pinned_rank(op) -> int:
+    """The op's `npu.tiling_rank` (0 when it has none)."""
+    attr = op.attributes.get(TILING_RANK)
+    if attr is None:
+        return 0
+    if not isinstance(attr, IntegerAttr) or attr.value.data < 0:
+        raise op_error(op, f"'{TILING_RANK}' must be a non-negative integer, got {attr}")
+    return attr.value.data
 
 
 def emit_cube_kernel(k: KernelContext, problem: CubeProblem) -> CubeTiling:
     """Choose the tiling, explain it, and write the kernel."""
     try:
-        problem, tiling = choose_problem_tiling(k.hw, problem)
+        problem, tiling = choose_problem_tiling(k.hw, problem, pinned_rank(k.op))
     except ValueError as e:
         raise k.unsupported(str(e)) from None
     k.explain(tiling.explain())
+    k.tiling_choices = tiling.candidates
     k.block_dim = tiling.block_dim
     _CubeKernel(k, problem, tiling).emit()
     return tiling
