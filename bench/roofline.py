@@ -4,6 +4,7 @@
     python bench/roofline.py --only matmul        # cases whose name contains it
     python bench/roofline.py --check              # also compare the numbers with the reference
     python bench/roofline.py --pipeline 'ge-compile{fuse=false}'
+    python bench/roofline.py --only BERT --pipeline 'ge-compile{tune=4}'   # tilings tuned by simulation (~45 s)
 
 For a case the roofline is a lower bound on its time: for a matrix product
 max(flops / cube peak, compulsory GM bytes / HBM bandwidth), the compulsory
