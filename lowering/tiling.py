@@ -203,7 +203,6 @@ class CubeTiling:
             f"estimated {self.estimate:.0f} cycles, {self._place()}; bytes used: {buffers}"
         )
 
-
     def _place(self) -> str:
         if self.rank == 0:
             return f"best of {self.candidates} tilings that fit"
@@ -247,15 +246,13 @@ def choose_cube_tiling(
 ) -> CubeTiling:
     """The estimated-fastest tiling that fits the preset's buffers (see the module
     docstring). Raises ValueError if no tiling fits."""
-    return ranked_cube_tilings(hw, shape, a, bs, epilogue)[0]
+    fitting = fitting_cube_tilings(hw, shape, a, bs, epilogue)
+    return with_count(min(fitting, key=rank_key), len(fitting))
 
 
-def ranked_cube_tilings(
-    hw: HardwarePreset, shape: GemmShape, a: CubeOperandCost, bs: Sequence[CubeOperandCost], epilogue: EpilogueCost
-) -> list[CubeTiling]:
-    """Every tiling that fits the preset's buffers, estimated-fastest first (the
-    order `fused-tune-tilings` tries them in); the first one knows how many fit,
-    for its explanation (`with_count` tells another). Raises ValueError if none fits."""
+def fitting_cube_tilings(hw, shape: GemmShape, a, bs, epilogue: EpilogueCost) -> list[CubeTiling]:
+    """Every tiling that fits the preset's buffers, in no particular order. Raises
+    ValueError if none fits."""
     scored = []
     for cand in _candidates(hw, shape, a, bs):
         reserved = ub_reserved(a, cand.mb, cand.kc) + sum(ub_reserved(b, cand.kc, cand.n_block) for b in bs)
@@ -266,8 +263,6 @@ def ranked_cube_tilings(
         raise ValueError(
             f"no tiling of ({shape.m} x {shape.k}) @ ({shape.k} x {shape.n}) fits the buffers of preset '{hw.name}'"
         )
-    scored.sort(key=rank_key)
-    scored[0] = with_count(scored[0], len(scored))
     return scored
 
 

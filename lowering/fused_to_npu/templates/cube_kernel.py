@@ -58,7 +58,7 @@ from xdsl.ir import Attribute
 from ....core import dtypes
 from ....core.diagnostics import op_error
 from ....dialects import npu
-from ...tiling import FRACTAL, CubeTiling, GemmShape, rank_key, ranked_cube_tilings, round_up, with_count
+from ...tiling import FRACTAL, CubeTiling, GemmShape, fitting_cube_tilings, rank_key, round_up, with_count
 from ..context import KernelContext
 from ..kernel_builder import Index, KernelBuilder
 from ..vector_emitter import Operand, Tile, VectorUnsupported
@@ -91,12 +91,12 @@ class CubeProblem:
         """Product `index` with its own epilogue: what one turn computes."""
         return replace(self, bs=[self.bs[index]], epilogue=self.turn_epilogues[index])
 
-    def ranked_tilings(self, hw) -> list[CubeTiling]:
+    def fitting_tilings(self, hw) -> list[CubeTiling]:
         one = self.turn(0) if self.shape.turns > 1 else self
-        return ranked_cube_tilings(hw, self.shape, one.a, one.bs, one.epilogue.cost(self.shape.products))
+        return fitting_cube_tilings(hw, self.shape, one.a, one.bs, one.epilogue.cost(self.shape.products))
 
     def tiling(self, hw) -> CubeTiling:
-        return self.ranked_tilings(hw)[0]
+        return min(self.fitting_tilings(hw), key=rank_key)
 
 
 TILING_RANK = "npu.tiling_rank"
@@ -106,35 +106,56 @@ TILING_RANK = "npu.tiling_rank"
 pins one by hand."""
 
 
-def ranked_problem_tilings(hw, problem: CubeProblem) -> list[tuple[CubeProblem, CubeTiling]]:
-    """The tilings of the problem as given and with its products in turn: the
-    estimated-fastest of the two options' best first, then every other one by its
-    estimate. Raises ValueError if no tiling fits either."""
-    options: list[list[tuple[CubeProblem, CubeTiling]]] = []
+def _options(hw, problem: CubeProblem) -> list[tuple[CubeProblem, list[CubeTiling]]]:
+    """The problem as given and with its products in turn, each with the tilings
+    that fit it. Raises ValueError if no tiling fits either."""
+    options = []
     error = None
     for option in (problem, problem.in_turns()):
         if option is None:
             continue
         try:
-            options.append([(option, tiling) for tiling in option.ranked_tilings(hw)])
+            options.append((option, option.fitting_tilings(hw)))
         except ValueError as e:
             error = e
     if not options:
         raise error
-    first = min((pairs[0] for pairs in options), key=lambda pair: pair[1].estimate)
-    rest = sorted((pair for pairs in options for pair in pairs if pair is not first), key=lambda pair: rank_key(pair[1]))
-    return [first, *rest]
+    return options
+
+
+def _estimated_fastest(options) -> tuple[CubeProblem, CubeTiling]:
+    """The best tiling of each option by `rank_key`, then the faster of those by
+    estimate (the problem as given on a tie)."""
+    bests = [(option, min(tilings, key=rank_key)) for option, tilings in options]
+    return min(bests, key=lambda pair: pair[1].estimate)
+
+
+def ranked_problem_tilings(hw, problem: CubeProblem) -> list[tuple[CubeProblem, CubeTiling]]:
+    """Every tiling of the problem as given and with its products in turn: the
+    estimated-fastest first, then the others by `rank_key`. Raises ValueError if
+    no tiling fits either."""
+    return _ranked(_options(hw, problem))
+
+
+def _ranked(options) -> list[tuple[CubeProblem, CubeTiling]]:
+    first = _estimated_fastest(options)
+    rest = [(option, tiling) for option, tilings in options for tiling in tilings if tiling is not first[1]]
+    return [first, *sorted(rest, key=lambda pair: rank_key(pair[1]))]
 
 
 def choose_problem_tiling(hw, problem: CubeProblem, rank: int = 0) -> tuple[CubeProblem, CubeTiling]:
     """The problem (as given or with its products in turn) and its tiling of that
     rank among `ranked_problem_tilings`. Raises ValueError if no tiling fits, or
     fewer than rank + 1 do."""
-    ranked = ranked_problem_tilings(hw, problem)
-    if rank >= len(ranked):
-        raise ValueError(f"{TILING_RANK} = {rank}, but only {len(ranked)} tilings fit")
-    option, tiling = ranked[rank]
-    return option, with_count(tiling, len(ranked), rank)
+    options = _options(hw, problem)
+    count = sum(len(tilings) for _, tilings in options)
+    if rank == 0:
+        option, tiling = _estimated_fastest(options)  # without ranking them all
+    elif rank < count:
+        option, tiling = _ranked(options)[rank]
+    else:
+        raise ValueError(f"{TILING_RANK} = {rank}, but only {count} tilings fit")
+    return option, with_count(tiling, count, rank)
 
 
 def pinned_rank(op) -> int:
