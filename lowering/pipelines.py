@@ -42,23 +42,21 @@ class LowerToNpuPipeline(PipelinePass):
     tune: int = 0
 
     def stages(self) -> list[ModulePass]:
-        tuning = [
-            TuneTilingsPass(
-                hw=self.hw,
-                top=self.tune,
-                debug=self.debug,
-                reuse=self.reuse,
-                streams=self.streams,
-                double_buffer=self.double_buffer,
-                merge=self.merge,
-            )
-        ]
+        tuning = TuneTilingsPass(
+            hw=self.hw,
+            top=self.tune,
+            debug=self.debug,
+            reuse=self.reuse,
+            streams=self.streams,
+            double_buffer=self.double_buffer,
+            merge=self.merge,
+        )
         return [
             SplitMatmulNormPass(hw=self.hw, debug=self.debug, merge=self.merge),
             SplitKPass(hw=self.hw, debug=self.debug, merge=self.merge),
             UngroupPass(hw=self.hw, debug=self.debug),
             MaterializeBroadcastsPass(hw=self.hw),
-            *(tuning if self.tune else []),
+            *([tuning] if self.tune else []),
             *self.kernel_stages(),
         ]
 

@@ -41,7 +41,9 @@ cost formulas the simulator uses (`simulator/npu/costs.py`): per item the
 busiest of cube, MTE2, MTE1 and the epilogue (they overlap), plus what cannot
 overlap (filling the pipeline, draining L0C before the next item may
 accumulate). `CubeTiling.explain()` says what was chosen and why;
-`ge-to-npu{debug=true}` prints it.
+`ge-to-npu{debug=true}` prints it. An op may instead pin another tiling that
+fits by its place in the estimate's ranking (`npu.tiling_rank`, which
+`fused-tune-tilings` sets after simulating the best few).
 
 Operands describe their own transfer costs (a row-major tile of short rows is
 dearer than a FRACTAL_NZ tile of the same bytes), through `CubeOperandCost`,
@@ -250,7 +252,9 @@ def choose_cube_tiling(
     return with_count(min(fitting, key=rank_key), len(fitting))
 
 
-def fitting_cube_tilings(hw, shape: GemmShape, a, bs, epilogue: EpilogueCost) -> list[CubeTiling]:
+def fitting_cube_tilings(
+    hw: HardwarePreset, shape: GemmShape, a: CubeOperandCost, bs: Sequence[CubeOperandCost], epilogue: EpilogueCost
+) -> list[CubeTiling]:
     """Every tiling that fits the preset's buffers, in no particular order. Raises
     ValueError if none fits."""
     scored = []

@@ -32,15 +32,16 @@ import sys
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from ...core.diagnostics import CompileError, location_of
 from ...core.passes import Instrumentation, instrumented, record_statistic, run_pass
 from ...simulator.hardware import load_preset
+from ...simulator.npu import simulate
 from ...simulator.signature import input_specs, main_function, random_inputs
 from .convert import tiling_choices
-from .templates.cube_kernel import TILING_RANK, pinned_rank
+from .templates.cube_kernel import TILING_RANK, pin_rank, pinned_rank
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,8 @@ class TuneTilingsPass(ModulePass):
         if self.top < 1:
             raise CompileError(f"{self.name}: top must be at least 1, got {self.top}")
         hw = load_preset(self.hw)
-        ops = list(main_function(op).body.block.ops)
+        main = main_function(op)
+        ops = list(main.body.block.ops)
         choices = [
             (position, [r for r in range(min(self.top, count)) if r != pinned_rank(ops[position])])
             for position, count in tiling_choices(op, hw)
@@ -69,9 +71,10 @@ class TuneTilingsPass(ModulePass):
         record_statistic(self.name, "kernels tuned", len(choices))
         if not any(trials for _, trials in choices):
             return
-        inputs = random_inputs(input_specs(main_function(op)), 0)
+        inputs = random_inputs(input_specs(main), 0)
         ranks: dict[int, int] = {}
         best = self._cycles(ctx, op, inputs, ranks)
+        self._note("module", f"as given: {best} cycles")
         simulations = 1
         for position, trials in choices:
             for rank in trials:
@@ -81,7 +84,7 @@ class TuneTilingsPass(ModulePass):
                 if cycles is not None and cycles < best:
                     best, ranks = cycles, trial
         for position, rank in ranks.items():
-            ops[position].attributes[TILING_RANK] = IntegerAttr(rank, IntegerType(64))
+            pin_rank(ops[position], rank)
         record_statistic(self.name, "tilings changed", len(ranks))
         record_statistic(self.name, "simulations", simulations)
 
@@ -98,23 +101,19 @@ class TuneTilingsPass(ModulePass):
     def _cycles(self, ctx: Context, module: ModuleOp, inputs, ranks: dict[int, int]) -> int:
         """Compile a copy of the module with the ops at these positions pinned to
         these ranks, and simulate it."""
-        from ...simulator.npu import simulate
-        from ..pipelines import LowerToNpuPipeline
+        from ..pipelines import LowerToNpuPipeline  # which runs this pass: imported here, not at the top
 
         copy = module.clone()
         ops = list(main_function(copy).body.block.ops)
         for position, rank in ranks.items():
-            ops[position].attributes[TILING_RANK] = IntegerAttr(rank, IntegerType(64))
+            pin_rank(ops[position], rank)
         lowering = LowerToNpuPipeline(
             hw=self.hw, reuse=self.reuse, streams=self.streams, double_buffer=self.double_buffer, merge=self.merge
         )
         with instrumented(Instrumentation(verify_each=False)):  # the trials' own statistics and dumps are not the run's
             for stage in lowering.kernel_stages():
                 run_pass(stage, ctx, copy)
-        cycles = simulate(copy, inputs, hw=self.hw).report.total_cycles
-        if not ranks:
-            self._note("module", f"as given: {cycles} cycles")
-        return cycles
+        return simulate(copy, inputs, hw=self.hw).report.total_cycles
 
     def _note(self, subject: str, text: str) -> None:
         if self.debug:

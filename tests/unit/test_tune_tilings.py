@@ -11,10 +11,9 @@ from cube_lowering_testing import check_lowering, compile_module, parse
 from gecomp.core.diagnostics import CompileError
 from gecomp.core.passes import Instrumentation, instrumented
 from gecomp.dialects import fused
-from gecomp.lowering.fused_to_npu.templates.cube_kernel import TILING_RANK
+from gecomp.lowering.fused_to_npu.templates.cube_kernel import pin_rank
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.signature import input_specs, main_function, random_inputs
-from xdsl.dialects.builtin import IntegerAttr, IntegerType
 
 MATMUL_RELU = """func.func @main(%x: tensor<128x256xf16> {ge.name = "x"}) -> (tensor<128x512xf16> {ge.name = "out"}) {
   %w = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.02> : tensor<256x512xf16>
@@ -43,17 +42,13 @@ def cube_op(module) -> fused.MatmulBiasActOp:
     return next(op for op in module.walk() if isinstance(op, fused.MatmulBiasActOp))
 
 
-def pin(op, rank: int) -> None:
-    op.attributes[TILING_RANK] = IntegerAttr(rank, IntegerType(64))
-
-
 def explanation(capsys) -> str:
     return next(line for line in capsys.readouterr().err.splitlines() if "tilings that fit" in line)
 
 
 def test_rank_zero_is_the_estimated_fastest(capsys):
     module = fused_module(MATMUL_RELU)
-    pin(cube_op(module), 0)
+    pin_rank(cube_op(module), 0)
     check_lowering(module, "ascend910", pipeline="ge-lower-to-npu{debug=true}")
     assert re.search(r"estimated \d+ cycles, best of \d+ tilings that fit", explanation(capsys))
 
@@ -67,7 +62,7 @@ def test_a_pinned_rank_takes_that_tiling_and_computes_the_same_numbers(capsys, r
     best_estimate = int(re.search(r"estimated (\d+) cycles", explanation(capsys)).group(1))
 
     module = fused_module(MATMUL_RELU)
-    pin(cube_op(module), rank)
+    pin_rank(cube_op(module), rank)
     check_lowering(module, "ascend910", pipeline="ge-lower-to-npu{debug=true}")
     line = explanation(capsys)
     found = re.search(r"estimated (\d+) cycles, number (\d+) by estimate of \d+ tilings that fit \(npu.tiling_rank = (\d+)\)", line)
@@ -78,7 +73,7 @@ def test_a_pinned_rank_takes_that_tiling_and_computes_the_same_numbers(capsys, r
 
 def test_a_rank_beyond_the_fitting_tilings_is_a_located_error():
     module = fused_module(MATMUL_RELU)
-    pin(cube_op(module), 10**6)
+    pin_rank(cube_op(module), 10**6)
     with pytest.raises(CompileError, match=r"npu.tiling_rank = 1000000, but only \d+ tilings fit") as error:
         compile_module(module, "ge-lower-to-npu")
     assert error.value.location is not None
@@ -86,7 +81,7 @@ def test_a_rank_beyond_the_fitting_tilings_is_a_located_error():
 
 def test_a_rank_must_be_a_non_negative_integer():
     module = fused_module(MATMUL_RELU)
-    pin(cube_op(module), -1)
+    pin_rank(cube_op(module), -1)
     with pytest.raises(CompileError, match="must be a non-negative integer"):
         compile_module(module, "ge-lower-to-npu")
 
@@ -139,7 +134,7 @@ def test_tuning_finds_a_faster_tiling_than_the_estimate():
 def test_the_tuner_starts_from_a_pinned_rank(capsys):
     """A rank pinned by hand is the tuner's starting point: it tries the others."""
     module = fused_module(MATMUL_RELU)
-    pin(cube_op(module), 2)
+    pin_rank(cube_op(module), 2)
     compile_module(module, "fused-tune-tilings{top=3 debug=true}")
     tried = re.findall(r"npu.tiling_rank = (\d+):", capsys.readouterr().err)
     assert sorted(tried) == ["0", "1"]

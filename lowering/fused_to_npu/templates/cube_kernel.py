@@ -52,7 +52,7 @@ from collections.abc import Sequence
 from copy import copy as shallow_copy
 from dataclasses import dataclass, replace
 
-from xdsl.dialects.builtin import IntegerAttr, f32
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, f32
 from xdsl.ir import Attribute
 
 from ....core import dtypes
@@ -156,6 +156,11 @@ def choose_problem_tiling(hw, problem: CubeProblem, rank: int = 0) -> tuple[Cube
     else:
         raise ValueError(f"{TILING_RANK} = {rank}, but only {count} tilings fit")
     return option, with_count(tiling, count, rank)
+
+
+def pin_rank(op, rank: int) -> None:
+    """Pin the op's tiling to the one of that rank (`npu.tiling_rank`)."""
+    op.attributes[TILING_RANK] = IntegerAttr(rank, IntegerType(64))
 
 
 def pinned_rank(op) -> int:
