@@ -26,10 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f32
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from ...core.diagnostics import op_error
 from ...core.passes import record_statistic
 from ...dialects import fused
 from ...dialects.ge.formats import Format
@@ -184,12 +185,35 @@ def row_kernel_cycles(hw: HardwarePreset, shape, read_per_element: int, written_
     return first_tile + max(vector, memory)
 
 
+FORM = "npu.form"
+"""An op's attribute pinning its form ("split-K 2"), whatever the estimates say:
+how `fused-tune-forms` hands on the forms it measured to be faster, and how a
+user pins one by hand."""
+
+
+def pin_form(op: Operation, form: str) -> None:
+    op.attributes[FORM] = StringAttr(form)
+
+
+def pinned_form(op: Operation, forms: dict[str, float]) -> str | None:
+    """The op's `npu.form`, if it has one; a located error if it is not one of `forms`."""
+    attr = op.attributes.get(FORM)
+    if attr is None:
+        return None
+    if not isinstance(attr, StringAttr) or attr.data not in forms:
+        raise op_error(op, f"'{FORM}' must be one of {', '.join(map(repr, forms))}; got {attr}")
+    return attr.data
+
+
 def choose_form(pass_name: str, op: Operation, forms: dict[str, float], debug: bool) -> str:
-    """The form estimated fastest (printing every estimate with `debug`)."""
-    verdict = min(forms, key=forms.get)
+    """The form `npu.form` pins, or else the one estimated fastest (printing every
+    estimate with `debug`)."""
+    pinned = pinned_form(op, forms)
+    verdict = pinned if pinned is not None else min(forms, key=forms.get)
     if debug:
         listed = ", ".join(f"{form} ~{cycles:.0f}" for form, cycles in forms.items())
-        print(f"[{pass_name}] {op.name} at {op.location}: {listed} cycles: {verdict}", file=sys.stderr)
+        how = f" ({FORM})" if pinned is not None else ""
+        print(f"[{pass_name}] {op.name} at {op.location}: {listed} cycles: {verdict}{how}", file=sys.stderr)
     return verdict
 
 

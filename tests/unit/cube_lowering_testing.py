@@ -45,6 +45,13 @@ def check_lowering(text_or_module, hw: str = "tiny", seed: int = 0, pipeline: st
     return simulation
 
 
+def simulated_cycles(module: ModuleOp, text: str, hw: str = "ascend910") -> int:
+    """The compiled `module`'s simulated time on the random inputs (seed 0) of the
+    source `text`'s signature."""
+    inputs = random_inputs(input_specs(main_function(parse(text))), 0)
+    return simulate(module, inputs, hw=hw).report.total_cycles
+
+
 def main_module(args: list[str], lines: list[str], result: str, result_type: str) -> str:
     """`func.func @main(args) -> result_type` with `lines` as its body, returning `result`
     named "out"; a dummy input when every operand is a constant."""

@@ -6,14 +6,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from cube_lowering_testing import check_lowering, compile_module, parse
+from cube_lowering_testing import check_lowering, compile_module, parse, simulated_cycles
 
 from gecomp.core.diagnostics import CompileError
 from gecomp.core.passes import Instrumentation, instrumented
 from gecomp.dialects import fused
 from gecomp.lowering.fused_to_npu.templates.cube_kernel import pin_rank
-from gecomp.simulator.npu import simulate
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
 
 MATMUL_RELU = """func.func @main(%x: tensor<128x256xf16> {ge.name = "x"}) -> (tensor<128x512xf16> {ge.name = "out"}) {
   %w = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.02> : tensor<256x512xf16>
@@ -100,11 +98,6 @@ def tuned(text: str, pipeline: str, capsys):
         if (m := re.search(r"npu.tiling_rank = (\d+): (\d+) cycles", line))
     ]
     return module, run.statistics.get("fused-tune-tilings", {}), given, trials
-
-
-def simulated_cycles(module, text: str) -> int:
-    inputs = random_inputs(input_specs(main_function(parse(text))), 0)
-    return simulate(module, inputs, hw="ascend910").report.total_cycles
 
 
 @pytest.mark.parametrize("text", [MATMUL_RELU, TWO_MATMULS])
