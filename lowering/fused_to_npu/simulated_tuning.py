@@ -31,6 +31,7 @@ from xdsl.passes import ModulePass
 
 from ...core.diagnostics import CompileError, location_of
 from ...core.passes import Instrumentation, instrumented, record_statistic, run_pass
+from ...dialects import npu
 from ...simulator.hardware import HardwarePreset, load_preset
 from ...simulator.npu import simulate
 from ...simulator.signature import input_specs, main_function, random_inputs
@@ -74,6 +75,8 @@ class SimulatedTuningPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.top < 1:
             raise CompileError(f"{self.name}: top must be at least 1, got {self.top}")
+        if any(isinstance(inner, npu.KernelOp) for inner in op.ops):
+            raise CompileError(f"{self.name}: the module is already lowered to npu kernels; tune it before ge-to-npu")
         hw = load_preset(self.hw)
         main = main_function(op)
         ops = list(main.body.block.ops)

@@ -123,3 +123,11 @@ def test_nothing_to_tune_simulates_nothing(capsys):
 def test_top_must_be_positive():
     with pytest.raises(CompileError, match="top must be at least 1"):
         compile_module(parse(MATMUL_GELU), "fused-tune-forms{top=0}")
+
+
+@pytest.mark.parametrize("tuner", ["fused-tune-forms", "fused-tune-tilings"])
+def test_tuning_a_module_already_lowered_is_an_error(tuner):
+    module = parse(MATMUL_GELU)
+    compile_module(module, "ge-lower-to-npu")
+    with pytest.raises(CompileError, match=f"{tuner}: the module is already lowered to npu kernels; tune it before ge-to-npu"):
+        compile_module(module, tuner)
