@@ -101,7 +101,9 @@ class SimulatedTuningPass(ModulePass):
         record_statistic(self.name, f"{self.choice} changed", len(pins))
         record_statistic(self.name, "simulations", simulations)
 
-    def _try(self, ctx: Context, module: ModuleOp, inputs, pins: dict[int, Any], target: str, choice: Any) -> int | None:
+    def _try(
+        self, ctx: Context, module: ModuleOp, inputs, pins: dict[int, Any], target: str, choice: Any
+    ) -> int | None:
         """The module's simulated cycles with these pins, or None if it fails."""
         try:
             cycles = self._cycles(ctx, module, inputs, pins)

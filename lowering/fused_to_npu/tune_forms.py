@@ -45,8 +45,7 @@ from .split_norm import SplitMatmulNormPass
 
 @dataclass(frozen=True)
 class TuneFormsPass(SimulatedTuningPass):
-    """Pin the form of each op the split passes may rewrite to the fastest, simulated,
-    of its `top` best estimated ones."""
+    """Pin the form of each op the split passes rewrite to the fastest, simulated, of its `top` best estimated ones."""
 
     name = "fused-tune-forms"
     subject = "ops"

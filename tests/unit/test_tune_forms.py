@@ -63,7 +63,8 @@ def test_a_pinned_form_is_taken_and_computes_the_same_numbers(text, form, ops):
 
 
 def test_a_form_the_op_does_not_have_is_a_located_error():
-    with pytest.raises(CompileError, match=r"'npu.form' must be one of 'one kernel', 'split-K 2', .*; got \"split\"") as error:
+    expected = r"'npu.form' must be one of 'one kernel', 'split-K 2', .*; got \"split\""
+    with pytest.raises(CompileError, match=expected) as error:
         compile_module(pinned(MATMUL_GELU, "split"), "ge-lower-to-npu")
     assert error.value.location is not None
 
@@ -75,7 +76,9 @@ def tuned(module, pipeline: str, capsys):
         compile_module(module, pipeline)
     notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[fused-tune-forms]")]
     given = [int(m.group(1)) for line in notes if (m := re.search(r"as given: (\d+) cycles", line))]
-    trials = [(m.group(1), int(m.group(2))) for line in notes if (m := re.search(r"npu.form = '(.+)': (\d+) cycles", line))]
+    trials = [
+        (m.group(1), int(m.group(2))) for line in notes if (m := re.search(r"npu.form = '(.+)': (\d+) cycles", line))
+    ]
     return run.statistics.get("fused-tune-forms", {}), given, trials
 
 
@@ -129,5 +132,6 @@ def test_top_must_be_positive():
 def test_tuning_a_module_already_lowered_is_an_error(tuner):
     module = parse(MATMUL_GELU)
     compile_module(module, "ge-lower-to-npu")
-    with pytest.raises(CompileError, match=f"{tuner}: the module is already lowered to npu kernels; tune it before ge-to-npu"):
+    expected = f"{tuner}: the module is already lowered to npu kernels; tune it before ge-to-npu"
+    with pytest.raises(CompileError, match=expected):
         compile_module(module, tuner)
