@@ -5,6 +5,9 @@
     npu.pipe_barrier {pipe = "V"}                         // V drains before its next instruction
     npu.pipe_barrier {pipe = "ALL"}                       // every pipe drains; the scalar unit waits
     npu.sync_all                                          // every block of the launch gets here first
+    npu.sync_all_arrive                                   // the same barrier in two halves: this block is done,
+    ...                                                   //   (loads of constants meanwhile)
+    npu.sync_all_wait                                     //   and now waits for the others
 
 A flag (src, dst, event) counts: the k-th `wait_flag` consumes the k-th
 `set_flag` of the same triple, whatever their order in the program, so the
@@ -26,10 +29,25 @@ that way), so it stands at the top level of the kernel body, where every block
 meets it the same number of times; and every block of the launch must be
 resident at once (block_dim at most the core count), or the first ones would
 wait for blocks that cannot start.
+
+`sync_all_arrive` ... `sync_all_wait` is the same barrier split in two, so that a
+block can do useful work while it waits for the others. At the arrive the block's
+flag is stored once everything the block issued before it has completed (as at
+`sync_all`), but the block goes on issuing; at the wait it stops until every
+block has arrived, and everything before the wait (what was issued between the
+two included) is ordered before everything after it. Between the two halves
+other blocks may still be in the previous phase or already in the next one, so
+what stands there must not touch GM that any phase writes: it may read only GM
+arguments the kernel never writes (`npu-prefetch-constants` puts the next
+phase's loads of constants there), and write only local buffers. The halves
+stand at the top level of the kernel body like `sync_all`, each arrive followed
+by its wait before any other barrier; the simulator checks what is read between
+them.
 """
 
 from __future__ import annotations
 
+from xdsl.ir import Operation
 from xdsl.irdl import irdl_op_definition
 from xdsl.utils.exceptions import VerifyException
 
@@ -76,9 +94,10 @@ class PipeBarrierOp(InstructionOp):
         return self.attr_values().pipe
 
 
-@irdl_op_definition
-class SyncAllOp(InstructionOp):
-    name = "npu.sync_all"
+class KernelBarrierOp(InstructionOp):
+    """A barrier of all the blocks of a launch, or one half of it: it stands at the
+    top level of the npu.kernel body, where every block meets it the same number
+    of times."""
 
     def pipe_name(self) -> str:
         return ALL_PIPES
@@ -90,6 +109,41 @@ class SyncAllOp(InstructionOp):
                 "must stand at the top level of the npu.kernel body (every block must meet it the same number "
                 "of times), not inside a loop or a branch"
             )
+        self.check_pairing()
+
+    def check_pairing(self) -> None:
+        pass
+
+    def neighbour_barrier(self, step: int) -> Operation | None:
+        """The nearest barrier op before (step -1) or after (step 1) this one in the
+        kernel body, or None."""
+        op = self.prev_op if step < 0 else self.next_op
+        while op is not None and not isinstance(op, KernelBarrierOp):
+            op = op.prev_op if step < 0 else op.next_op
+        return op
 
 
-SYNC_OPS = (SetFlagOp, WaitFlagOp, PipeBarrierOp, SyncAllOp)
+@irdl_op_definition
+class SyncAllOp(KernelBarrierOp):
+    name = "npu.sync_all"
+
+
+@irdl_op_definition
+class SyncAllArriveOp(KernelBarrierOp):
+    name = "npu.sync_all_arrive"
+
+    def check_pairing(self) -> None:
+        if not isinstance(self.neighbour_barrier(1), SyncAllWaitOp):
+            raise VerifyException("must be followed by its 'npu.sync_all_wait' before any other barrier")
+
+
+@irdl_op_definition
+class SyncAllWaitOp(KernelBarrierOp):
+    name = "npu.sync_all_wait"
+
+    def check_pairing(self) -> None:
+        if not isinstance(self.neighbour_barrier(-1), SyncAllArriveOp):
+            raise VerifyException("must follow its 'npu.sync_all_arrive', with no other barrier between them")
+
+
+SYNC_OPS = (SetFlagOp, WaitFlagOp, PipeBarrierOp, SyncAllOp, SyncAllArriveOp, SyncAllWaitOp)

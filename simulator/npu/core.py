@@ -57,6 +57,7 @@ class Core:
         "flag_latency",
         "core_id",
         "end",
+        "arrival",
         "meet",
         "phase_marks",
     )
@@ -79,6 +80,7 @@ class Core:
         self.flag_latency = flag_latency
         self.core_id = 0
         self.end = start  # the block's end, once `finish` has checked it
+        self.arrival = start  # when this block's last SyncAll flag landed (npu.sync_all_arrive)
         # npu.sync_all: meet(cycle, op) waits for every block of the launch to arrive
         # and returns the latest arrival (a lone block meets only itself).
         self.meet = lambda cycle, op: cycle

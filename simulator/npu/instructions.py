@@ -46,6 +46,10 @@ class InstructionDecoder:
             return self._barrier(op)
         if isinstance(op, npu.SyncAllOp):
             return self._sync_all(op)
+        if isinstance(op, npu.SyncAllArriveOp):
+            return self._sync_all_arrive(op)
+        if isinstance(op, npu.SyncAllWaitOp):
+            return self._sync_all_wait(op)
         if isinstance(op, npu.ReadScalarOp):
             return self._read_scalar(op)
         return self._compute(op)
@@ -67,7 +71,7 @@ class InstructionDecoder:
                 checks.append(check)
             else:
                 self.check_offset(op, constant, *check[1:])
-            self.note_access(buffer, pipe, access)
+            self.note_access(buffer, pipe, access, op)
             slots.append(buffer.slot)
             regs.append(self.reg(offset_value))
             views.append(pattern.viewer())
@@ -371,21 +375,72 @@ class InstructionDecoder:
         where = f"when every pipe must drain at the 'npu.sync_all' at {location_of(op)}"
         cost, barrier_cost = self.hw.scalar_instruction_cycles, self.hw.barrier_cost
         store, poll = sync_all_transfers(self.hw)
-        mte2, mte3 = PIPE_INDEX["MTE2"], PIPE_INDEX["MTE3"]
         self.phase += 1
 
         def issue(core) -> None:
-            landed = drain_all(core, cost, barrier_cost, where) + store.cycles
-            released = core.meet(landed, op) + poll.cycles
-            core.busy[mte3] += store.data_cycles
-            core.busy[mte2] += poll.data_cycles
-            pipe_free, landings = core.pipe_free, core.landed
-            for p in range(len(pipe_free)):
-                pipe_free[p] = landings[p] = released
-            core.s_time = released
-            core.phase_marks.append((released, list(core.busy), list(core.stats)))
+            store_flag(core, drain_all(core, cost, barrier_cost, where), store)
+            release(core, core.meet(core.arrival, op) + poll.cycles, poll)
 
         return issue
+
+    def _sync_all_arrive(self, op: npu.SyncAllArriveOp) -> Step:
+        """The first half of `npu.sync_all`: the block's flag is stored once
+        everything issued before has completed, but the scalar unit does not wait
+        for that: it goes on issuing what stands before the wait."""
+        where = f"when every pipe must drain at the 'npu.sync_all_arrive' at {location_of(op)}"
+        cost, barrier_cost = self.hw.scalar_instruction_cycles, self.hw.barrier_cost
+        store, _ = sync_all_transfers(self.hw)
+        self.phase += 1
+        self.open_arrive = op
+
+        def issue(core) -> None:
+            core.s_time += cost
+            core.busy[S] += cost
+            core.count += 1
+            if core.waiting:
+                raise core.deadlock(where)
+            store_flag(core, max(core.s_time, *core.pipe_free, *core.landed) + barrier_cost, store)
+
+        return issue
+
+    def _sync_all_wait(self, op: npu.SyncAllWaitOp) -> Step:
+        """The second half: the block reads every block's flag back (on MTE2, behind
+        the transfers issued before) until all are set, and goes on once that read
+        has returned and everything issued before has completed."""
+        where = f"when every pipe must drain at the 'npu.sync_all_wait' at {location_of(op)}"
+        cost, barrier_cost = self.hw.scalar_instruction_cycles, self.hw.barrier_cost
+        _, poll = sync_all_transfers(self.hw)
+        mte2 = PIPE_INDEX["MTE2"]
+        self.open_arrive = None
+
+        def issue(core) -> None:
+            mte2_free = core.pipe_free[mte2]
+            drained = drain_all(core, cost, barrier_cost, where)
+            polled = max(core.meet(core.arrival, op), mte2_free) + poll.cycles
+            release(core, max(polled, drained), poll)
+
+        return issue
+
+
+def store_flag(core, drained: int, store) -> None:
+    """A block's SyncAll flag stored (UB -> GM on MTE3) from cycle `drained`: when it
+    lands is the block's arrival."""
+    mte3 = PIPE_INDEX["MTE3"]
+    core.arrival = drained + store.cycles
+    core.busy[mte3] += store.data_cycles
+    core.pipe_free[mte3] = max(core.pipe_free[mte3], drained + store.data_cycles)
+    core.landed[mte3] = max(core.landed[mte3], core.arrival)
+
+
+def release(core, released: int, poll) -> None:
+    """Every pipe of the block goes on from `released`, once its read of every flag
+    (GM -> UB on MTE2) has returned; a phase of the kernel ends there."""
+    core.busy[PIPE_INDEX["MTE2"]] += poll.data_cycles
+    pipe_free, landings = core.pipe_free, core.landed
+    for p in range(len(pipe_free)):
+        pipe_free[p] = landings[p] = released
+    core.s_time = released
+    core.phase_marks.append((released, list(core.busy), list(core.stats)))
 
 
 def transfer_op_cost(hw, op: npu.TransferOp, a):

@@ -17,8 +17,9 @@ launch's blocks in flight, `fair_share`) wait their turn: slower
 ones cannot starve anybody, so kernels that do not saturate the HBM run without
 hand-overs.
 
-A block at an `npu.sync_all` parks aside (`meet`) until every block of the
-launch has arrived; the last one to arrive releases the others at its cycle.
+A block at an `npu.sync_all` (or `npu.sync_all_wait`) parks aside (`meet`) until
+every block of the launch has arrived; the last one to arrive releases the others
+at its cycle.
 
 The threads are only a way to keep each block's Python stack (a block may stop
 mid-loop, mid-instruction); nothing runs in parallel, and the hand-over order
@@ -111,8 +112,9 @@ class Lockstep:
         block.enter()
 
     def meet(self, cycle: int, parties: int, op) -> int:
-        """The current block reaches the npu.sync_all `op` at `cycle`: it waits, its turn
-        handed over, until `parties` blocks have reached it. Returns the latest arrival."""
+        """The current block reaches the npu.sync_all (or npu.sync_all_wait) `op`, its
+        flag landed at `cycle`: it waits, its turn handed over, until `parties` blocks
+        have reached it. Returns the latest arrival."""
         block = self._current
         self._arrived.append((cycle, block, op))
         if len(self._arrived) == parties:
@@ -201,12 +203,12 @@ class Lockstep:
             raise _Aborted
 
     def _stranded(self) -> CompileError:
-        """Blocks wait at an npu.sync_all that no other block can reach any more."""
+        """Blocks wait at a barrier that no other block can reach any more."""
         arrived, self._arrived = self._arrived, []
         for cycle, block, _ in arrived:
             self._park(block, cycle)
         return CompileError(
-            f"deadlock: {len(arrived)} block(s) wait at this 'npu.sync_all' for the launch's other blocks, "
+            f"deadlock: {len(arrived)} block(s) wait at this '{arrived[0][2].name}' for the launch's other blocks, "
             f"which ended without reaching it",
             arrived[0][2],
         )

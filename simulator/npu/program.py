@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import arith, scf
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from ...core import dtypes
 from ...core.diagnostics import op_error
@@ -163,7 +163,9 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
         self.space_pipes: list[set[int]] = [set() for _ in SPACES]
         self.extents: dict[str, int] = {}
         self.slack_bytes = 0
-        self.phase = 0  # the npu.sync_all ops decoded so far
+        self.phase = 0  # the npu.sync_all (or npu.sync_all_arrive) ops decoded so far
+        self.open_arrive: npu.SyncAllArriveOp | None = None  # decoding between it and its wait
+        self.read_between: list[tuple[BufferSlot, Operation]] = []  # GM reads there, checked at the end
 
     # ---- registers and buffers --------------------------------------------------------
 
@@ -203,15 +205,37 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
         self._buffers[value] = buffer
         return buffer
 
-    def note_access(self, buffer: BufferSlot, pipe: int, access: npu.Access) -> None:
+    def note_access(self, buffer: BufferSlot, pipe: int, access: npu.Access, op: Operation) -> None:
         self.space_pipes[buffer.space].add(pipe)
         self.slack_bytes = max(self.slack_bytes, access.pattern.slack * buffer.itemsize)
-        if buffer.argument is not None:
-            buffer.reads |= access.reads
-            buffer.writes |= access.writes
-            if buffer.first_phase is None:
-                buffer.first_phase = self.phase
-            buffer.last_phase = self.phase
+        if buffer.argument is None:
+            return
+        buffer.reads |= access.reads
+        buffer.writes |= access.writes
+        first = self.phase
+        if self.open_arrive is not None:
+            # Other blocks may still be in the previous phase, or already in the next.
+            if access.writes:
+                raise op_error(op, f"writes GM between '{self.open_arrive.name}' and its wait, where other blocks "
+                               "may still be in the previous phase or already in the next; only local buffers "
+                               "may be written there")
+            self.read_between.append((buffer, op))
+            first -= 1
+        if buffer.first_phase is None or first < buffer.first_phase:
+            buffer.first_phase = first
+        buffer.last_phase = self.phase
+
+    def check_reads_between_barriers(self) -> None:
+        """What a block reads between an arrive and its wait must be GM that no phase
+        writes: whatever it reads then is the same bytes, whichever phase the other
+        blocks are in."""
+        for buffer, op in self.read_between:
+            if buffer.writes:
+                raise op_error(
+                    op,
+                    f"reads kernel argument #{buffer.argument} between 'npu.sync_all_arrive' and its wait, "
+                    "but the kernel writes that argument: only GM no phase writes (constants) may be read there",
+                )
 
     def stat(self, name: str) -> int:
         return STAT_INDEX[name]
@@ -266,6 +290,7 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
         for i, arg in enumerate(kernel.entry.args):
             self._add_buffer(arg, space=GM, space_name="gm", argument=i)
         steps, _ = self.block_steps(kernel.entry)
+        self.check_reads_between_barriers()
         return KernelProgram(
             op=kernel,
             name=kernel.sym_name.data,

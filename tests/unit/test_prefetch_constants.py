@@ -111,3 +111,28 @@ def test_the_slack_is_how_much_longer_the_busiest_other_pipe_works():
     kernel = next(op for op in m.walk() if isinstance(op, npu.KernelOp))
     vector = 41 * vector_cycles(hw, "scalar", 512) + vector_cycles(hw, "binary", 512)
     assert mte2_slack(phases(kernel)[0], hw) == vector - transfer_cost(hw, "gm_to_ub", 1, 512).data_cycles
+
+
+def prefetched_barriers(text: str, runs: int = 1) -> tuple[list[str], str]:
+    """(the kernel's barrier ops after the pass ran `runs` times, the module's text)."""
+    m = parse_module(make_context(), text, "t.mlir")
+    for _ in range(runs):
+        PrefetchConstantsPass(hw="tiny").apply(make_context(), m)
+    kernel = next(op for op in m.walk() if isinstance(op, npu.KernelOp))
+    return [op.name for op in kernel.entry.ops if isinstance(op, npu.KernelBarrierOp)], str(m)
+
+
+@pytest.mark.parametrize(
+    "second_phase, barriers",
+    [
+        (f"{LOAD_T}\n{LOAD_W}", ["npu.sync_all_arrive", "npu.sync_all_wait"]),
+        (f"{LOAD_T}\n    npu.copy %t[%o2], %w_ub[%c1] {{cols = 256}}\n{LOAD_W}", ["npu.sync_all"]),
+    ],
+)
+def test_the_barrier_splits_around_what_moves_and_stays_whole_otherwise(second_phase, barriers):
+    assert prefetched_barriers(module(second_phase))[0] == barriers
+
+
+def test_a_split_barrier_is_left_as_it_is():
+    once = prefetched_barriers(module(f"{LOAD_T}\n{LOAD_W}"))[1]
+    assert prefetched_barriers(module(f"{LOAD_T}\n{LOAD_W}"), runs=2)[1] == once

@@ -167,6 +167,21 @@ npu.kernel @k(%g: memref<1024xf16, #npu.space<gm>>) attributes {block_dim = 2} {
 
 // -----
 
+npu.kernel @k() attributes {block_dim = 1} {
+  // expected-error @+1 {{must be followed by its 'npu.sync_all_wait' before any other barrier}}
+  npu.sync_all_arrive
+  npu.sync_all
+}
+
+// -----
+
+npu.kernel @k() attributes {block_dim = 1} {
+  // expected-error @+1 {{must follow its 'npu.sync_all_arrive', with no other barrier between them}}
+  npu.sync_all_wait
+}
+
+// -----
+
 npu.kernel @k(%g: memref<1024xf16, #npu.space<gm>>) attributes {block_dim = 1} {
   // expected-error @+1 {{the result must be in l1, l0a, l0b, l0c, ub, got a buffer in gm}}
   %a = npu.alloc {offset = 0} : memref<1024xf16, #npu.space<gm>>

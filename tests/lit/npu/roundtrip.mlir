@@ -62,6 +62,8 @@
 // CHECK-NEXT: npu.pipe_barrier {pipe = "V"}
 // CHECK-NEXT: npu.pipe_barrier {pipe = "ALL"}
 // CHECK-NEXT: npu.sync_all
+// CHECK-NEXT: npu.sync_all_arrive
+// CHECK-NEXT: npu.sync_all_wait
 // CHECK-NEXT: %after = npu.block_idx : index
 // CHECK-NEXT: }
 // CHECK-NEXT: func.func @main(%x: memref<4096xf16, #npu.space<gm>> {ge.name = "x"}, %y: memref<1024xf32, #npu.space<gm>> {ge.name = "y", npu.output}) {
@@ -137,6 +139,8 @@ builtin.module attributes {npu.gm_arena_bytes = 8192 : i64} {
     npu.pipe_barrier {pipe = "V"}
     npu.pipe_barrier {pipe = "ALL"}
     npu.sync_all
+    npu.sync_all_arrive
+    npu.sync_all_wait
     %after = npu.block_idx : index
   }
   func.func @main(%x: memref<4096xf16, #npu.space<gm>> {ge.name = "x"}, %y: memref<1024xf32, #npu.space<gm>> {ge.name = "y", npu.output}) {

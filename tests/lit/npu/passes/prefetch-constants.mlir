@@ -1,9 +1,9 @@
 // npu-prefetch-constants on a merged kernel of two phases: @scale doubles x into
-// %t, @add adds a constant row %w to %t. The load of %w (an npu.gm_constant)
-// moves above the npu.sync_all, to the end of @scale, so MTE2 runs it while
-// @scale's vector work and store finish; its UB buffer moves off the bytes of
-// @scale's %u (offset 0) to bytes neither phase uses. The load of %t, which
-// @scale writes, stays after the barrier.
+// %t, @add adds a constant row %w to %t. The npu.sync_all splits into its arrive
+// and wait, and the load of %w (an npu.gm_constant) moves between them, so MTE2
+// runs it while @scale's vector work and store finish and while the flags
+// travel; its UB buffer moves off the bytes of @scale's %u (offset 0) to bytes
+// neither phase uses. The load of %t, which @scale writes, stays after the wait.
 // RUN: ge-opt %s -p 'npu-prefetch-constants{hw=tiny}' | filecheck %s
 // RUN: ge-opt %s -p 'npu-prefetch-constants{hw=tiny}' --pass-statistics 2>&1 >/dev/null | filecheck %s --check-prefix=STATS
 // RUN: ge-sim %s --hw tiny --pipeline 'npu-prefetch-constants{hw=tiny}' --seed 3 --report --outputs %t.npz | filecheck %s --check-prefix=SIM
@@ -12,13 +12,14 @@
 
 // The copy's offsets move with it.
 // CHECK:      npu.copy %u[%c0], %t[%o] {cols = 256}
+// CHECK-NEXT: npu.sync_all_arrive
 // CHECK-NEXT: %b2 = npu.block_idx : index
 // CHECK-NEXT: %c256_1 = arith.constant 256 : index
 // CHECK-NEXT: %o2 = arith.muli %b2, %c256_1 : index
 // CHECK-NEXT: %c0_1 = arith.constant 0 : index
 // CHECK-NEXT: %w_ub = npu.alloc {offset = 1024} : memref<256xf16, #npu.space<ub>>
 // CHECK-NEXT: npu.copy %w[%o2], %w_ub[%c0_1] {cols = 256}
-// CHECK-NEXT: npu.sync_all
+// CHECK-NEXT: npu.sync_all_wait
 // CHECK:      npu.copy %t[%o2], %v[%c0_1] {cols = 256}
 // CHECK-NEXT: npu.pipe_barrier {pipe = "ALL"}
 // CHECK-NEXT: npu.vadd %v[%c0_1], %w_ub[%c0_1], %v[%c0_1] {cols = 256}
