@@ -22,7 +22,8 @@
 * scalar: every issued op costs `scalar.instruction_cycles` of the scalar unit,
   every `scf.for` iteration `scalar.loop_iteration_cycles`.
 * `npu.sync_all` (soft SyncAll) beyond the drain of every pipe: a block's 32-byte
-  flag stored to GM, then every core's flag read back (`sync_all_transfers`).
+  flag stored to GM, then every core's flag read back (`sync_all_transfers`); the
+  store at `npu.sync_all_arrive` and the read at `npu.sync_all_wait` when split.
 """
 
 from __future__ import annotations
