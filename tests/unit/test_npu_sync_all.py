@@ -17,6 +17,7 @@ from gecomp.simulator.hardware import load_preset
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.npu.costs import transfer_cost
 from gecomp.simulator.npu.lockstep import Block, Lockstep
+from gecomp.transforms.npu.insert_sync import InsertSyncPass
 
 GM = "memref<128xf16, #npu.space<gm>>"
 
@@ -259,3 +260,10 @@ def test_the_report_splits_a_kernel_at_the_wait():
     first, second = kernel.phases
     assert second.start == first.end and second.end == kernel.end
     assert [a + b for a, b in zip(first.busy, second.busy)] == kernel.busy
+
+
+def test_insert_sync_refuses_a_kernel_split_by_either_barrier():
+    for barrier, name in (("npu.sync_all", "npu.sync_all"), (SPLIT, "npu.sync_all_arrive")):
+        module = parse_module(make_context(), mirror_module(barrier), "sync.mlir")
+        with pytest.raises(CompileError, match=f"cannot synchronise @mirror: its phases are joined by {name} "):
+            InsertSyncPass().apply(make_context(), module)

@@ -94,10 +94,10 @@ def refuse_merged(kernel: npu.KernelOp) -> None:
     """The dependency analysis sees one phase of pipes; kernels joined by
     npu-merge-launches are synchronised phase by phase before they are joined."""
     for op in kernel.entry.ops:
-        if isinstance(op, npu.SyncAllOp):
+        if isinstance(op, npu.KernelBarrierOp):
             raise op_error(
                 op,
-                f"npu-insert-sync cannot synchronise @{kernel.sym_name.data}: its phases are joined by npu.sync_all "
+                f"npu-insert-sync cannot synchronise @{kernel.sym_name.data}: its phases are joined by {op.name} "
                 f"(run npu-insert-sync before npu-merge-launches)",
             )
 
