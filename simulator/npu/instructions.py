@@ -394,12 +394,7 @@ class InstructionDecoder:
         self.open_arrive = op
 
         def issue(core) -> None:
-            core.s_time += cost
-            core.busy[S] += cost
-            core.count += 1
-            if core.waiting:
-                raise core.deadlock(where)
-            store_flag(core, max(core.s_time, *core.pipe_free, *core.landed) + barrier_cost, store)
+            store_flag(core, drained_at(core, cost, barrier_cost, where), store)
 
         return issue
 
@@ -472,17 +467,23 @@ def pipe_cycles(hw, op: npu.InstructionOp) -> int:
     return 0
 
 
-def drain_all(core, cost: int, barrier_cost: int, where: str) -> int:
-    """Issue a full barrier on `core`: every pipe drains (a wait that never fires is
-    a deadlock, reported `where`), everything before it is ordered before what
-    follows. Returns the cycle the core goes on."""
+def drained_at(core, cost: int, barrier_cost: int, where: str) -> int:
+    """Issue a barrier instruction on `core` and return when everything issued before
+    it has completed (a wait that never fires is a deadlock, reported `where`),
+    without holding anything up: what `npu.sync_all_arrive` needs."""
     core.s_time += cost
     core.busy[S] += cost
     core.count += 1
     if core.waiting:
         raise core.deadlock(where)
+    return max(core.s_time, *core.pipe_free, *core.landed) + barrier_cost
+
+
+def drain_all(core, cost: int, barrier_cost: int, where: str) -> int:
+    """Issue a full barrier on `core`: every pipe drains (`drained_at`), everything
+    before it is ordered before what follows. Returns the cycle the core goes on."""
+    drained = drained_at(core, cost, barrier_cost, where)
     pipe_free, landed = core.pipe_free, core.landed
-    drained = max(core.s_time, *pipe_free, *landed) + barrier_cost
     for p in range(len(pipe_free)):
         pipe_free[p] = landed[p] = drained
     core.busy[S] += barrier_cost

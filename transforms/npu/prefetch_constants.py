@@ -90,12 +90,17 @@ def span_of(alloc: npu.AllocOp) -> Span | None:
     return Span(str(npu.space_of(alloc.result.type)), offset, offset + size)
 
 
+PHASE_ENDS = (npu.SyncAllOp, npu.SyncAllWaitOp)
+"""The ops a phase of a merged kernel ends at (what stands between an arrive and its
+wait runs with the phase before)."""
+
+
 def phases(kernel: npu.KernelOp) -> list[list[Operation]]:
     """The kernel body's top-level ops between its barriers (`npu.sync_all`, or an
     arrive and its wait: what stands between those two runs with the phase before)."""
     groups: list[list[Operation]] = [[]]
     for op in kernel.entry.ops:
-        if isinstance(op, (npu.SyncAllOp, npu.SyncAllWaitOp)):
+        if isinstance(op, PHASE_ENDS):
             groups.append([])
         elif not isinstance(op, (npu.ReturnOp, npu.SyncAllArriveOp)):
             groups[-1].append(op)
@@ -263,7 +268,7 @@ def _allocs(ops: list[Operation]) -> list[npu.AllocOp]:
 def prefetch_constants(kernel: npu.KernelOp, launches: list[npu.LaunchOp], hw: HardwarePreset) -> int:
     """Move each phase's leading constant loads between the halves of its barrier;
     returns how many."""
-    boundaries = [op for op in kernel.entry.ops if isinstance(op, (npu.SyncAllOp, npu.SyncAllWaitOp))]
+    boundaries = [op for op in kernel.entry.ops if isinstance(op, PHASE_ENDS)]
     constants = constant_arguments(kernel, launches) if boundaries else set()
     if not constants:
         return 0
