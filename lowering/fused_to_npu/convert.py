@@ -36,6 +36,11 @@ from ...simulator.hardware import load_preset
 from ...simulator.signature import NAME_ATTR, input_specs, main_function, output_specs
 from .context import GmTensor, KernelContext, print_notes, template_for
 from .kernel_builder import KernelBuilder
+from .split_k import FORM, SplitKPass
+from .split_norm import SplitMatmulNormPass
+
+FORM_PASSES = (SplitMatmulNormPass, SplitKPass)
+"""The passes that choose an op's form, honouring an `npu.form` that pins it."""
 
 _ALIASING_OPS = (ge.IdentityOp, ge.DropoutOp)
 
@@ -147,6 +152,7 @@ class _HostPlanBuilder:
             self._launch_kernel(op)
 
     def _launch_kernel(self, op: Operation) -> None:
+        check_form_applied(op)
         template = template_for(op)
         if template is None:
             raise op_error(op, "has no NPU kernel")
@@ -216,6 +222,21 @@ class _HostPlanBuilder:
     def _kernel_name(self, op: Operation) -> str:
         hint = op.results[0].name_hint if op.results and op.results[0].name_hint else op.name.split(".")[-1]
         return f"k{self.kernel_count}_{_hint(hint)}"
+
+
+def check_form_applied(op: Operation) -> None:
+    """An `npu.form` left on an op at this point was never honoured (no pass chooses
+    the op's form, or the pass that does has not run): a located error rather than
+    a kernel of another form than the one pinned."""
+    attr = op.attributes.get(FORM)
+    if attr is None:
+        return
+    chooser = next((p for p in FORM_PASSES if isinstance(op, p.target_ops)), None)
+    if chooser is None:
+        targets = "; ".join(f"{p.name}: {', '.join(t.name for t in p.target_ops)}" for p in FORM_PASSES)
+        raise op_error(op, f"'{FORM}' = {attr} pins a form, but no pass chooses the form of '{op.name}' ({targets})")
+    if not isinstance(attr, StringAttr) or attr.data != chooser.whole:
+        raise op_error(op, f"'{FORM}' = {attr} was not applied: run {chooser.name} before ge-to-npu (ge-lower-to-npu does)")
 
 
 def _hint(name: str | None) -> str:

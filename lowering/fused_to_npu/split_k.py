@@ -24,6 +24,7 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f32
@@ -55,14 +56,18 @@ class FormChoicePass(ModulePass):
     `estimates(op, hw, next_kernel)` gives each form's cycles (a second kernel
     costing `next_kernel` to run: a launch, or with `merge` the barrier of the
     kernel npu-merge-launches makes), `rewrite(op, verdict)` applies the verdict
-    and names the statistic to count."""
+    and names the statistic to count. `whole` is the form that keeps the op as
+    it is (what `ge-to-npu` lowers an op still carrying `npu.form`)."""
 
     hw: str = "ascend910"
     debug: bool = False
     merge: bool = True
 
+    target_ops: ClassVar[tuple[type[Operation], ...]] = ()
+    whole: ClassVar[str] = ""
+
     def targets(self, op: Operation) -> bool:
-        raise NotImplementedError
+        return isinstance(op, self.target_ops)
 
     def estimates(self, op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
         raise NotImplementedError
@@ -84,15 +89,14 @@ class SplitKPass(FormChoicePass):
     its partials where the tiling estimates that faster (see the module docstring)."""
 
     name = "fused-split-k"
-
-    def targets(self, op: Operation) -> bool:
-        return isinstance(op, fused.MatmulBiasActOp)
+    target_ops = (fused.MatmulBiasActOp,)
+    whole = "one kernel"
 
     def estimates(self, op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
         return estimates(op, hw, next_kernel)
 
     def rewrite(self, op: Operation, verdict: str) -> str:
-        if verdict == "one kernel":
+        if verdict == self.whole:
             return "ops kept"
         split_k(op, int(verdict.removeprefix("split-K ")))
         return "ops split"
@@ -106,7 +110,7 @@ def estimates(op: fused.MatmulBiasActOp, hw: HardwarePreset, next_kernel: float)
     out = GmTensor(None, op.result.type, op.result)
     inputs = [i for i in (epilogue_input(x.bias, out.shape), epilogue_input(x.residual, out.shape)) if i is not None]
     epilogue = bias_act_epilogue(views_of([out]), inputs, a.act)
-    forms = {"one kernel": cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], out.shape, a.transpose_a, a.transpose_b, epilogue))}
+    forms = {SplitKPass.whole: cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], out.shape, a.transpose_a, a.transpose_b, epilogue))}
     if any(t is not None and t.format != Format.ND for t in (out, x.residual)):
         return forms
     read = out.itemsize if x.residual is not None else 0

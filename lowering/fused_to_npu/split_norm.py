@@ -56,9 +56,8 @@ class SplitMatmulNormPass(FormChoicePass):
     faster (see the module docstring)."""
 
     name = "fused-split-matmul-norm"
-
-    def targets(self, op: Operation) -> bool:
-        return isinstance(op, NORM_OPS)
+    target_ops = NORM_OPS
+    whole = "fused"
 
     def estimates(self, op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
         return estimates(op, hw, next_kernel)
@@ -66,7 +65,7 @@ class SplitMatmulNormPass(FormChoicePass):
     def rewrite(self, op: Operation, verdict: str) -> str:
         if verdict == "split":
             split(op)
-        elif verdict != "fused":
+        elif verdict != self.whole:
             split_k(op, int(verdict.removeprefix("split-K ")))
         return f"ops {verdict.split()[0]}"
 
@@ -84,7 +83,7 @@ def estimates(op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str
     plain = bias_act_epilogue(views_of(outs[1:]), inputs, "none")
     product = gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, plain)
     forms = {
-        "fused": cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, whole, True)),
+        SplitMatmulNormPass.whole: cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, whole, True)),
         "split": cube_cycles(hw, product) + next_kernel + norm_cycles(hw, shape, outs[0].itemsize),
     }
     if x.residual.format != Format.ND:

@@ -69,6 +69,32 @@ def test_a_form_the_op_does_not_have_is_a_located_error():
     assert error.value.location is not None
 
 
+SOFTMAX = """func.func @main(%x: tensor<16x32xf16> {ge.name = "x"}) -> (tensor<16x32xf16> {ge.name = "out"}) {
+  %y = fused.softmax %x {axis = -1 : i64, npu.form = "split-K 2"} : (tensor<16x32xf16>) -> tensor<16x32xf16>
+  func.return %y : tensor<16x32xf16>
+}"""
+
+
+def test_a_form_pinned_on_an_op_no_pass_splits_is_a_located_error():
+    expected = r"'fused.softmax' op 'npu.form' = \"split-K 2\" pins a form, but no pass chooses the form of 'fused.softmax' \(fused-split-matmul-norm: fused.matmul_add_layer_norm, fused.matmul_add_rms_norm; fused-split-k: fused.matmul_bias_act\)"
+    with pytest.raises(CompileError, match=expected) as error:
+        compile_module(parse(SOFTMAX), "ge-lower-to-npu")
+    assert error.value.location is not None
+
+
+@pytest.mark.parametrize("text, form, chooser", [(MATMUL_GELU, "split-K 2", "fused-split-k"), (MATMUL_NORM, "split", "fused-split-matmul-norm")])
+def test_a_pinned_form_the_pipeline_never_applies_is_a_located_error(text, form, chooser):
+    """ge-to-npu alone lowers the op as it stands: a pin to another form would be
+    silently dropped."""
+    with pytest.raises(CompileError, match=f"'npu.form' = \"{form}\" was not applied: run {chooser} before ge-to-npu") as error:
+        compile_module(pinned(text, form), "ge-to-npu")
+    assert error.value.location is not None
+
+
+def test_the_whole_form_pinned_lowers_without_the_form_passes():
+    check_lowering(pinned(MATMUL_GELU, "one kernel"), "ascend910", pipeline="ge-to-npu,npu-insert-sync,npu-plan-local-memory")
+
+
 def tuned(module, pipeline: str, capsys):
     """Compile with the tuner's debug notes; (statistics, the module's time as
     given, every trial's (form, time))."""
