@@ -378,8 +378,10 @@ class InstructionDecoder:
         self.phase += 1
 
         def issue(core) -> None:
-            store_flag(core, drain_all(core, cost, barrier_cost, where), store)
-            release(core, core.meet(core.arrival, op) + poll.cycles, poll)
+            drained = drain_all(core, cost, barrier_cost, where)
+            store_flag(core, drained, store, op.name)
+            read = core.meet(core.arrival, op)
+            release(core, read + poll.cycles, poll, read, drained, op.name)
 
         return issue
 
@@ -394,7 +396,7 @@ class InstructionDecoder:
         self.open_arrive = op
 
         def issue(core) -> None:
-            store_flag(core, drained_at(core, cost, barrier_cost, where), store)
+            store_flag(core, drained_at(core, cost, barrier_cost, where), store, op.name)
 
         return issue
 
@@ -411,26 +413,36 @@ class InstructionDecoder:
         def issue(core) -> None:
             mte2_free = core.pipe_free[mte2]
             drained = drain_all(core, cost, barrier_cost, where)
-            polled = max(core.meet(core.arrival, op), mte2_free) + poll.cycles
-            release(core, max(polled, drained), poll)
+            read = max(core.meet(core.arrival, op), mte2_free)
+            release(core, max(read + poll.cycles, drained), poll, read, drained, op.name)
 
         return issue
 
 
-def store_flag(core, drained: int, store) -> None:
+def store_flag(core, drained: int, store, name: str) -> None:
     """A block's SyncAll flag stored (UB -> GM on MTE3) from cycle `drained`: when it
-    lands is the block's arrival."""
+    lands is the block's arrival. Traced as "<barrier>: flag store"."""
     mte3 = PIPE_INDEX["MTE3"]
     core.arrival = drained + store.cycles
     core.busy[mte3] += store.data_cycles
     core.pipe_free[mte3] = max(core.pipe_free[mte3], drained + store.data_cycles)
     core.landed[mte3] = max(core.landed[mte3], core.arrival)
+    if core.trace is not None:
+        core.trace.append((mte3, f"{name}: flag store", drained, drained + store.data_cycles))
 
 
-def release(core, released: int, poll) -> None:
+def release(core, released: int, poll, read: int, drained: int, name: str) -> None:
     """Every pipe of the block goes on from `released`, once its read of every flag
-    (GM -> UB on MTE2) has returned; a phase of the kernel ends there."""
-    core.busy[PIPE_INDEX["MTE2"]] += poll.data_cycles
+    (GM -> UB on MTE2, from cycle `read`) has returned; a phase of the kernel ends
+    there. Traced: the read ("<barrier>: flag read"), and on the scalar track the
+    wait from the block's pipes draining at `drained` to its release (named after
+    the barrier), where a block sees how long it waited for the others."""
+    mte2 = PIPE_INDEX["MTE2"]
+    core.busy[mte2] += poll.data_cycles
+    if core.trace is not None:
+        core.trace.append((mte2, f"{name}: flag read", read, read + poll.data_cycles))
+        if released > drained:
+            core.trace.append((S, name, drained, released))
     pipe_free, landings = core.pipe_free, core.landed
     for p in range(len(pipe_free)):
         pipe_free[p] = landings[p] = released

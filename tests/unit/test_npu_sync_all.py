@@ -16,6 +16,7 @@ from gecomp.dialects import npu
 from gecomp.simulator.hardware import load_preset
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.npu.costs import transfer_cost
+from gecomp.simulator.npu.hazards import PIPE_NAMES
 from gecomp.simulator.npu.lockstep import Block, Lockstep
 from gecomp.transforms.npu.insert_sync import InsertSyncPass
 
@@ -59,6 +60,8 @@ def run(text: str, inputs: list[np.ndarray]):
 
 X = np.arange(128, dtype=np.float16)
 
+SPLIT = "npu.sync_all_arrive\n    npu.sync_all_wait"
+
 
 def test_what_a_block_wrote_before_the_barrier_every_block_reads_after_it():
     result = run(mirror_module("npu.sync_all"), [X])
@@ -81,6 +84,27 @@ def test_the_barrier_costs_a_flag_stored_and_every_flag_read_back():
     store = transfer_cost(hw, "ub_to_gm", 1, 32).cycles
     poll = transfer_cost(hw, "gm_to_ub", 1, 32 * hw.core_count).cycles
     assert synced - drained == store + poll
+
+
+@pytest.mark.parametrize("barrier, wait", [("npu.sync_all", "npu.sync_all"), (SPLIT, "npu.sync_all_wait")])
+def test_the_trace_shows_the_flag_transfers_and_the_wait_for_the_others(barrier, wait):
+    """Per block: the flag store on MTE3 and the read of every flag on MTE2 (busy,
+    as the report counts them), and on the scalar track the wait from the block's
+    drain to its release, which ends where the next phase starts."""
+    hw = load_preset("tiny")
+    report = simulate(parse_module(make_context(), mirror_module(barrier), "sync.mlir"), [X], "tiny", trace=True).report
+    events = [(core, PIPE_NAMES[pipe], name, start, end) for core, pipe, name, start, end in report.trace_events]
+    phase_end = report.kernels[0].start + report.kernels[0].phases[0].cycles
+    for core in (0, 1):
+        mine = [e[1:] for e in events if e[0] == core and "sync_all" in e[2]]
+        store, read = (next(e for e in mine if e[1].endswith(what)) for what in ("flag store", "flag read"))
+        waited = next(e for e in mine if e[1] == wait)
+        assert store[0] == "MTE3" and store[3] - store[2] == transfer_cost(hw, "ub_to_gm", 1, 32).data_cycles
+        assert read[0] == "MTE2" and read[3] - read[2] == transfer_cost(hw, "gm_to_ub", 1, 32 * hw.core_count).data_cycles
+        assert waited[0] == "S" and store[2] <= waited[2] < waited[3] == phase_end
+    for pipe in ("MTE2", "MTE3"):
+        traced = sum(end - start for _, p, name, start, end in events if p == pipe and name != "npu.wait_flag")
+        assert traced == report.kernels[0].busy[PIPE_NAMES.index(pipe)]
 
 
 def test_more_blocks_than_cores_cannot_meet():
@@ -161,9 +185,6 @@ def test_the_report_splits_a_kernel_into_its_phases():
 
 
 # ---- the barrier in two halves: npu.sync_all_arrive ... npu.sync_all_wait ----------------
-
-SPLIT = "npu.sync_all_arrive\n    npu.sync_all_wait"
-
 
 def test_an_arrive_and_its_wait_with_nothing_between_are_a_sync_all():
     joined = run(mirror_module("npu.sync_all"), [X])
