@@ -380,8 +380,7 @@ class InstructionDecoder:
         def issue(core) -> None:
             drained = drain_all(core, cost, barrier_cost, where)
             store_flag(core, drained, store, op.name)
-            read = core.meet(core.arrival, op)
-            release(core, read + poll.cycles, poll, read, drained, op.name)
+            release(core, core.meet(core.arrival, op), drained, poll, op.name)
 
         return issue
 
@@ -413,8 +412,7 @@ class InstructionDecoder:
         def issue(core) -> None:
             mte2_free = core.pipe_free[mte2]
             drained = drain_all(core, cost, barrier_cost, where)
-            read = max(core.meet(core.arrival, op), mte2_free)
-            release(core, max(read + poll.cycles, drained), poll, read, drained, op.name)
+            release(core, max(core.meet(core.arrival, op), mte2_free), drained, poll, op.name)
 
         return issue
 
@@ -431,12 +429,13 @@ def store_flag(core, drained: int, store, name: str) -> None:
         core.trace.append((mte3, f"{name}: flag store", drained, drained + store.data_cycles))
 
 
-def release(core, released: int, poll, read: int, drained: int, name: str) -> None:
-    """Every pipe of the block goes on from `released`, once its read of every flag
-    (GM -> UB on MTE2, from cycle `read`) has returned; a phase of the kernel ends
-    there. Traced: the read ("<barrier>: flag read"), and on the scalar track the
-    wait from the block's pipes draining at `drained` to its release (named after
-    the barrier), where a block sees how long it waited for the others."""
+def release(core, read: int, drained: int, poll, name: str) -> None:
+    """Every pipe of the block goes on once its read of every flag (GM -> UB on MTE2,
+    from cycle `read`) has returned and its pipes have drained (at `drained`); a
+    phase of the kernel ends there. Traced: the read ("<barrier>: flag read"), and
+    on the scalar track the wait from the drain to the release (named after the
+    barrier), where a block sees how long it waited for the others."""
+    released = max(read + poll.cycles, drained)
     mte2 = PIPE_INDEX["MTE2"]
     core.busy[mte2] += poll.data_cycles
     if core.trace is not None:
