@@ -40,7 +40,8 @@ buffer, scored by a closed-form estimate of the kernel's time from the same
 cost formulas the simulator uses (`simulator/npu/costs.py`): per item the
 busiest of cube, MTE2, MTE1 and the epilogue (they overlap), plus what cannot
 overlap (filling the pipeline, draining L0C before the next item may
-accumulate). `CubeTiling.explain()` says what was chosen and why;
+accumulate). MTE2's time is the core's port's, or the shared HBM's when every
+core streams its weights at once (`_weights_hbm_cycles`). `CubeTiling.explain()` says what was chosen and why;
 `ge-to-npu{debug=true}` prints it. An op may instead pin another tiling that
 fits by its place in the estimate's ranking (`npu.tiling_rank`, which
 `fused-tune-tilings` sets after simulating the best few).
@@ -411,12 +412,15 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
         b_cycles = sum(b.stage_cycles(hw, size, n_block) for b in bs) + hw.paths["gm_to_l1"].latency
         return a.stage_cycles(hw, mb, size), b_cycles
 
-    def item_share(sa: float, sb: float) -> float:
-        return sa / per_core + sb if c.a_resident else sa + sb
-
     stage_a, stage_b = staging(kc)
     stage = stage_a + stage_b
-    mte2 = k // kc * item_share(stage_a, stage_b) + (item_share(*staging(k % kc)) if k % kc else 0)
+    sizes = [kc] * (k // kc) + ([k % kc] if k % kc else [])
+    a_item = sum(staging(size)[0] for size in sizes)
+    b_item = sum(staging(size)[1] for size in sizes)
+    b_hbm = _weights_hbm_cycles(hw, shape, bs, k, n_block, block_dim, c.mb, len(sizes))
+    # A resident: the core's first item stages A and B, the others B alone.
+    with_a = max(a_item + b_item, b_hbm)
+    mte2 = (with_a + (per_core - 1) * max(b_item, b_hbm)) / per_core if c.a_resident else with_a
     load = (
         a.load_cycles(hw, "l0a", mb, kb)
         + n_sub * sum(b.load_cycles(hw, "l0b", kb, c.nb) for b in bs)
@@ -469,6 +473,18 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
         shape, c.mb, c.n_block, c.nb, c.kb, c.kc, rows, items, per_core, block_dim, estimate, terms, buffers, 0,
         c.a_resident,
     )
+
+
+def _weights_hbm_cycles(hw, shape: GemmShape, bs, k: int, n_block: int, block_dim: int, mb: int, chunks: int) -> float:
+    """MTE2 cycles of an item's B panels (K x n_block each) when every core streams its
+    own at once: the HBM serves the distinct panels (the cores of one column block,
+    one per row block, read the same one: the first brings it into the L2) at its
+    bandwidth shared by all, plus a landing per chunk. Weights come from the HBM on
+    their first touch; when all cores stage only B (the later items of a resident
+    A) this, not the core's port, bounds the item."""
+    sharing = min(-(-shape.m // mb), block_dim)
+    panels = sum(b.l1_elements(k, n_block) for b in bs) * shape.in_bytes
+    return panels * block_dim / sharing / hw.hbm_bytes_per_cycle + chunks * hw.paths["gm_to_l1"].latency
 
 
 def ub_bytes(e: EpilogueCost, rows: int, cols: int, row_slots: int = 1) -> int:
