@@ -62,6 +62,11 @@ class GEOptMain(xDSLOptMain):
                     "comma-separated passes with options, e.g. 'cse,ge-fuse{max-size=32}'; "
                     "MLIR's 'builtin.module(...)' wrapper is accepted (see --list-passes)"
                 )
+            if "--split-input-file" in action.option_strings:
+                action.help = (
+                    "process each chunk between '// -----' lines as a file of its own; "
+                    "a chunk's error is reported and the next chunk goes on (exit 1 if any failed)"
+                )
             if "--verify-diagnostics" in action.option_strings:
                 action.help = (
                     "check the '// expected-error @+1 {{...}}' annotations of the input "
@@ -102,7 +107,7 @@ class GEOptMain(xDSLOptMain):
         filename = "<stdin>" if path == "-" else path
         text = read_source(path)
         chunks = _split(text) if self.args.split_input_file else [(text, 0)]
-        outputs, failures = [], []
+        outputs, failures, errors = [], [], 0
         for chunk, line_offset in chunks:
             try:
                 module = parse_module(self.ctx, chunk, filename, line_offset)
@@ -112,16 +117,20 @@ class GEOptMain(xDSLOptMain):
                 diagnostics = []
             except CompileError as e:
                 if not self.args.verify_diagnostics:
-                    raise
+                    # As mlir-opt: report the chunk's error and go on with the next.
+                    print(e.format(), file=sys.stderr)
+                    errors += 1
+                    continue
                 diagnostics = [e]
             if self.args.verify_diagnostics:
                 failures += check_diagnostics(
                     collect_expectations(chunk, line_offset), diagnostics, filename
                 )
-        self._write("// -----\n".join(outputs))
+        if not (errors and self.args.output_file):  # a failed run leaves no output file
+            self._write("// -----\n".join(outputs))
         for failure in failures:
             print(failure, file=sys.stderr)
-        return 1 if failures else 0
+        return 1 if failures or errors else 0
 
     def _apply(self, passes: list[ModulePass], module: ModuleOp) -> None:
         instrumentation = Instrumentation(verify_each=not self.args.disable_verify)
