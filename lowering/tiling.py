@@ -41,8 +41,9 @@ cost formulas the simulator uses (`simulator/npu/costs.py`): per item the
 busiest of cube, MTE2, MTE1 and the epilogue (they overlap), plus what cannot
 overlap (filling the pipeline, draining L0C before the next item may
 accumulate). MTE2's time is the core's port's, or the shared HBM's when every
-core streams its weights at once (`_weights_hbm_cycles`). `CubeTiling.explain()` says what was chosen and why;
-`ge-to-npu{debug=true}` prints it. An op may instead pin another tiling that
+core streams its weights at once (`_weights_hbm_cycles`).
+`CubeTiling.explain()` says what was chosen and why; `ge-to-npu{debug=true}`
+prints it. An op may instead pin another tiling that
 fits by its place in the estimate's ranking (`npu.tiling_rank`, which
 `fused-tune-tilings` sets after simulating the best few).
 
