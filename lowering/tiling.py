@@ -416,8 +416,7 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
     stage_a, stage_b = staging(kc)
     stage = stage_a + stage_b
     sizes = [kc] * (k // kc) + ([k % kc] if k % kc else [])
-    a_item = sum(staging(size)[0] for size in sizes)
-    b_item = sum(staging(size)[1] for size in sizes)
+    a_item, b_item = (sum(side) for side in zip(*(staging(size) for size in sizes)))
     b_hbm = _weights_hbm_cycles(hw, shape, bs, k, n_block, block_dim, c.mb, len(sizes))
     # A resident: the core's first item stages A and B, the others B alone.
     with_a = max(a_item + b_item, b_hbm)

@@ -6,9 +6,8 @@ Those passes keep an op whole or split it (a matrix product and a norm; a split-
 product in 2, 4 or 8 slices and the kernel adding its partials), by estimates
 of each form's kernels. The estimates cannot see how the partials' kernel and
 the product share the HBM with their neighbours in a merged kernel: on the BERT
-layer the FFN output projection is estimated fastest with 4 slices, and runs
-faster with 2 (its norm reads half the partials, the product's time barely
-moves). This pass measures the forms:
+layer the attention output projection is estimated fastest in 2 slices, and runs
+faster as a matrix product and a norm. This pass measures the forms:
 
 * the ops are those either pass targets that have several forms whose kernels fit;
 * op after op, it compiles the module with each other of the op's `top`
@@ -22,7 +21,7 @@ moves). This pass measures the forms:
 A form changes the kernels, not what the op computes (up to the order of fp32
 sums). The pass is not part of `ge-compile{tune=N}`: run after it, the tilings
 tuner starts from the forms that are fastest with the estimated tilings, which
-need not be the fastest once tilings are tuned (the BERT layer: 40232 cycles
+need not be the fastest once tilings are tuned (the BERT layer: 40119 cycles
 against 40110 with the tilings tuned alone). Tuning both together would tune the
 tilings of every form tried.
 """
@@ -39,8 +38,8 @@ from xdsl.passes import ModulePass
 from ...simulator.hardware import HardwarePreset
 from ...simulator.npu.costs import next_kernel_cycles
 from .simulated_tuning import Choices, SimulatedTuningPass
-from .split_k import FORM, FormChoicePass, SplitKPass, pin_form, pinned_form
-from .split_norm import SplitMatmulNormPass
+from .convert import FORM_PASSES
+from .split_k import FORM, FormChoicePass, pin_form, pinned_form
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ class TuneFormsPass(SimulatedTuningPass):
     attribute = FORM
 
     def candidates(self, ops: list[Operation], hw: HardwarePreset, module: ModuleOp) -> Choices:
-        form_passes: list[FormChoicePass] = [SplitMatmulNormPass(hw=self.hw), SplitKPass(hw=self.hw)]
+        form_passes: list[FormChoicePass] = [p(hw=self.hw) for p in FORM_PASSES]
         next_kernel = next_kernel_cycles(hw, self.merge)
         choices: Choices = []
         for position, op in enumerate(ops):
