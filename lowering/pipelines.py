@@ -64,7 +64,7 @@ class LowerToNpuPipeline(PipelinePass):
         """From the fused graph to the finished npu module: what fused-tune-tilings
         compiles each candidate with."""
         return [
-            ToNpuPass(hw=self.hw, debug=self.debug),
+            ToNpuPass(hw=self.hw, debug=self.debug, merge=self.merge),
             DoubleBufferPass(enable=self.double_buffer, hw=self.hw),
             PlanLocalMemoryPass(hw=self.hw),
             InsertSyncPass(hw=self.hw),

@@ -255,16 +255,20 @@ def choose_cube_tiling(
 
 
 def fitting_cube_tilings(
-    hw: HardwarePreset, shape: GemmShape, a: CubeOperandCost, bs: Sequence[CubeOperandCost], epilogue: EpilogueCost
+    hw: HardwarePreset, shape: GemmShape, a: CubeOperandCost, bs: Sequence[CubeOperandCost], epilogue: EpilogueCost,
+    first_b_prefetched: bool = False,
 ) -> list[CubeTiling]:
     """Every tiling that fits the preset's buffers, in no particular order. Raises
-    ValueError if none fits."""
+    ValueError if none fits. `first_b_prefetched`: the kernel is a later phase of a
+    merged kernel and its B operands are constants, so npu-prefetch-constants loads
+    the first chunk of B before the barrier that opens the phase, wherever the
+    kernel stages that chunk at its top level (`_first_chunk_at_top`)."""
     scored = []
     for cand in _candidates(hw, shape, a, bs):
         reserved = ub_reserved(a, cand.mb, cand.kc) + sum(ub_reserved(b, cand.kc, cand.n_block) for b in bs)
         rows = _epilogue_rows(hw, cand, epilogue, reserved)
         if rows is not None:
-            scored.append(_score(hw, shape, a, bs, epilogue, cand, rows))
+            scored.append(_score(hw, shape, a, bs, epilogue, cand, rows, first_b_prefetched))
     if not scored:
         raise ValueError(
             f"no tiling of ({shape.m} x {shape.k}) @ ({shape.k} x {shape.n}) fits the buffers of preset '{hw.name}'"
@@ -391,7 +395,18 @@ def _epilogue_rows(hw: HardwarePreset, c: _Candidate, e: EpilogueCost, reserved:
     return round_up(-(-c.mb // chunks), FRACTAL)
 
 
-def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: int) -> CubeTiling:
+def _first_chunk_at_top(shape: GemmShape, c: _Candidate, per_core: int) -> bool:
+    """Whether the kernel stages its first K chunk at its top level (templates/cube_kernel.py),
+    where npu-prefetch-constants can move it: the core's first item is written out
+    (one item per core, or A resident), it has no tail cases (scf.if), and its
+    chunks are not in a loop (at most one pair of them)."""
+    first_item_at_top = per_core == 1 or c.a_resident
+    return first_item_at_top and shape.m % c.mb == 0 and shape.n % c.n_block == 0 and shape.k // c.kc < 4
+
+
+def _score(
+    hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: int, first_b_prefetched: bool = False
+) -> CubeTiling:
     items, per_core = _share(hw, shape, c.mb, c.n_block)
     block_dim = -(-items // per_core)
     # A full item (tails are cheaper; the estimate is for ranking).
@@ -418,8 +433,14 @@ def _score(hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: in
     sizes = [kc] * (k // kc) + ([k % kc] if k % kc else [])
     a_item, b_item = (sum(side) for side in zip(*(staging(size) for size in sizes)))
     b_hbm = _weights_hbm_cycles(hw, shape, bs, k, n_block, block_dim, c.mb, len(sizes))
+    # The first chunk's B loaded before the barrier leaves the first item's MTE2
+    # and the fill (its landing stays: A's first chunk lands under the same flag).
+    prefetched = 0.0
+    if first_b_prefetched and _first_chunk_at_top(shape, c, per_core):
+        prefetched = stage_b - hw.paths["gm_to_l1"].latency
+        stage -= prefetched
     # A resident: the core's first item stages A and B, the others B alone.
-    with_a = max(a_item + b_item, b_hbm)
+    with_a = max(a_item + b_item - prefetched, b_hbm)
     mte2 = (with_a + (per_core - 1) * max(b_item, b_hbm)) / per_core if c.a_resident else with_a
     load = (
         a.load_cycles(hw, "l0a", mb, kb)

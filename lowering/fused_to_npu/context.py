@@ -68,10 +68,14 @@ class GmTensor:
     def is_padded(self) -> bool:
         return self.physical_numel != self.numel
 
+    @property
+    def is_constant(self) -> bool:
+        """Whether the graph computes it from nothing (a ge.const)."""
+        return isinstance(self.source.owner, ConstOp)
+
     def constant(self) -> np.ndarray | None:
         """The value if the graph computes it from nothing (a ge.const)."""
-        owner = self.source.owner
-        return owner.as_array() if isinstance(owner, ConstOp) else None
+        return self.source.owner.as_array() if self.is_constant else None
 
     def splat(self) -> float | None:
         """The single value of a constant whose elements are all equal."""
@@ -100,6 +104,9 @@ class KernelContext:
     block_dim: int = 1
     notes: list[str] = field(default_factory=list)
     tiling_choices: int = 0  # tilings the template chose among (`npu.tiling_rank`; cube kernels)
+    # The kernel will be a later phase of a merged kernel (`ge-to-npu{merge=true}`),
+    # whose first loads of constants npu-prefetch-constants moves before its barrier.
+    after_a_barrier: bool = False
 
     def explain(self, text: str) -> None:
         self.notes.append(text)

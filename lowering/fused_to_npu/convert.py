@@ -52,37 +52,42 @@ def gm_memref(t: TensorType):
 
 @dataclass(frozen=True)
 class ToNpuPass(ModulePass):
-    """Lower the graph to kernels and a host plan (one kernel per op; see lowering/fused_to_npu)."""
+    """Lower the graph to kernels and a host plan (one kernel per op; see lowering/fused_to_npu).
+    `merge`: the launches will be merged (npu-merge-launches, then npu-prefetch-constants,
+    which loads a phase's first chunk of weights during the phase before it); each
+    kernel after the first chooses its tiling knowing that."""
 
     name = "ge-to-npu"
 
     hw: str = "ascend910"
     debug: bool = False
+    merge: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         main = main_function(op)
-        builder = _HostPlanBuilder(op, main, load_preset(self.hw), self.debug)
+        builder = _HostPlanBuilder(op, main, load_preset(self.hw), self.debug, self.merge)
         builder.lower_all()
         record_statistic(self.name, "kernels", builder.kernel_count)
 
 
-def tiling_choices(module: ModuleOp, hw) -> list[tuple[int, int]]:
+def tiling_choices(module: ModuleOp, hw, merge: bool = False) -> list[tuple[int, int]]:
     """(position in `@main`'s body, count) of every op whose kernel chooses its
     tiling among several (`npu.tiling_rank` picks one): found by lowering a copy."""
     copy = module.clone()
     main = main_function(copy)
     positions = {op: i for i, op in enumerate(main.body.block.ops)}
-    builder = _HostPlanBuilder(copy, main, hw, False)
+    builder = _HostPlanBuilder(copy, main, hw, False, merge)
     builder.lower_all()
     return [(positions[op], count) for op, count in builder.tiling_choices]
 
 
 class _HostPlanBuilder:
-    def __init__(self, module: ModuleOp, main: func.FuncOp, hw, debug: bool):
+    def __init__(self, module: ModuleOp, main: func.FuncOp, hw, debug: bool, merge: bool = False):
         self.module = module
         self.main = main
         self.hw = hw
         self.debug = debug
+        self.merge = merge
         self.kernel_count = 0
         self.tiling_choices: list[tuple[Operation, int]] = []  # (graph op, tilings its kernel chose among)
         self.buffers: dict[SSAValue, SSAValue] = {}  # graph value -> host GM memref
@@ -195,6 +200,7 @@ class _HostPlanBuilder:
         with `write(k)`, and launch it."""
         args = [buffer for buffer, _, _ in ins + outs]
         k = KernelContext(where, KernelBuilder(name, [a.type for a in args]), [], [], self.hw)
+        k.after_a_barrier = self.merge and self.kernel_count > 0
         tensors = [GmTensor(p, t, v) for p, (_, t, v) in zip(k.b.params, ins + outs)]
         k.inputs, k.outputs = tensors[: len(ins)], tensors[len(ins) :]
         write(k)

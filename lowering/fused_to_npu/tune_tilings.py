@@ -46,7 +46,7 @@ class TuneTilingsPass(SimulatedTuningPass):
     def candidates(self, ops: list[Operation], hw: HardwarePreset, module: ModuleOp) -> Choices:
         return [
             (position, [r for r in range(min(self.top, count)) if r != pinned_rank(ops[position])])
-            for position, count in tiling_choices(module, hw)
+            for position, count in tiling_choices(module, hw, self.merge)
         ]
 
     def pin(self, op: Operation, choice: int) -> None:

@@ -76,6 +76,9 @@ class CubeProblem:
     # Each product's epilogue alone, when its outputs depend on that product only:
     # the products may then be computed in turn (`GemmShape.turns`).
     turn_epilogues: Sequence[CubeEpilogue] = ()
+    # The B operands' first chunk loads before the kernel's barrier: constants of a
+    # later phase of a merged kernel (`tiling.fitting_cube_tilings`).
+    first_b_prefetched: bool = False
 
     def in_turns(self) -> CubeProblem | None:
         """The same products computed in turn, or None when they cannot be: the
@@ -93,7 +96,8 @@ class CubeProblem:
 
     def fitting_tilings(self, hw) -> list[CubeTiling]:
         one = self.turn(0) if self.shape.turns > 1 else self
-        return fitting_cube_tilings(hw, self.shape, one.a, one.bs, one.epilogue.cost(self.shape.products))
+        costs = one.epilogue.cost(self.shape.products)
+        return fitting_cube_tilings(hw, self.shape, one.a, one.bs, costs, self.first_b_prefetched)
 
     def tiling(self, hw) -> CubeTiling:
         return min(self.fitting_tilings(hw), key=rank_key)
@@ -175,6 +179,8 @@ def pinned_rank(op) -> int:
 
 def emit_cube_kernel(k: KernelContext, problem: CubeProblem) -> CubeTiling:
     """Choose the tiling, explain it, and write the kernel."""
+    if k.after_a_barrier and all(getattr(x, "tensor", None) is not None and x.tensor.is_constant for x in problem.bs):
+        problem = replace(problem, first_b_prefetched=True)
     try:
         problem, tiling = choose_problem_tiling(k.hw, problem, pinned_rank(k.op))
     except ValueError as e:
