@@ -399,9 +399,11 @@ def _first_chunk_at_top(shape: GemmShape, c: _Candidate, per_core: int) -> bool:
     """Whether the kernel stages its first K chunk at its top level (templates/cube_kernel.py),
     where npu-prefetch-constants can move it: the core's first item is written out
     (one item per core, or A resident), it has no tail cases (scf.if), and its
-    chunks are not in a loop (at most one pair of them)."""
+    chunks are not in a loop (`k_schedule`'s pairs of full chunks: a loop of one
+    trip is not emitted)."""
     first_item_at_top = per_core == 1 or c.a_resident
-    return first_item_at_top and shape.m % c.mb == 0 and shape.n % c.n_block == 0 and shape.k // c.kc < 4
+    pairs = shape.k // c.kc // 2
+    return first_item_at_top and shape.m % c.mb == 0 and shape.n % c.n_block == 0 and pairs <= 1
 
 
 def _score(

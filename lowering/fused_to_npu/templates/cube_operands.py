@@ -97,6 +97,11 @@ class MatrixView:
         return self.tensor.itemsize
 
     @property
+    def is_constant(self) -> bool:
+        """Whether the graph computes it from nothing (a weight: `GmTensor.is_constant`)."""
+        return self.tensor.is_constant
+
+    @property
     def form(self) -> tuple:
         """What sizes and costs its tiles, in L1 and UB alike: views of one form
         may take turns in the same buffers."""
