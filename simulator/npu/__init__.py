@@ -18,7 +18,8 @@ How it is built (one concept per file):
 * `hazards.py`: race detection with vector clocks over the pipes;
 * `costs.py`: the cost model in closed form; `hbm.py`: the HBM all cores share;
   `l2.py`: the L2 cache in front of it (presets with an `[l2]` table);
-* `report.py`: `--report` text, `--json`, `--trace`.
+* `report.py`: `--report` text, `--json`, `--trace`; `anatomy.py`: a traced
+  phase split into fill, work, drain, spread and barrier (bench/phase_anatomy.py).
 
 Every error in the program (out of bounds, misaligned, over capacity, race,
 deadlock, unbalanced flags, event id beyond the preset, GM buffers overlapping

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gecomp.core.context import make_context
 from gecomp.core.parsing import parse_module, verify_module
+from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.hardware import PRESET_DIR
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.npu.hazards import PIPE_INDEX
@@ -106,3 +107,26 @@ def _replace(text: str, tables: list[str], key: str, value) -> str:
     assert count == 1, (tables, key)
     return new
 
+
+
+MATMUL_THEN_NORM = """
+func.func @main(%x: tensor<64x256xf16>) -> tensor<64x128xf16> {
+  %w = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.05> : tensor<256x128xf16>
+  %y = ge.matmul %x, %w : (tensor<64x256xf16>, tensor<256x128xf16>) -> tensor<64x128xf16>
+  %g = ge.const #ge.random<uniform, seed = 2, low = 0.9, high = 1.1> : tensor<128xf16>
+  %b = ge.const #ge.random<normal, seed = 3, mean = 0.0, std = 0.02> : tensor<128xf16>
+  %n = ge.layer_norm %y, %g, %b {epsilon = 1.0e-5} : (tensor<64x128xf16>, tensor<128xf16>, tensor<128xf16>) -> tensor<64x128xf16>
+  func.return %n : tensor<64x128xf16>
+}
+"""
+"""A graph that `ge-compile` turns into two kernels merged into one: a cube phase,
+then a vector phase after a barrier."""
+
+
+def compiled_graph(text: str, pipeline: str = "ge-compile"):
+    """(the module compiled by `pipeline`, random inputs for it)."""
+    ctx = make_context()
+    module = parse_module(ctx, text, "model.mlir")
+    inputs = random_inputs(input_specs(main_function(module)), 0)
+    run_pipeline(parse_pass_pipeline(pipeline), ctx, module)
+    return module, inputs

@@ -9,34 +9,16 @@ import dataclasses
 import numpy as np
 import pytest
 
-from gecomp.core.context import make_context
-from gecomp.core.parsing import parse_module
-from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.hardware import IDEAL_RESOURCES, idealized, load_preset
 from gecomp.simulator.npu import simulate
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from npu_testing import MATMUL_THEN_NORM, compiled_graph
 
 HW = load_preset("ascend910")
-
-# Two kernels merged into one (a cube phase, then a vector phase after a barrier).
-MODEL = """
-func.func @main(%x: tensor<64x256xf16>) -> tensor<64x128xf16> {
-  %w = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.05> : tensor<256x128xf16>
-  %y = ge.matmul %x, %w : (tensor<64x256xf16>, tensor<256x128xf16>) -> tensor<64x128xf16>
-  %g = ge.const #ge.random<uniform, seed = 2, low = 0.9, high = 1.1> : tensor<128xf16>
-  %b = ge.const #ge.random<normal, seed = 3, mean = 0.0, std = 0.02> : tensor<128xf16>
-  %n = ge.layer_norm %y, %g, %b {epsilon = 1.0e-5} : (tensor<64x128xf16>, tensor<128xf16>, tensor<128xf16>) -> tensor<64x128xf16>
-  func.return %n : tensor<64x128xf16>
-}
-"""
 
 
 @pytest.fixture(scope="module")
 def compiled():
-    ctx = make_context()
-    module = parse_module(ctx, MODEL, "model.mlir")
-    inputs = random_inputs(input_specs(main_function(module)), 0)
-    run_pipeline(parse_pass_pipeline("ge-compile"), ctx, module)
+    module, inputs = compiled_graph(MATMUL_THEN_NORM)
     return module, inputs, simulate(module, inputs, hw=HW)
 
 

@@ -1,0 +1,74 @@
+"""Where each phase's cycles go: fill, work, drain, spread, barrier.
+
+    python bench/phase_anatomy.py                                   # the BERT layer, ascend910
+    python bench/phase_anatomy.py examples/llama_layer.mlir
+    python bench/phase_anatomy.py --pipeline 'ge-compile{merge=false}'
+
+The module is compiled and simulated once, traced; each phase of a merged kernel
+(each kernel otherwise) is split into what its typical block does (the median
+block: its first cube or vector instruction, its last compute or store, its
+arrival at the next barrier) and what the slowest block and the barrier add
+(`simulator/npu/anatomy.py`):
+
+    fill     from the phase's start to the first compute: operands loaded after the barrier
+    work     from the first compute to the last compute or output store
+    drain    from there to the block's arrival at the barrier: the last stores landing
+    spread   the last block's arrival after the typical one's
+    barrier  from the last arrival to the phase's end: the flag round trip
+
+The columns add up to the phase's cycles. Everything but "work" is time a phase
+pays for being a phase: what overlapping it with its neighbours could win.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from what_if import compile_module
+
+from gecomp.core.diagnostics import CompileError
+from gecomp.simulator.hardware import load_preset
+from gecomp.simulator.npu import simulate
+from gecomp.simulator.npu.anatomy import phase_anatomy
+
+COLUMNS = ("fill", "work", "drain", "spread", "barrier")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("file", nargs="?", default="examples/bert_layer.mlir")
+    parser.add_argument("--hw", default="ascend910")
+    parser.add_argument("--pipeline", default="ge-compile")
+    args = parser.parse_args(argv)
+    try:
+        preset = load_preset(args.hw)
+        module, inputs = compile_module(args.file, args.pipeline)
+    except OSError as e:
+        parser.error(f"cannot read '{args.file}': {e.strerror}")
+    except CompileError as e:
+        print(e.format(), file=sys.stderr)
+        sys.exit(1)
+    report = simulate(module, inputs, hw=preset, trace=True, check_races=False).report
+    phases = phase_anatomy(report)
+    width = max([len("phase"), *(len(p.name) for p in phases)])
+    print(f"{args.file} compiled with {args.pipeline} for {preset.name}: cycles per phase (typical block)")
+    print(f"{'phase':<{width}}{'cycles':>8}" + "".join(f"{c:>9}" for c in COLUMNS) + f"{'not work':>10}{'MTE2 busy':>11}")
+    for p in phases:
+        cells = "".join(f"{getattr(p, c):>9}" for c in COLUMNS)
+        share = p.around_work / p.cycles if p.cycles else 0
+        print(f"{p.name:<{width}}{p.cycles:>8}{cells}{share:>10.0%}{p.mte2_busy:>11.0%}")
+    total = sum(p.cycles for p in phases)
+    sums = "".join(f"{sum(getattr(p, c) for p in phases):>9}" for c in COLUMNS)
+    around = sum(p.around_work for p in phases)
+    print(f"{'phases':<{width}}{total:>8}{sums}{around / total if total else 0:>10.0%}")
+    kernels = sum(k.cycles for k in report.kernels)
+    print(
+        f"module: {report.total_cycles} cycles, its kernels {kernels} (the first starts at "
+        f"{min((k.start for k in report.kernels), default=0)}); a phase starts when its first block is released "
+        f"and ends when its last one is, so merged phases may overlap by a few hundred cycles"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Where a phase's cycles go between its barriers: the anatomy of a simulated kernel.
+
+A merged kernel (`npu-merge-launches`) runs its phases one after another, every
+block meeting the others at an `npu.sync_all` in between. However busy a phase
+is in its middle, each one pays around its work: the time until its first
+compute (its first operands loaded after the barrier released it), the time
+from its last compute until its block arrives at the next barrier (the last
+stores landing), the blocks that arrive later than the typical one, and the
+barrier's own flag round trip. Those costs are what overlapping phases would
+win, and `bench/phase_anatomy.py` prints them per phase.
+
+From a traced simulation (`simulate(..., trace=True)`), per phase (a kernel that
+is not merged is one phase) and per block, with the block's own instructions:
+
+* first compute: the start of its first cube or vector instruction (`npu.mmad`,
+  a vector op, the fixpipe: the M and V pipes, flag waits left out);
+* last work: the end of its last instruction on M, V or MTE3 (its last output
+  stored), flag waits and the barrier's own flag store left out;
+* arrival: when it drained and stored its barrier flag (the block's end in the
+  kernel's last phase).
+
+The columns take the median block ("typical") and add up to the phase's cycles:
+
+    fill    = first compute - phase start
+    work    = last work - first compute
+    drain   = arrival - last work
+    spread  = last block's arrival - typical arrival
+    barrier = phase end - last block's arrival
+
+Loads that `npu-prefetch-constants` moved before a barrier belong to the phase
+they run in (MTE2 is not a column: its transfers are whatever the others wait
+for). A phase in which a block computes nothing (a pure copy) counts its fill up
+to its last work.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from .hazards import PIPE_INDEX
+from .report import SimulationReport
+
+COMPUTE_PIPES = frozenset({PIPE_INDEX["M"], PIPE_INDEX["V"]})
+WORK_PIPES = COMPUTE_PIPES | {PIPE_INDEX["MTE3"]}
+MTE2 = PIPE_INDEX["MTE2"]
+FLAG_STORE = ": flag store"
+"""How the simulator traces a block's barrier flag store (`instructions.store_flag`)."""
+
+
+@dataclass(frozen=True)
+class PhaseAnatomy:
+    kernel: str
+    name: str
+    start: int
+    end: int
+    fill: int
+    work: int
+    drain: int
+    spread: int
+    barrier: int
+    mte2_busy: float  # the share of the phase's cycles a block's MTE2 is busy, on average
+
+    @property
+    def cycles(self) -> int:
+        return self.end - self.start
+
+    @property
+    def around_work(self) -> int:
+        """What the phase pays besides its typical block's work."""
+        return self.cycles - self.work
+
+
+@dataclass
+class _Block:
+    first_compute: int | None = None
+    last_work: int | None = None
+    arrival: int | None = None
+
+
+def _is_own_work(pipe: int, name: str) -> bool:
+    return pipe in WORK_PIPES and name != "npu.wait_flag" and not name.endswith(FLAG_STORE)
+
+
+def _block_marks(events, start: int, end: int, block_end: int) -> _Block:
+    """One block's marks within [start, end) (see the module docstring)."""
+    marks = _Block()
+    for pipe, name, t0, t1 in events:
+        if not start <= t0 < end:
+            continue
+        if name.endswith(FLAG_STORE):
+            marks.arrival = t0 if marks.arrival is None else min(marks.arrival, t0)
+        elif _is_own_work(pipe, name):
+            if pipe in COMPUTE_PIPES and (marks.first_compute is None or t0 < marks.first_compute):
+                marks.first_compute = t0
+            marks.last_work = t1 if marks.last_work is None else max(marks.last_work, t1)
+    if marks.arrival is None:
+        marks.arrival = min(block_end, end)
+    if marks.last_work is None:
+        marks.last_work = start
+    if marks.first_compute is None:
+        marks.first_compute = marks.last_work
+    return marks
+
+
+def _median(values: list[int]) -> int:
+    return int(statistics.median_low(values))
+
+
+def phase_anatomy(report: SimulationReport) -> list[PhaseAnatomy]:
+    """Every phase of every kernel of a traced simulation, in launch order.
+    ValueError if the simulation was not traced."""
+    if report.trace_events is None:
+        raise ValueError("the phase anatomy needs a traced simulation (simulate(..., trace=True))")
+    by_core: dict[int, list[tuple[int, str, int, int]]] = {}
+    for core, pipe, name, t0, t1 in report.trace_events:
+        by_core.setdefault(core, []).append((pipe, name, t0, t1))
+    found = []
+    for kernel in report.kernels:
+        phases = [(p.name, p.start, p.end, p.busy) for p in kernel.phases] or [
+            (kernel.name, kernel.start, kernel.end, kernel.busy)
+        ]
+        for name, start, end, busy in phases:
+            blocks = [
+                _block_marks(
+                    [e for e in by_core.get(core, ()) if b_start <= e[2] < b_end], start, end, b_end
+                )
+                for b_start, core, b_end in kernel.block_spans
+            ]
+            mte2 = busy[MTE2] / len(blocks) / (end - start) if blocks and end > start else 0.0
+            found.append(_anatomy(kernel.name, name, start, end, blocks, mte2))
+    return found
+
+
+def _anatomy(kernel: str, name: str, start: int, end: int, blocks: list[_Block], mte2_busy: float) -> PhaseAnatomy:
+    first = _median([b.first_compute for b in blocks])
+    last = max(_median([b.last_work for b in blocks]), first)
+    arrival = max(_median([b.arrival for b in blocks]), last)
+    latest = max(max(b.arrival for b in blocks), arrival)
+    return PhaseAnatomy(
+        kernel, name, start, end,
+        fill=first - start, work=last - first, drain=arrival - last, spread=latest - arrival, barrier=end - latest,
+        mte2_busy=mte2_busy,
+    )
