@@ -44,8 +44,6 @@ def main(argv=None) -> None:
     try:
         preset = load_preset(args.hw)
         module, inputs = compile_module(args.file, args.pipeline)
-    except OSError as e:
-        parser.error(f"cannot read '{args.file}': {e.strerror}")
     except CompileError as e:
         print(e.format(), file=sys.stderr)
         sys.exit(1)

@@ -28,7 +28,7 @@ import time
 
 from gecomp.core.context import make_context
 from gecomp.core.diagnostics import CompileError
-from gecomp.core.parsing import parse_module
+from gecomp.core.parsing import load_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.hardware import IDEAL_RESOURCES, HardwarePreset, idealized, load_preset
 from gecomp.simulator.npu import simulate
@@ -59,8 +59,7 @@ def variants_of(preset: HardwarePreset, resources: list[str]) -> list[tuple[str,
 def compile_module(path: str, pipeline: str):
     """(the compiled module, random inputs)."""
     ctx = make_context()
-    with open(path) as f:
-        module = parse_module(ctx, f.read(), path)
+    module = load_module(ctx, path)
     inputs = random_inputs(input_specs(main_function(module)), 0)
     run_pipeline(parse_pass_pipeline(pipeline), ctx, module)
     return module, inputs
@@ -81,8 +80,6 @@ def main(argv=None) -> None:
         module, inputs = compile_module(args.file, args.pipeline)
     except ValueError as e:
         parser.error(str(e))
-    except OSError as e:
-        parser.error(f"cannot read '{args.file}': {e.strerror}")
     except CompileError as e:
         print(e.format(), file=sys.stderr)
         sys.exit(1)

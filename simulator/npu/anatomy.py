@@ -43,14 +43,12 @@ from .report import SimulationReport
 
 COMPUTE_PIPES = frozenset({PIPE_INDEX["M"], PIPE_INDEX["V"]})
 WORK_PIPES = COMPUTE_PIPES | {PIPE_INDEX["MTE3"]}
-MTE2 = PIPE_INDEX["MTE2"]
 FLAG_STORE = ": flag store"
 """How the simulator traces a block's barrier flag store (`instructions.store_flag`)."""
 
 
 @dataclass(frozen=True)
 class PhaseAnatomy:
-    kernel: str
     name: str
     start: int
     end: int
@@ -59,7 +57,7 @@ class PhaseAnatomy:
     drain: int
     spread: int
     barrier: int
-    mte2_busy: float  # the share of the phase's cycles a block's MTE2 is busy, on average
+    mte2_busy: float  # MTE2's busy share of the blocks' time in the phase, as `ge-sim --report` gives it
 
     @property
     def cycles(self) -> int:
@@ -79,7 +77,8 @@ class _Block:
 
 
 def _is_own_work(pipe: int, name: str) -> bool:
-    return pipe in WORK_PIPES and name != "npu.wait_flag" and not name.endswith(FLAG_STORE)
+    """Not a flag wait, nor the barrier's flag store (which `_block_marks` takes first)."""
+    return pipe in WORK_PIPES and name != "npu.wait_flag"
 
 
 def _block_marks(events, start: int, end: int, block_end: int) -> _Block:
@@ -117,28 +116,23 @@ def phase_anatomy(report: SimulationReport) -> list[PhaseAnatomy]:
         by_core.setdefault(core, []).append((pipe, name, t0, t1))
     found = []
     for kernel in report.kernels:
-        phases = [(p.name, p.start, p.end, p.busy) for p in kernel.phases] or [
-            (kernel.name, kernel.start, kernel.end, kernel.busy)
+        blocks = [
+            ([e for e in by_core.get(core, ()) if b_start <= e[2] < b_end], b_end)
+            for b_start, core, b_end in kernel.block_spans
         ]
-        for name, start, end, busy in phases:
-            blocks = [
-                _block_marks(
-                    [e for e in by_core.get(core, ()) if b_start <= e[2] < b_end], start, end, b_end
-                )
-                for b_start, core, b_end in kernel.block_spans
-            ]
-            mte2 = busy[MTE2] / len(blocks) / (end - start) if blocks and end > start else 0.0
-            found.append(_anatomy(kernel.name, name, start, end, blocks, mte2))
+        for phase in kernel.phases or [kernel]:
+            marks = [_block_marks(events, phase.start, phase.end, b_end) for events, b_end in blocks]
+            found.append(_anatomy(phase.name, phase.start, phase.end, marks, phase.ratios()["mte2"]))
     return found
 
 
-def _anatomy(kernel: str, name: str, start: int, end: int, blocks: list[_Block], mte2_busy: float) -> PhaseAnatomy:
+def _anatomy(name: str, start: int, end: int, blocks: list[_Block], mte2_busy: float) -> PhaseAnatomy:
     first = _median([b.first_compute for b in blocks])
     last = max(_median([b.last_work for b in blocks]), first)
     arrival = max(_median([b.arrival for b in blocks]), last)
     latest = max(max(b.arrival for b in blocks), arrival)
     return PhaseAnatomy(
-        kernel, name, start, end,
+        name, start, end,
         fill=first - start, work=last - first, drain=arrival - last, spread=latest - arrival, barrier=end - latest,
         mte2_busy=mte2_busy,
     )
