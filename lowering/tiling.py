@@ -552,7 +552,8 @@ class AttentionTiling:
 
 
 def attention_buffers(s: AttentionShape, mq: int, sk: int) -> dict[str, int]:
-    """Bytes per space of one core's buffers (double-buffered K, V, P)."""
+    """Bytes per space of one core's buffers (double-buffered K, V, P, the block
+    product and its rescale factor)."""
     d16, dv16, sk16 = round_up(s.d, FRACTAL), round_up(s.dv, FRACTAL), round_up(sk, FRACTAL)
     e = s.in_bytes
     block = mq * sk16
@@ -560,10 +561,10 @@ def attention_buffers(s: AttentionShape, mq: int, sk: int) -> dict[str, int]:
         "l1": (mq * d16 + 2 * (sk * d16 + sk * dv16 + block)) * e,
         "l0a": (mq * d16 + 2 * block) * e,
         "l0b": 2 * (d16 * sk16 + sk16 * dv16) * e,
-        "l0c": (block + mq * dv16) * 4,
+        "l0c": (block + 2 * mq * dv16) * 4,
         # scores fp32, probabilities, mask, two fp32 temporaries; accumulator, block
-        # product, output; a dozen per-row values
-        "ub": block * (4 + e + s.mask_bytes + 8) + mq * dv16 * (4 + 4 + e) + 16 * mq * 4 + 1024,
+        # product, output; a dozen per-row values and a per block parity
+        "ub": block * (4 + e + s.mask_bytes + 8) + mq * dv16 * (4 + 4 + e) + 18 * mq * 4 + 1024,
     }
 
 

@@ -42,6 +42,9 @@ def attention_module(batch, sq, sk, d, dv, layout="BNSD", heads=1, mask=None, sc
         ((2,), 33, 17, 8, 24, ((2, 33, 1), "i1")),
         ((2,), 64, 40, 64, 64, None),  # blocks of 32: the first starts the running values, the second updates them
         ((1,), 16, 300, 16, 16, ((16, 300), "f16")),  # blocks of 64: pairs in a loop, then a short one
+        ((1,), 16, 192, 16, 16, ((16, 192), "f16")),  # three blocks, none in a loop: the third is the last
+        ((2,), 16, 200, 16, 16, None),  # three full blocks and a short one, none in a loop
+        ((1,), 8, 350, 16, 16, ((8, 350), "i1")),  # a pair in the loop, then a full block and a short one
     ],
 )
 def test_attention_bnsd(batch, sq, sk, d, dv, mask):

@@ -487,3 +487,48 @@ def test_gm_loads_share_one_landing_when_the_first_is_needed_later(bias_read_fir
         assert mte2_sets[0] == 1  # right after the bias copy: its landing of its own
     else:
         assert min(mte2_sets) > last_load  # both after the last load: one landing
+
+
+def test_a_flag_is_not_stretched_over_a_round_trip_through_its_consumer_pipe():
+    """The cube computes the next scores (mmad into %s) and then a product of the
+    probabilities the vector unit has just rounded (%p, through MTE3 and MTE1);
+    the vector unit reads the scores, then the product. One M -> V flag set after
+    the product would order both reads, but would hold the scores' fixpipe until
+    the probabilities had gone round through L1 and the cube: the scores get a
+    flag of their own, set right after their mmad, and the fixpipe starts before
+    the product is done."""
+    text = kernel_module(
+        """
+  %q_l1 = npu.alloc {offset = 0} : memref<256xf16, #npu.space<l1>>
+  %p_l1 = npu.alloc {offset = 512} : memref<256xf16, #npu.space<l1>>
+  %q = npu.alloc {offset = 0} : memref<256xf16, #npu.space<l0a>>
+  %pa = npu.alloc {offset = 512} : memref<256xf16, #npu.space<l0a>>
+  %k = npu.alloc {offset = 0} : memref<256xf16, #npu.space<l0b>>
+  %s = npu.alloc {offset = 0} : memref<256xf32, #npu.space<l0c>>
+  %pv = npu.alloc {offset = 1024} : memref<256xf32, #npu.space<l0c>>
+  %p = npu.alloc {offset = 0} : memref<256xf16, #npu.space<ub>>
+  %t = npu.alloc {offset = 512} : memref<256xf32, #npu.space<ub>>
+  %u = npu.alloc {offset = 1536} : memref<256xf32, #npu.space<ub>>
+  npu.copy %x[%c0], %q_l1[%c0] {cols = 256}
+  npu.copy %x[%c0], %p[%c0] {cols = 256}
+  npu.load_l0 %q_l1[%c0], %q[%c0] {rows = 16, cols = 16, strides = [16, 16]}
+  npu.load_l0 %q_l1[%c0], %k[%c0] {rows = 16, cols = 16, strides = [16, 16]}
+  npu.vexp %p[%c0], %p[%c0] {cols = 256}
+  npu.mmad %q[%c0], %k[%c0], %s[%c0] {m = 16, n = 16, k = 16}
+  npu.copy %p[%c0], %p_l1[%c0] {rows = 16, cols = 16, strides = [16, 16]}
+  npu.load_l0 %p_l1[%c0], %pa[%c0] {rows = 16, cols = 16, strides = [16, 16]}
+  npu.mmad %pa[%c0], %k[%c0], %pv[%c0] {m = 16, n = 16, k = 16}
+  npu.fixpipe %s[%c0], %t[%c0] {rows = 16, cols = 16}
+  npu.fixpipe %pv[%c0], %u[%c0] {rows = 16, cols = 16}
+  npu.vadd %t[%c0], %u[%c0], %t[%c0] {cols = 256}
+  npu.copy %t[%c0], %y[%c0] {cols = 256}""",
+        {"x": gm(256)},
+        {"y": gm(256, "f32")},
+    )
+    expected, actual, synced = reference_and_synced(text)
+    assert_same_outputs(expected, actual)
+    body = list(kernel_of(synced).body.block.ops)
+    first_mmad = next(i for i, op in enumerate(body) if isinstance(op, npu.MmadOp))
+    after = body[first_mmad + 1]
+    assert isinstance(after, npu.SetFlagOp) and (after.attr_values().src, after.attr_values().dst) == ("M", "V")
+    assert flags(synced, "M", "V") == 2

@@ -19,7 +19,11 @@ consumer, or an existing flag of the same pipes is stretched to cover it: its
 set moved later, its wait earlier. Stretching never weakens a flag; it is only
 done when the flag's producers have no work of the consumer pipe between them,
 and its consumers none of the producer pipe (a flag that spans interleaved work
-of its two pipes would serialise stages a ping-pong loop keeps apart). Then
+of its two pipes would serialise stages a ping-pong loop keeps apart), and when
+the later producer has not waited for more of the consumer pipe's work than the
+earlier one (`_round_trip`: the consumer would wait for its own work to come back
+through other pipes, as flash attention's scores would for the product of the
+probabilities the vector unit has just rounded). Then
 every flag whose removal leaves all dependencies ordered is removed, last made
 first, so none left is redundant. Last, a flag from MTE2 / MTE3 is set at the
 next set of its pipe when its wait follows both (`sharing_landings`): a set on
@@ -305,7 +309,7 @@ class LevelPlanner:
         at_end = not self.level.uses_pipe(q, 0, wait_gap)
         return Sync(p, q, Kind.CARRIED, set_gap, wait_gap, at_end)
 
-    def stretched(self, old: Sync, new: Sync) -> Sync | None:
+    def stretched(self, old: Sync, new: Sync, run: ClockRun) -> Sync | None:
         """`old` moved to cover `new`'s dependency too, or None if it may not be."""
         if (old.p, old.q, old.kind) != (new.p, new.q, new.kind):
             return None
@@ -315,12 +319,25 @@ class LevelPlanner:
         lo, hi = sorted((old.set_gap, new.set_gap))
         if self.level.uses_pipe(old.q, lo, hi - 1):  # consumer-pipe work between the producers
             return None
+        if self._round_trip(run, old.p, old.q, lo - 1, hi - 1):
+            return None
         lo, hi = sorted((old.wait_gap, new.wait_gap))
         if self.level.uses_pipe(old.p, lo + 1, hi):  # producer-pipe work between the consumers
             return None
         if old.kind is Kind.CARRIED:
             return self._carried(old.p, old.q, set_gap, wait_gap)
         return replace(old, set_gap=set_gap, wait_gap=wait_gap)
+
+    @staticmethod
+    def _round_trip(run: ClockRun, p: int, q: int, early: int, late: int) -> bool:
+        """Whether producer `late` waits for more of pipe q's own work than producer
+        `early` does. A flag set after `late` instead of `early` would then hold q's
+        consumer until work q handed on earlier has gone round through other pipes:
+        the vector unit waiting for scores the cube computed long ago because the
+        same flag also covers a product of the probabilities it has just rounded."""
+        before = run.before[0]
+        known_early, known_late = before[early].get(p), before[late].get(p)
+        return known_early is not None and known_late is not None and known_late[q] > known_early[q]
 
     def plan(self) -> list[Sync]:
         dependencies = sorted(self.level.dependencies, key=lambda d: (d.carried, d.y, -d.x, d.p, d.q))
@@ -329,16 +346,16 @@ class LevelPlanner:
         for d in dependencies:
             if self.orders(run, d):
                 continue
-            syncs = self._cover(syncs, d)
+            syncs = self._cover(syncs, d, run)
             run = self.run(syncs)
         return self.sharing_landings(self.pruned(syncs, dependencies))
 
-    def _cover(self, syncs: list[Sync], d: Dependency) -> list[Sync]:
+    def _cover(self, syncs: list[Sync], d: Dependency, run: ClockRun) -> list[Sync]:
         """`syncs` with one flag stretched, or a new one, to order `d` (a stretched
         flag is set after d's producer and waited before its consumer: it orders d)."""
         fresh = self.candidate(d)
         for i in range(len(syncs) - 1, -1, -1):
-            merged = self.stretched(syncs[i], fresh)
+            merged = self.stretched(syncs[i], fresh, run)
             if merged is not None:
                 return syncs[:i] + [merged] + syncs[i + 1 :]
         return syncs + [fresh]

@@ -5,8 +5,7 @@ An item is `mq` query rows of one (batch, head); a core walks its range of items
 (an scf.for, `lowering/tiling.py:choose_attention_tiling`). Per item:
 
     Q (mq x D)  GM -> L1 -> L0A once
-    m = -3e38, l = 0, O = 0                               per-row max / sum, fp32 accumulator in UB
-    for each pair of key / value blocks of sk rows:     an scf.for; two L1 / L0 copies of K, V and P
+    for each key / value block j of sk rows:            two L1 / L0 copies of K, V and P
         S  = Q K^T              (cube: K staged as K^T through load_l0's transpose)
         S  = mask(S * scale)    (UB, fp32: fixpipe, vmuls, vsel or vadd)
         m' = max(m, rowmax S);  a = exp(m - m');  P = exp(S - m');  l = l a + rowsum P
@@ -14,9 +13,23 @@ An item is `mq` query rows of one (batch, head); a core walks its range of items
         m  = m'
     out = O / l                 (in the output's type and format)
 
-When the first block is written out (not in the loop: K / V fit one block or an
-odd one leads), it starts the running values instead of updating them: m and l
-are its row max and sum, O its product, and nothing is rescaled (a = 0).
+The first block starts the running values instead of updating them: m and l are
+its row max and sum, O its product, and nothing is rescaled.
+
+The blocks are software-pipelined, one block apart:
+
+    S_0 = Q K_0^T, softmax_0
+    for j = 1 ..:   S_j = Q K_j^T      (the cube, while the vector unit ends softmax_j-1)
+                    P_j-1 V_j-1        (P to the cube as soon as it is rounded)
+                    softmax_j          (the vector unit goes on without waiting for P V)
+                    O = O a_j-1 + P_j-1 V_j-1
+    P_last V_last, O = O a + P V
+
+so the vector unit, which bounds the kernel, never waits for the round trip of P
+through L1 and the cube: in program order a block's product comes after the next
+block's softmax (a_j and the product's L0C tile have a copy per block parity).
+Blocks after the second walk in an scf.for of pairs (one per L1 / L0 copy); the
+last, short block is written out.
 
 BNSD reads (*batch, S, D) matrices; BSH reads head h of (*batch, S, N*D) as the
 columns h*D.. of each row (for FRACTAL_NZ, whole 16-column blocks: D must be a
@@ -40,7 +53,7 @@ from ..kernel_builder import Index
 from ..vector_emitter import Operand, Tile, VectorEmitter, emit_elementwise
 from .cube import RATES
 from .cube_epilogue import EpilogueInput, Role, ScratchTiles
-from .cube_kernel import for_core_items, k_schedule
+from .cube_kernel import for_core_items
 from .cube_operands import ND, NZ, BatchMap, MatrixView, batch_map, broadcast_view, nz_block_stride
 
 NEG_INIT = -3.0e38
@@ -117,6 +130,22 @@ def _mask_input(mask: GmTensor, scores) -> EpilogueInput:
     return EpilogueInput(broadcast_view(mask, scores))
 
 
+class _KvBlocks:
+    """The key / value blocks of sk rows over `length` keys: every block full but a
+    shorter last one. Block 0 and 1 are written out (the first starts the running
+    values, the second accumulates the first's product); the blocks after them
+    that are full walk in pairs (`looped_pairs`), the rest are written out."""
+
+    def __init__(self, length: int, sk: int):
+        self.length, self.sk = length, sk
+        self.full = length // sk
+        self.count = -(-length // sk)
+        self.looped_pairs = max(0, self.full - 2) // 2
+
+    def size(self, j: int) -> int:
+        return min(self.sk, self.length - j * self.sk)
+
+
 class _AttentionKernel:
     def __init__(self, k: KernelContext, t: AttentionTiling, q, kt, v, o, mask: EpilogueInput | None, boolean: bool, attrs):
         self.k, self.b, self.t = k, k.b, t
@@ -141,13 +170,14 @@ class _AttentionKernel:
         self.k_l0 = [b.alloc([self.d16 * self.sk16], et, "l0b", f"k_l0_{i}") for i in range(2)]
         self.v_l0 = [b.alloc([self.sk16 * self.dv16], et, "l0b", f"v_l0_{i}") for i in range(2)]
         self.s_l0c = b.alloc([mq * self.sk16], f32, "l0c", "s_acc")
-        self.pv_l0c = b.alloc([mq * self.dv16], f32, "l0c", "pv_acc")
+        self.pv_l0c = [b.alloc([mq * self.dv16], f32, "l0c", f"pv_acc_{i}") for i in range(2)]
         self.s_ub = b.alloc([mq * self.sk16], f32, "ub", "scores")
         self.p_ub = b.alloc([mq * self.sk16], et, "ub", "probs")
         self.acc = b.alloc([mq * self.dv16], f32, "ub", "acc")
         self.pv_ub = b.alloc([mq * self.dv16], f32, "ub", "pv")
         self.out_ub = b.alloc([round_up(mq, FRACTAL) * self.dv16], et, "ub", "out")
         self.stats = [b.alloc([round_up(mq, 8)], f32, "ub", name) for name in ("row_max", "row_sum")]
+        self.alphas = [b.alloc([round_up(mq, 8)], f32, "ub", f"alpha_{i}") for i in range(2)]  # a_j, by block parity
         self.mask_home = None
         if self.mask is not None and self.mask.view is not None:
             m = self.mask
@@ -196,31 +226,41 @@ class _AttentionKernel:
         def load_q() -> None:
             self.q.load_to_l0(b, self.q_l1, q_stride, 0, mq, 0, s.d, self.q_l0, self.d16)
 
-        schedule = k_schedule(s.sk, self.t.sk)
-        if schedule.pairs:  # the first block is in the loop: Q must be in L0A before it
-            load_q()
-        if schedule.pairs:
-            rows = self.scratch.emitter(mq, self.dv16)
-            m, l = (Tile(buf, 0, 1, col_stride=0) for buf in self.stats)
-            rows.per_row().fill(m, NEG_INIT)
-            rows.per_row().fill(l, 0.0)
-            VectorEmitter(b, mq, s.dv, rows.temp).fill(Tile(self.acc, 0, self.dv16), 0.0)
-        with b.loop(0, schedule.pairs, name="kvpair", pipelined=True) as pair:
-            k0 = b.mul(pair, 2 * self.t.sk)
-            self._block(offsets, q0, mq, k0, self.t.sk, 0)
-            self._block(offsets, q0, mq, b.add(k0, self.t.sk), self.t.sk, 1)
-        for i, (k0, size, copy) in enumerate(schedule.rest):
-            first = not schedule.pairs and i == 0
-            self._block(offsets, q0, mq, k0, size, copy, first=first, load_q=load_q if first else None)
+        blocks = _KvBlocks(s.sk, self.t.sk)
+        self._head(offsets, mq, 0, blocks.size(0), 0, load_q)
+        self._softmax(offsets, q0, mq, 0, blocks.size(0), 0, first=True)
+        if blocks.count > 1:
+            self._step(offsets, q0, mq, 1, blocks)
+        with b.loop(0, blocks.looped_pairs, name="kvpair", pipelined=True) as pair:
+            j = b.add(b.mul(pair, 2), 2)
+            self._step(offsets, q0, mq, j, blocks, parity=0)
+            self._step(offsets, q0, mq, b.add(j, 1), blocks, parity=1)
+        for j in range(2 + 2 * blocks.looped_pairs, blocks.count):
+            self._step(offsets, q0, mq, j, blocks)
+        last = blocks.count - 1
+        self._product(mq, blocks.size(last), last % 2)
+        self._accumulate(mq, last % 2, first=last == 0)
         self._finish(offsets, q0, mq, ends)
 
-    # ---- one key / value block --------------------------------------------------------------
+    # ---- one key / value block, in its three parts ------------------------------------------
 
-    def _block(self, offsets, q0: Index, mq: int, k0: Index, size: int, parity: int, first: bool = False, load_q=None) -> None:
-        """One key / value block (`first`: it starts the running values, see the module
-        docstring). `load_q` (the first block outside a loop) moves Q into L0A once K
-        is staged: one flag then covers both GM loads, and MTE2 waits for one landing
-        instead of two."""
+    def _step(self, offsets, q0: Index, mq: int, j: Index, blocks: _KvBlocks, parity: int | None = None) -> None:
+        """Block j's scores and softmax, with block j - 1's product and accumulation
+        around the softmax (see the module docstring); j >= 1. `parity` is j % 2
+        when j is only known at run time."""
+        b = self.b
+        parity = j % 2 if parity is None else parity
+        size = blocks.size(j) if isinstance(j, int) else self.t.sk
+        k0 = b.mul(j, self.t.sk)
+        self._head(offsets, mq, k0, size, parity)
+        self._product(mq, self.t.sk, 1 - parity)  # every block before the last is full
+        self._softmax(offsets, q0, mq, k0, size, parity)
+        self._accumulate(mq, 1 - parity, first=isinstance(j, int) and j == 1)
+
+    def _head(self, offsets, mq: int, k0: Index, size: int, parity: int, load_q=None) -> None:
+        """K and V of the block into L1 / L0 copy `parity`, S = Q K^T into L0C. `load_q`
+        (the first block) moves Q into L0A once K is staged: one flag then covers both
+        GM loads, and MTE2 waits for one landing instead of two."""
         b, s = self.b, self.t.shape
         sk16 = self.sk16
         kt_stride = self.kt.l1_stride(s.d, self.t.sk)
@@ -236,28 +276,40 @@ class _AttentionKernel:
             npu.MmadOp, self.q_l0, 0, self.k_l0[parity], 0, self.s_l0c, 0,
             m=mq, n=size, k=s.d, strides=[self.d16, sk16, sk16],
         )
+
+    def _softmax(self, offsets, q0: Index, mq: int, k0: Index, size: int, parity: int, first: bool = False) -> None:
+        """The block's scores to UB, scaled and masked, through the online softmax:
+        P in UB, a_j in its copy `parity`."""
+        b, sk16 = self.b, self.sk16
         b.emit(npu.FixpipeOp, self.s_l0c, 0, self.s_ub, 0, rows=mq, cols=size, strides=[sk16, sk16])
         self.scratch.reset()
         v = self.scratch.emitter(mq, size)
         scores = Tile(self.s_ub, 0, sk16)
         self._scale_and_mask(v, offsets, q0, mq, k0, size, scores)
-        probs = Tile(self.p_ub, 0, sk16)
-        alpha = self._online_softmax(v, scores, probs, first)
-        # P back to the cube, V with it: O = O * alpha + P V
+        alpha = None if first else Tile(self.alphas[parity], 0, 1, col_stride=0)
+        self._online_softmax(v, scores, Tile(self.p_ub, 0, sk16), alpha)
+
+    def _product(self, mq: int, size: int, parity: int) -> None:
+        """P back to the cube, V with it: P V into the block's L0C copy."""
+        b, s, sk16 = self.b, self.t.shape, self.sk16
         b.emit(npu.CopyOp, self.p_ub, 0, self.p_l1[parity], 0, rows=mq, cols=size, strides=[sk16, sk16])
         b.emit(npu.LoadL0Op, self.p_l1[parity], 0, self.p_l0[parity], 0, rows=mq, cols=size, strides=[sk16, sk16])
         b.emit(
-            npu.MmadOp, self.p_l0[parity], 0, self.v_l0[parity], 0, self.pv_l0c, 0,
+            npu.MmadOp, self.p_l0[parity], 0, self.v_l0[parity], 0, self.pv_l0c[parity], 0,
             m=mq, n=s.dv, k=size, strides=[sk16, self.dv16, self.dv16],
         )
-        if first:  # O = P V
-            b.emit(npu.FixpipeOp, self.pv_l0c, 0, self.acc, 0, rows=mq, cols=s.dv, strides=[self.dv16, self.dv16])
+
+    def _accumulate(self, mq: int, parity: int, first: bool) -> None:
+        """O = P V for the first block, else O = O a + P V."""
+        b, s, dv16 = self.b, self.t.shape, self.dv16
+        if first:
+            b.emit(npu.FixpipeOp, self.pv_l0c[parity], 0, self.acc, 0, rows=mq, cols=s.dv, strides=[dv16, dv16])
             return
-        b.emit(npu.FixpipeOp, self.pv_l0c, 0, self.pv_ub, 0, rows=mq, cols=s.dv, strides=[self.dv16, self.dv16])
-        acc = VectorEmitter(b, mq, s.dv, v.temp, v.col_temp)
-        acc_tile = Tile(self.acc, 0, self.dv16)
-        acc.instr(npu.VMulOp, acc_tile, alpha, acc_tile)
-        acc.instr(npu.VAddOp, acc_tile, Tile(self.pv_ub, 0, self.dv16), acc_tile)
+        b.emit(npu.FixpipeOp, self.pv_l0c[parity], 0, self.pv_ub, 0, rows=mq, cols=s.dv, strides=[dv16, dv16])
+        acc = VectorEmitter(b, mq, s.dv, self.scratch.temp, self.scratch.column)
+        acc_tile = Tile(self.acc, 0, dv16)
+        acc.instr(npu.VMulOp, acc_tile, Tile(self.alphas[parity], 0, 1, col_stride=0), acc_tile)
+        acc.instr(npu.VAddOp, acc_tile, Tile(self.pv_ub, 0, dv16), acc_tile)
 
     def _scale_and_mask(self, v: VectorEmitter, offsets, q0, mq: int, k0, size: int, scores: Tile) -> None:
         a = self.a
@@ -290,23 +342,22 @@ class _AttentionKernel:
             return Tile(home, 0, 1, col_stride=0)
         return Tile(home, 0, 0, col_stride=0)
 
-    def _online_softmax(self, v: VectorEmitter, scores: Tile, probs: Tile, first: bool) -> Tile | None:
-        """P = exp(S - m'), l = l a + rowsum P, m = m' for the block; returns a (per
-        row), or None for the first block (m = its max, l = its sum)."""
+    def _online_softmax(self, v: VectorEmitter, scores: Tile, probs: Tile, alpha: Tile | None) -> None:
+        """P = exp(S - m'), l = l a + rowsum P, m = m' for the block, a into `alpha`;
+        for the first block (`alpha` None), m = its max and l = its sum."""
         m, l = (Tile(buf, 0, 1, col_stride=0) for buf in self.stats)
-        if first:
+        if alpha is None:
             v.reduce_rows("max", scores, m)
             v.instr(npu.VSubOp, scores, m, scores)
             v.instr(npu.VExpOp, scores, scores)
             v.reduce_rows("sum", scores, l)
             v.cast(scores, probs)
-            return None
+            return
         rows = v.per_row()
         block_max = v.col_temp(f32)
         v.reduce_rows("max", scores, block_max)
         new_max = v.col_temp(f32)
         rows.instr(npu.VMaxOp, m, block_max, new_max)
-        alpha = v.col_temp(f32)
         rows.instr(npu.VSubOp, m, new_max, alpha)
         rows.instr(npu.VExpOp, alpha, alpha)
         rows.instr(npu.VCopyOp, new_max, m)
@@ -317,7 +368,6 @@ class _AttentionKernel:
         rows.instr(npu.VMulOp, l, alpha, l)
         rows.instr(npu.VAddOp, l, block_sum, l)
         v.cast(scores, probs)
-        return alpha
 
     def _finish(self, offsets, q0, mq: int, ends: bool) -> None:
         b, s = self.b, self.t.shape
