@@ -571,11 +571,11 @@ def attention_buffers(s: AttentionShape, mq: int, sk: int) -> dict[str, int]:
 ITEM_OVERHEAD_ROWS = 4
 """What an item's fixed costs are worth in query rows, when weighing more, smaller
 items against fewer, larger ones. Its transfers overlap the previous item's
-softmax (Q and K land under one flag), so what is left is mostly the heads of its
-dozen vector instructions (~10 cycles each, against ~37 cycles of softmax per
-query row of 128 keys on ascend910): a few rows. BERT's 12 heads x 128 rows on
-32 cores: 3 items of 16 rows per core (4050 cycles) beat 1 item of 64 rows on
-24 cores (4843)."""
+softmax (Q, K and the previous item's V land under one flag), so what is left
+is mostly the heads of its dozen vector instructions (~10 cycles each, against
+~37 cycles of softmax per query row of 128 keys on ascend910): a few rows.
+BERT's 12 heads x 128 rows on 32 cores: 3 items of 16 rows per core (4050
+cycles when this was measured) beat 1 item of 64 rows on 24 cores (4843)."""
 
 
 def choose_attention_tiling(hw: HardwarePreset, s: AttentionShape) -> AttentionTiling:

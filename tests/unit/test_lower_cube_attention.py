@@ -52,6 +52,23 @@ def test_attention_bnsd(batch, sq, sk, d, dv, mask):
 
 
 @pytest.mark.parametrize(
+    "batch,sq,sk,mask",
+    [
+        ((8,), 16, 40, None),  # 4 items per core, one block each: item 0, a pair, then one more
+        ((10,), 16, 40, ((10, 16, 40), "f16")),  # 5 per core: pairs of items in an scf.for
+        ((2, 3), 32, 40, ((32, 40), "i1")),  # a batch of two dims, a boolean mask
+        ((6,), 16, 200, ((16, 200), "f16")),  # four blocks per item (an even count): no pairs of items
+        ((6,), 16, 150, None),  # three blocks per item, the last short
+    ],
+)
+def test_attention_items_written_into_each_other(batch, sq, sk, mask):
+    """Every core has the same items (more than one): each item's end (the last
+    block's product and accumulation, the output) is written into the next
+    item, around its first softmax."""
+    check_lowering(attention_module(batch, sq, sk, 16, 16, mask=mask))
+
+
+@pytest.mark.parametrize(
     "batch,sq,sk,heads,mask,nz",
     [
         ((), 20, 20, 2, ((20, 20), "i1"), False),
