@@ -28,6 +28,7 @@ by what its kernels did, e.g. a sum of per-kernel rooflines). Add rows there.
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -150,8 +151,21 @@ def sum_of_separate_kernel_rooflines(text: Callable[[], str]) -> Roofline:
     return bound
 
 
-def bert_layer() -> str:
-    return EXAMPLES_DIR.joinpath("bert_layer.mlir").read_text()
+EXAMPLE_SEQUENCE = 128
+"""The sequence length of examples/bert_layer.mlir: the only dimension of 128 in
+its tensor types (hidden 768, 12 heads of 64, FFN 3072)."""
+
+
+def bert_layer(sequence: int = EXAMPLE_SEQUENCE) -> Callable[[], str]:
+    """examples/bert_layer.mlir with another sequence length: every dimension of
+    128 in a tensor type (`tensor<128x...`, `...x128x...`) becomes `sequence`."""
+
+    def text() -> str:
+        example = EXAMPLES_DIR.joinpath("bert_layer.mlir").read_text()
+        assert f"sequence {EXAMPLE_SEQUENCE}," in example, "bert_layer.mlir's sequence length changed"
+        return re.sub(rf"(?<=[<x]){EXAMPLE_SEQUENCE}(?=x)", str(sequence), example)
+
+    return text
 
 
 CASES: list[Case] = [
@@ -162,8 +176,13 @@ CASES: list[Case] = [
     Case("matmul 1024x4096x1024 fp16, weights", matmul_module(1024, 1024, 4096, True), matmul_roofline(1024, 1024, 4096)),
     Case("add 16M fp16", lambda: add_module(1 << 24), bandwidth_roofline(3 * (1 << 24) * 2),
          "x + y: two reads and a write of 32 MiB"),
-    Case("BERT layer, fused", bert_layer, sum_of_separate_kernel_rooflines(bert_layer),
+    Case("BERT layer, fused", bert_layer(), sum_of_separate_kernel_rooflines(bert_layer()),
          "roofline = the sum of its kernels' rooflines"),
+    *(
+        Case(f"BERT layer seq {n}, fused", bert_layer(n), sum_of_separate_kernel_rooflines(bert_layer(n)),
+             "the example at another sequence length")
+        for n in (384, 512)
+    ),
 ]
 
 
