@@ -212,8 +212,8 @@ class _AttentionKernel:
     def _items_alike(self) -> bool:
         """Whether every core has the same number of items (more than one) and every
         item the same rows: then an item's end can be written into the next one."""
-        t, s = self.t, self.t.shape
-        return t.per_core > 1 and t.items == t.per_core * t.block_dim and (s.sq % t.mq == 0 or self.q_tiles == 1)
+        t = self.t
+        return t.per_core > 1 and t.items == t.per_core * t.block_dim and self._uniform_ends()
 
     def _pipelined_items(self) -> None:
         """The core's items, each one's end (`_ItemEnd`) written into the next
@@ -251,9 +251,12 @@ class _AttentionKernel:
         return min(self.t.mq, self.t.shape.sq)
 
     def _uniform_ends(self) -> bool:
+        """Whether no item is a tail: every item has `_uniform_mq` rows (and writes
+        the padding rows of an NZ output after them, if any: `_write`)."""
         return self.q_tiles == 1 or self.t.shape.sq % self.t.mq == 0
 
     def _item(self, item: Index) -> None:
+        """One item written out whole (its rows may be a tail: an scf.if per case)."""
         b, t, s = self.b, self.t, self.t.shape
         qi = b.rem(item, self.q_tiles)
         batch = b.floordiv(item, self.q_tiles)
@@ -262,8 +265,8 @@ class _AttentionKernel:
         def rows(q0: Index, mq: int, ends: bool) -> None:
             self._rows(batch, q0, mq, ends).finish()
 
-        if tail == t.mq or self.q_tiles == 1:
-            rows(b.mul(qi, t.mq), self._uniform_mq(), self._uniform_ends())
+        if self._uniform_ends():
+            rows(b.mul(qi, t.mq), self._uniform_mq(), True)
             return
         if isinstance(qi, int):
             last = qi == self.q_tiles - 1
@@ -300,7 +303,7 @@ class _AttentionKernel:
             self.q.load_to_l0(b, self.q_l1, q_stride, 0, mq, 0, s.d, self.q_l0, self.d16)
 
         blocks = _KvBlocks(s.sk, self.t.sk)
-        self._head(offsets, mq, 0, blocks.size(0), parity, load_q, before and before.stage_v)
+        self._head(offsets, mq, 0, blocks.size(0), parity, load_q, None if before is None else before.stage_v)
         if before is not None:
             before.start(v_staged=True)
         self._softmax(offsets, q0, mq, 0, blocks.size(0), parity, first=True)
