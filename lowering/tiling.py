@@ -563,7 +563,8 @@ def attention_buffers(s: AttentionShape, mq: int, sk: int) -> dict[str, int]:
         "l0b": 2 * (d16 * sk16 + sk16 * dv16) * e,
         "l0c": (block + 2 * mq * dv16) * 4,
         # scores fp32, probabilities, mask, two fp32 temporaries; accumulator, block
-        # product, output; a dozen per-row values and a per block parity
+        # product, output; a dozen per-row values (row max and sum, 1 / l, a_j per
+        # block parity, temporaries)
         "ub": block * (4 + e + s.mask_bytes + 8) + mq * dv16 * (4 + 4 + e) + 18 * mq * 4 + 1024,
     }
 

@@ -135,6 +135,11 @@ def lower_flash_attention(op: fused.FlashAttentionOp, k: KernelContext) -> None:
     _AttentionKernel(k, tiling, q, kt, v, o, mask, boolean, a).emit()
 
 
+def per_row(buffer) -> Tile:
+    """A UB buffer of one value per query row (row max and sum, a_j, 1 / l, a mask column)."""
+    return Tile(buffer, 0, 1, col_stride=0)
+
+
 def _mask_input(mask: GmTensor, scores) -> EpilogueInput:
     splat = mask.splat()
     if splat is not None:
@@ -371,7 +376,7 @@ class _AttentionKernel:
         v = self.scratch.emitter(mq, size)
         scores = Tile(self.s_ub, 0, sk16)
         self._scale_and_mask(v, offsets, q0, mq, k0, size, scores)
-        alpha = None if first else Tile(self.alphas[parity], 0, 1, col_stride=0)
+        alpha = None if first else per_row(self.alphas[parity])
         self._online_softmax(v, scores, Tile(self.p_ub, 0, sk16), alpha)
 
     def _product(self, mq: int, size: int, parity: int) -> None:
@@ -394,7 +399,7 @@ class _AttentionKernel:
         b.emit(npu.FixpipeOp, self.pv_l0c[parity], 0, self.pv_ub, 0, rows=mq, cols=s.dv, strides=[dv16, dv16])
         acc = VectorEmitter(b, mq, s.dv, self.scratch.temp, self.scratch.column)
         acc_tile = Tile(self.acc, 0, dv16)
-        acc.instr(npu.VMulOp, acc_tile, Tile(self.alphas[parity], 0, 1, col_stride=0), acc_tile)
+        acc.instr(npu.VMulOp, acc_tile, per_row(self.alphas[parity]), acc_tile)
         acc.instr(npu.VAddOp, acc_tile, Tile(self.pv_ub, 0, dv16), acc_tile)
 
     def _scale_and_mask(self, v: VectorEmitter, offsets, q0, mq: int, k0, size: int, scores: Tile) -> None:
@@ -425,13 +430,13 @@ class _AttentionKernel:
             return Tile(home, 0, 0)
         if role == Role.COL:
             m.view.load_to_ub(self.b, offsets.mask, q0, mq, 0, 1, home, 1)
-            return Tile(home, 0, 1, col_stride=0)
+            return per_row(home)
         return Tile(home, 0, 0, col_stride=0)
 
     def _online_softmax(self, v: VectorEmitter, scores: Tile, probs: Tile, alpha: Tile | None) -> None:
         """P = exp(S - m'), l = l a + rowsum P, m = m' for the block, a into `alpha`;
         for the first block (`alpha` None), m = its max and l = its sum."""
-        m, l = (Tile(buf, 0, 1, col_stride=0) for buf in self.stats)
+        m, l = (per_row(buf) for buf in self.stats)
         if alpha is None:
             v.reduce_rows("max", scores, m)
             v.instr(npu.VSubOp, scores, m, scores)
@@ -458,7 +463,7 @@ class _AttentionKernel:
     def _inverse(self, mq: int) -> None:
         """1 / l per row, while l is the item's: before the next item's first softmax."""
         v = VectorEmitter(self.b, mq, self.t.shape.dv, self.scratch.temp, self.scratch.column)
-        v.per_row().instr(npu.VRecOp, Tile(self.stats[1], 0, 1, col_stride=0), Tile(self.inverse, 0, 1, col_stride=0))
+        v.per_row().instr(npu.VRecOp, per_row(self.stats[1]), per_row(self.inverse))
 
     def _write(self, o_offset: Index, q0: Index, mq: int, ends: bool) -> None:
         """out = O / l, in the output's type and format, to GM."""
@@ -466,7 +471,7 @@ class _AttentionKernel:
         self.scratch.reset()
         out = VectorEmitter(b, mq, s.dv, self.scratch.temp, self.scratch.column)
         acc = Tile(self.acc, 0, self.dv16)
-        out.instr(npu.VMulOp, acc, Tile(self.inverse, 0, 1, col_stride=0), acc)
+        out.instr(npu.VMulOp, acc, per_row(self.inverse), acc)
         result = Tile(self.out_ub, 0, self.dv16)
         pad = round_up(s.sq, FRACTAL) - s.sq if ends and self.o.layout == NZ else 0
         if self.o.layout == NZ and s.dv % FRACTAL:
