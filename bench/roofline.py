@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from gecomp.core.context import make_context
+from gecomp.core.diagnostics import CompileError
 from gecomp.core.dtypes import tensor_bytes
 from gecomp.core.parsing import parse_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
@@ -246,6 +248,12 @@ def main(argv=None) -> None:
     parser.add_argument("--pipeline", default="ge-compile")
     parser.add_argument("--check", action="store_true", help="compare with the reference and check races")
     args = parser.parse_args(argv)
+    try:  # a bad preset or pipeline is a one-line error before any case runs
+        load_preset(args.hw)
+        parse_pass_pipeline(args.pipeline)
+    except CompileError as e:
+        print(e.format(), file=sys.stderr)
+        sys.exit(1)
     header = (
         f"{'case':<40}{'simulated':>11}{'kernels':>10}{'roofline':>10}{'achieved':>10}{'ports':>8}{'of bound':>10}"
         f"{'compile s':>11}{'sim s':>8}"
