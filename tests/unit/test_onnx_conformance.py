@@ -4,7 +4,7 @@ the reference interpreter and, compiled with ge-compile, by the NPU simulator
 refused cleanly.
 
 Every case must pass or be refused cleanly as unsupported, for a reason of a
-known kind (each is listed in the README); at least 95% of all the cases of the
+known kind (each is listed in docs/frontend.md); at least 95% of all the cases of the
 supported ops pass, refused ones counted in the denominator."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from gecomp.frontend.conformance import (  # noqa: E402
 )
 from gecomp.frontend.converters import CONVERTERS  # noqa: E402
 
-# Why a case may be refused; a new kind must be looked at and listed in the README.
+# Why a case may be refused; a new kind must be looked at and listed in docs/frontend.md.
 KNOWN_REFUSALS = re.compile(
     r"\(Dropout, output '\w+'\): training mode is not supported"
     r"|\(MaxPool, output '\w+'\): the Indices output is not supported"
