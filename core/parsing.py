@@ -10,6 +10,7 @@ messages.
 from __future__ import annotations
 
 import bisect
+import re
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
@@ -43,6 +44,24 @@ class LocatedParser(Parser):
         self._lines = _LineIndex(text, line_offset)
         self._file = StringAttr(name)
         self._text = text
+        self.first_forward_use: dict[str, int] = {}
+
+    def resolve_operand(self, operand, type):
+        """Remembers where a value is first used before its definition, so that a
+        value never defined is reported at that use (xDSL reports it at the end
+        of the file)."""
+        name = operand.operand_name
+        if name not in self.ssa_values and name not in self.first_forward_use:
+            self.first_forward_use[name] = operand.span.start
+        return super().resolve_operand(operand, type)
+
+    def undefined_value_error(self) -> CompileError | None:
+        """The error for the first value used but never defined, at its use."""
+        undefined = [n for n in self.forward_ssa_references if n in self.first_forward_use]
+        if not undefined:
+            return None
+        name = min(undefined, key=self.first_forward_use.__getitem__)
+        return CompileError(f"use of undefined value '%{name}'", self.source_location(self.first_forward_use[name]))
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
@@ -80,10 +99,41 @@ def parse_module(ctx: Context, text: str, filename: str = "<stdin>", line_offset
     try:
         return parser.parse_module()
     except ParseError as e:
-        raise CompileError(_parse_error_message(e, text), parser.source_location(e.span.start)) from None
+        undefined = parser.undefined_value_error() if "used but not defined" in e.msg else None
+        if undefined is not None:
+            raise undefined from None
+        raise CompileError(_parse_error_message(e, text), parser.source_location(_error_offset(e, text))) from None
+    except RecursionError:
+        raise _too_deep(text, filename, line_offset) from None
     except DiagnosticException as e:
         # Attribute verifiers run while parsing (e.g. a malformed tensor type).
         raise CompileError(_first_line(e), parser.source_location(parser.pos)) from None
+
+
+MAX_NESTING = 256
+"""Bracket depth beyond which text is refused: a tensor has far fewer dims, and
+xDSL's recursive-descent parser would exhaust Python's stack."""
+
+
+def _too_deep(text: str, filename: str, line_offset: int) -> CompileError:
+    """A located error for text nested deeper than the parser can follow."""
+    depth = 0
+    for offset, ch in enumerate(text):
+        depth += {"[": 1, "(": 1, "{": 1, "<": 1, "]": -1, ")": -1, "}": -1, ">": -1}.get(ch, 0)
+        if depth > MAX_NESTING:
+            line, col = _LineIndex(text, line_offset).line_col(offset)
+            return CompileError(f"nested more than {MAX_NESTING} levels deep", SourceLocation(filename, line, col))
+    return CompileError("nested too deeply to parse", SourceLocation(filename, 1 + line_offset, 1))
+
+
+def _error_offset(e: ParseError, text: str) -> int:
+    """Where to point for `e`: a dense literal whose element count does not match
+    its type is reported by xDSL after the type; point at the literal itself."""
+    if e.msg.startswith("Shape mismatch in dense literal"):
+        at = text.rfind("dense<", 0, e.span.start)
+        if at >= 0:
+            return at
+    return e.span.start
 
 
 def verify_module(module: Operation) -> None:
@@ -92,7 +142,21 @@ def verify_module(module: Operation) -> None:
         try:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as e:
-            raise CompileError(_verifier_message(op, e), location_of(op)) from None
+            raise CompileError(_verifier_message(op, e), location_of(_culprit(op, e))) from None
+
+
+_REDEFINED = re.compile(r'Redefinition of symbol "([^"]+)"')
+
+
+def _culprit(op: Operation, e: Exception) -> Operation:
+    """The op to point at for `op`'s verifier error: a symbol table names the
+    redefined symbol, and its second definition is where the mistake is."""
+    redefined = _REDEFINED.search(str(e))
+    if redefined is not None:
+        defining = [o for o in op.walk() if getattr(o, "sym_name", None) == StringAttr(redefined.group(1))]
+        if len(defining) > 1:
+            return defining[1]
+    return op
 
 
 def _parse_error_message(e: ParseError, text: str) -> str:

@@ -137,11 +137,25 @@ def parse_pass_pipeline(text: str) -> list[ModulePass]:
                     f"pass '{spec.name}' has no option '{option}' (options: {listed})"
                 )
         try:
-            result.append(pass_class.from_pass_spec(spec))
+            instance = pass_class.from_pass_spec(spec)
         except (ValueError, TypeError, ArgSpecParseError) as e:
             reason = _mistyped_option(pass_class, spec) or _first_line(e)
             raise CompileError(f"bad options for pass '{spec.name}': {reason}") from None
+        negative = _negative_option(instance)
+        if negative is not None:
+            raise CompileError(f"bad options for pass '{spec.name}': {negative}")
+        result.append(instance)
     return result
+
+
+def _negative_option(instance: ModulePass) -> str | None:
+    """Integer pass options are counts and sizes (tune=N, max-size, max-bytes,
+    streams...): a negative one is a mistake, reported, not silently clamped."""
+    for f in dataclasses.fields(instance):
+        value = getattr(instance, f.name)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            return f"option '{f.name.replace('_', '-')}' must be 0 or more, got {value}"
+    return None
 
 
 _TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from .limits import check_allocatable
 from .reference import run_reference
 from .signature import TensorSpec, input_specs, main_function, output_specs
 
@@ -38,6 +39,7 @@ def execute(module: ModuleOp, inputs: Sequence[np.ndarray], hw: str | None = Non
     """Run @main: the reference interpreter for ge / fused, the NPU simulator for npu
     (then `report` is its `SimulationReport`; `trace` also records the Chrome trace)."""
     main = main_function(module)
+    check_allocatable(module)
     level = module_level(module)
     if level == "npu":
         from .npu import simulate

@@ -57,7 +57,11 @@ def _names(attrs: Sequence[DictionaryAttr] | None, count: int, prefix: str) -> l
 
 
 def _specs(names: list[str], types, what: str, where) -> list[TensorSpec]:
+    """Inputs and outputs are found by name (npz keys), so a name given twice is an error."""
     specs = []
+    repeated = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if repeated is not None:
+        raise CompileError(f"@main has two {what}s named '{repeated}' (ge.name must be unique)", where)
     for name, t in zip(names, types):
         if (
             not isinstance(t, TensorType)

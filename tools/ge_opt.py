@@ -29,6 +29,7 @@ from ..core.passes import (
     pass_summary,
     run_pipeline,
 )
+from . import run_tool
 
 SPLIT_MARKER = "// -----"
 
@@ -217,14 +218,7 @@ _EPILOG = """examples:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        tool = GEOptMain(args=argv)
-        return tool.run()
-    except CompileError as e:
-        print(e.format(), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    return run_tool(lambda: GEOptMain(args=argv).run())
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ long it took on the simulated NPU)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..core.context import make_context
@@ -11,6 +12,8 @@ from ..core.diagnostics import CompileError, argument_error
 from ..core.parsing import load_module
 from ..core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from ..simulator.compare import precision_floor, worst_mismatch
+from ..simulator.hardware import load_preset
+from ..simulator.limits import check_allocatable
 from ..simulator.run import execute
 from ..simulator.signature import (
     input_specs,
@@ -20,6 +23,7 @@ from ..simulator.signature import (
     save_outputs,
     summarize,
 )
+from . import run_tool
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hw", metavar="NAME", default=None, help="hardware preset name or file (npu level)")
     p.add_argument("--inputs", metavar="IN.npz", help="input arrays by name (default: random from --seed)")
     p.add_argument("--outputs", metavar="OUT.npz", help="write the results here")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs, 0 or more (default 0)")
     p.add_argument("--report", action="store_true", help="print the execution report")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome trace (npu level)")
@@ -51,7 +55,29 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _seed(text: str) -> int:
+    """numpy seeds are non-negative integers."""
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed '{text}': expected an integer 0 or more") from None
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"invalid seed {seed}: expected an integer 0 or more")
+    return seed
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Mistakes in the flags are reported before any work is done."""
+    if args.hw is not None:
+        load_preset(args.hw)
+    for flag in ("outputs", "json", "trace"):
+        path = getattr(args, flag)
+        if path is not None and os.path.isdir(path):
+            raise CompileError(f"--{flag} '{path}' is a directory; give a file name")
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_arguments(args)
     ctx = make_context()
     module = load_module(ctx, args.file)
     reference_module = module.clone() if args.check else None
@@ -59,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     with instrumented(Instrumentation()):
         run_pipeline(passes, ctx, module)
 
+    check_allocatable(module)
     specs = input_specs(main_function(module))
     inputs = load_inputs(args.inputs, specs) if args.inputs else random_inputs(specs, args.seed)
     execution = execute(module, inputs, hw=args.hw, trace=bool(args.trace))
@@ -106,13 +133,7 @@ def _check(specs, expected, actual, floor) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return run(build_parser().parse_args(argv))
-    except CompileError as e:
-        print(e.format(), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    return run_tool(lambda: run(build_parser().parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -65,6 +65,10 @@ class RandomAttr(ParametrizedAttribute):
             raise VerifyException(
                 f"unknown distribution '{self.distribution.data}' (expected normal or uniform)"
             )
+        if self.distribution.data == "normal" and not self.b.data >= 0:
+            raise VerifyException(f"std must be 0 or more, got {self.b.data}")
+        if self.distribution.data == "uniform" and not self.a.data <= self.b.data:
+            raise VerifyException(f"low must not exceed high, got low = {self.a.data}, high = {self.b.data}")
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:

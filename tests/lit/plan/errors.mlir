@@ -5,7 +5,7 @@
 // RUN: not ge-opt %s -p 'npu-plan-gm{strategy=magic}' 2>&1 | filecheck %s --check-prefix=STRATEGY
 
 // LEVEL: errors.mlir:[[# @LINE + 3]]:1: error: @main is not an npu host plan (GM memref arguments): lower it with ge-to-npu first
-// STREAMS: error: npu-assign-streams: streams must be >= 0 (0: automatic), got -1
+// STREAMS: error: bad options for pass 'ge-compile': option 'streams' must be 0 or more, got -1
 // STRATEGY: error: npu-plan-gm: unknown strategy 'magic' (one of greedy-by-size, best-fit-lifetime, greedy-by-breadth, hybrid)
 func.func @main(%x: tensor<8x16xf16> {ge.name = "x"}) -> (tensor<8x16xf16> {ge.name = "y"}) {
   %y = ge.relu %x : (tensor<8x16xf16>) -> tensor<8x16xf16>

@@ -40,5 +40,5 @@ func.func @main(%x: tensor<2x3xf32> {ge.name = "x"}) -> tensor<2x3xf32> {
 // UNWRITABLE:     {{^}}error: cannot write outputs to '{{.*}}.absent/dir/out.npz': No such file or directory{{$}}
 // UNWRITABLE-NOT: {{.}}
 
-// FLAG:     {{^}}error: argument --seed: invalid int value: 'x' (see ge-sim --help){{$}}
+// FLAG:     {{^}}error: argument --seed: invalid seed 'x': expected an integer 0 or more (see ge-sim --help){{$}}
 // FLAG-NOT: {{.}}
