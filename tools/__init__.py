@@ -27,3 +27,13 @@ def run_tool(body: Callable[[], int], default_file: str | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+
+
+def load_pattern_files(paths: list[str]) -> None:
+    """`--load-patterns`: register the user's fusion patterns (imported only when
+    asked for, so the tools start fast)."""
+    if paths:
+        from ..lowering.graph_to_fused.patterns import load_patterns
+
+        for path in paths:
+            load_patterns(path)

@@ -29,7 +29,7 @@ from ..core.passes import (
     pass_summary,
     run_pipeline,
 )
-from . import run_tool
+from . import load_pattern_files, run_tool
 
 SPLIT_MARKER = "// -----"
 
@@ -92,6 +92,14 @@ class GEOptMain(xDSLOptMain):
         arg_parser.add_argument(
             "--list-passes", action="store_true", help="list the passes with their options and exit"
         )
+        arg_parser.add_argument(
+            "--load-patterns",
+            metavar="FILE.py",
+            action="append",
+            default=[],
+            help="register the FusionPattern classes of a Python file (repeatable); "
+            "they run first in ge-pattern-fuse (docs/fusion.md)",
+        )
 
     def setup_pipeline(self) -> None:
         # Pipelines are parsed in `run`, where errors become located messages.
@@ -103,6 +111,7 @@ class GEOptMain(xDSLOptMain):
         if self.args.list_passes:
             print(list_passes())
             return 0
+        load_pattern_files(self.args.load_patterns)
         passes = parse_pass_pipeline(self.args.passes)
         path = self.args.input_file or "-"
         filename = "<stdin>" if path == "-" else path

@@ -23,7 +23,7 @@ from ..simulator.signature import (
     save_outputs,
     summarize,
 )
-from . import run_tool
+from . import load_pattern_files, run_tool
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.error = argument_error("ge-sim")
     p.add_argument("file", help="the module (.mlir); '-' reads standard input")
     p.add_argument("--pipeline", metavar="PIPE", default="", help="compile with this pass pipeline first")
+    p.add_argument("--load-patterns", metavar="FILE.py", action="append", default=[],
+                   help="register the FusionPattern classes of a Python file (repeatable)")
     p.add_argument("--hw", metavar="NAME", default=None, help="hardware preset name or file (npu level)")
     p.add_argument("--inputs", metavar="IN.npz", help="input arrays by name (default: random from --seed)")
     p.add_argument("--outputs", metavar="OUT.npz", help="write the results here")
@@ -78,6 +80,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check_arguments(args)
+    load_pattern_files(args.load_patterns)
     ctx = make_context()
     module = load_module(ctx, args.file)
     reference_module = module.clone() if args.check else None

@@ -29,6 +29,7 @@ from typing import ClassVar
 
 from xdsl.ir import Block, Operation, SSAValue
 
+from ...dialects.fused import GroupOp
 from .graph import (
     depends_on,
     erase_dead_providers,
@@ -113,7 +114,11 @@ def apply_match(m: Match, block: Block) -> Operation:
 
 
 def read_through_format_changes(op: Operation) -> None:
-    """Makes `op` read the sources of the format changes feeding it."""
+    """Makes `op` read the sources of the format changes feeding it. A
+    `fused.group` (a user pattern may build one) keeps its operands: its body's
+    arguments are typed as they are, and its ops convert nothing on load."""
+    if isinstance(op, GroupOp):
+        return
     for i, v in enumerate(op.operands):
         source = through_format_changes(v)
         if source is not v:

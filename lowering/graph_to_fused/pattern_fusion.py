@@ -25,7 +25,7 @@ from xdsl.passes import ModulePass
 from ...core.diagnostics import CompileError, location_of
 from ...core.passes import record_statistic
 from .pattern import FusionPattern, apply_match, rejection
-from .patterns import PATTERNS, pattern_names
+from .patterns import all_patterns, pattern_names
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class PatternFusePass(ModulePass):
                 raise CompileError(
                     f"pass '{self.name}': unknown pattern '{name}' (patterns: {', '.join(pattern_names())})"
                 )
-        return [p for p in PATTERNS if (not self.only or p.name in self.only) and p.name not in self.disable]
+        return [p for p in all_patterns() if (not self.only or p.name in self.only) and p.name not in self.disable]
 
     def _run(self, pattern: FusionPattern, block: Block) -> None:
         for anchor in list(block.ops):

@@ -28,6 +28,7 @@ from .patterns_vector import (
     SoftmaxPattern,
     SwigluPattern,
 )
+from .user_patterns import load_pattern_file, user_patterns
 
 PATTERNS: tuple[type[FusionPattern], ...] = (
     FlashAttentionPattern,
@@ -44,5 +45,16 @@ PATTERNS: tuple[type[FusionPattern], ...] = (
 )
 
 
+def all_patterns() -> list[type[FusionPattern]]:
+    """The user patterns (`user_patterns.py`: loaded files and the `gecomp.patterns`
+    entry points) first, then the built-in ones in priority order."""
+    return [*user_patterns({p.name for p in PATTERNS}), *PATTERNS]
+
+
+def load_patterns(path: str) -> list[type[FusionPattern]]:
+    """Registers the patterns of the user file `path` (`--load-patterns`)."""
+    return load_pattern_file(path, {p.name for p in PATTERNS})
+
+
 def pattern_names() -> list[str]:
-    return [p.name for p in PATTERNS]
+    return [p.name for p in all_patterns()]
