@@ -82,7 +82,7 @@ from .host import (
 )
 from .instruction import Access, InstructionOp
 from .memory import COPY_PIPES, MEMORY_OPS, CopyOp, FixpipeOp, LoadL0Op, ReadScalarOp, TransferOp
-from .structure import PHASES_ATTR, PIPELINED_ATTR, STRUCTURE_OPS, AllocOp, BlockDimOp, BlockIdxOp, KernelOp, ReturnOp
+from .structure import PHASES_ATTR, PIPELINED_ATTR, SOURCES_ATTR, STRUCTURE_OPS, AllocOp, BlockDimOp, BlockIdxOp, KernelOp, ReturnOp
 from .sync import SYNC_OPS, KernelBarrierOp, PipeBarrierOp, SetFlagOp, SyncAllArriveOp, SyncAllOp, SyncAllWaitOp, WaitFlagOp
 from .vector import *  # noqa: F403
 from .vector import VECTOR_OPS, VectorOp
@@ -100,6 +100,7 @@ __all__ = [
     "OUTPUT_ATTR",
     "PHASES_ATTR",
     "PIPELINED_ATTR",
+    "SOURCES_ATTR",
     "PIPES",
     "Access",
     "Fractal",

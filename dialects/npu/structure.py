@@ -52,6 +52,12 @@ PHASES_ATTR = "npu.phases"
 kernels `npu-merge-launches` joined), which reports show."""
 
 
+SOURCES_ATTR = "npu.sources"
+"""Array of strings on a kernel: the op each of its phases (or the kernel, if it
+has one phase) was lowered from (`fused.matmul_bias_act`, `ge.relu`,
+`fused.group<mul,sigmoid,mul>`); profiles (`ge-prof`) group kernels by it."""
+
+
 @irdl_op_definition
 class ReturnOp(NpuOp):
     """The end of a kernel body (implicit in the textual form)."""
@@ -89,6 +95,13 @@ class KernelOp(NpuOp):
     def phase_names(self) -> list[str]:
         """The names recorded in `npu.phases` (none if not recorded)."""
         names = self.attributes.get(PHASES_ATTR)
+        if not isinstance(names, ArrayAttr):
+            return []
+        return [n.data for n in names.data if isinstance(n, StringAttr)]
+
+    def sources(self) -> list[str]:
+        """The op types recorded in `npu.sources` (none if not recorded)."""
+        names = self.attributes.get(SOURCES_ATTR)
         if not isinstance(names, ArrayAttr):
             return []
         return [n.data for n in names.data if isinstance(n, StringAttr)]

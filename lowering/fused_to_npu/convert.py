@@ -208,6 +208,7 @@ class _HostPlanBuilder:
             self.tiling_choices.append((where, k.tiling_choices))
         kernel = k.b.finish(k.block_dim)
         kernel.location = where.location
+        kernel.attributes[npu.SOURCES_ATTR] = ArrayAttr([StringAttr(kernel_source(where))])
         self.module.body.block.insert_op_before(kernel, self.main)
         self._host(npu.LaunchOp.calling(name, args, k.block_dim))
         if self.debug:
@@ -228,6 +229,16 @@ class _HostPlanBuilder:
     def _kernel_name(self, op: Operation) -> str:
         hint = op.results[0].name_hint if op.results and op.results[0].name_hint else op.name.split(".")[-1]
         return f"k{self.kernel_count}_{_hint(hint)}"
+
+
+def kernel_source(op: Operation) -> str:
+    """What a kernel computes, for profiles: the op's name, a group's ops in order
+    (`fused.group<matmul,mul,sigmoid,mul>`, constants and format changes left out),
+    `copy` for the copies into the outputs."""
+    if isinstance(op, fused.GroupOp):
+        body = [o.name.split(".", 1)[-1] for o in op.body_ops() if not isinstance(o, ge.ConstOp | ge.TransDataOp)]
+        return f"fused.group<{','.join(body)}>"
+    return op.name if not isinstance(op, func.ReturnOp) else "copy"
 
 
 def check_form_applied(op: Operation) -> None:

@@ -70,6 +70,9 @@ def merge_run(run: list[npu.LaunchOp]) -> npu.KernelOp:
     names = [launch.kernel_op().sym_name.data for launch in run]
     merged = npu.KernelOp.empty(f"{names[0]}_to_{names[-1]}", [a.type for a in args], block_dim)
     merged.attributes[npu.PHASES_ATTR] = ArrayAttr([StringAttr(name) for name in names])
+    sources = [source for launch in run for source in launch.kernel_op().sources()]
+    if len(sources) == len(run):
+        merged.attributes[npu.SOURCES_ATTR] = ArrayAttr([StringAttr(source) for source in sources])
     body = merged.entry
     for param, value in zip(body.args, args):
         param.name_hint = value.name_hint

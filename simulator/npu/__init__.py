@@ -75,7 +75,8 @@ def simulate(
         program = launch.program
         kernels.append(
             KernelRecord.of(
-                preset, program.name, launch.stream, launch.block_dim, start, blocks, program.op.phase_names()
+                preset, program.name, launch.stream, launch.block_dim, start, blocks, program.op.phase_names(),
+                program.op.sources(),
             )
         )
         if events is not None:

@@ -131,10 +131,12 @@ class KernelRecord:
     block_spans: list[tuple[int, int, int]]  # (start, core id, end) per block, in block order
     port_cycles: float  # the busiest block's GM port bound (module docstring)
     phases: list[PhaseRecord] = field(default_factory=list)  # of a kernel split by npu.sync_all
+    sources: list[str] = field(default_factory=list)  # the op type of each phase (npu.sources), if recorded
 
     @classmethod
     def of(
-        cls, hw: HardwarePreset, name: str, stream: int, block_dim: int, start: int, blocks, phase_names=()
+        cls, hw: HardwarePreset, name: str, stream: int, block_dim: int, start: int, blocks, phase_names=(),
+        sources=(),
     ) -> "KernelRecord":
         """Sum the blocks of a launch: (core id, block start, block end, Core) each.
         `phase_names` name the phases of a kernel split by npu.sync_all."""
@@ -157,6 +159,7 @@ class KernelRecord:
             [(begin, core_id, end) for core_id, begin, end, _ in blocks],
             max((port_cycles(hw, core.stats) for *_, core in blocks), default=0.0),
             split_phases(list(phase_names), blocks),
+            list(sources),
         )
 
     @property
@@ -369,6 +372,7 @@ class SimulationReport:
             "instructions": k.instructions,
             "cores": k.cores,
             "port_cycles": k.port_cycles,
+            "sources": k.sources,
             "phases": [
                 {
                     "name": p.name,

@@ -11,7 +11,7 @@ func.func @main(%a: tensor<40x40xf16> {ge.name = "a"}, %b: tensor<40x33xf16> {ge
 }
 
 // CHECK:      [ge-to-npu] @k0_c: cube 1 x (40 x 40) @ (40 x 33): items of 32 x 48 (1 x 2 x 1 = 2 items, 1 per core on 2 cores), K in L1 chunks of 64, L0 steps of 32
-// CHECK:      npu.kernel @k0_c({{.*}}) attributes {block_dim = 2} {
+// CHECK:      npu.kernel @k0_c({{.*}}) attributes {block_dim = 2, npu.sources = ["ge.matmul"]} {
 // CHECK:        %block = npu.block_idx : index
 // CHECK-DAG:    %[[ACC:.*]] = npu.alloc : memref<1536xf32, #npu.space<l0c>>
 // CHECK-DAG:    %[[A1:.*]] = npu.alloc : memref<2048xf16, #npu.space<l1>>

@@ -12,7 +12,7 @@ func.func @main(%x: tensor<40x96xf16> {ge.name = "x"}) -> (tensor<40x96xf16> {ge
   func.return %y : tensor<40x96xf16>
 }
 
-// CHECK-LABEL: npu.kernel @k0_nz(%0: memref<40x96xf16, #npu.space<gm>>, %1: memref<6x3x16x16xf16, #npu.space<gm>>) attributes {block_dim = 2} {
+// CHECK-LABEL: npu.kernel @k0_nz(%0: memref<40x96xf16, #npu.space<gm>>, %1: memref<6x3x16x16xf16, #npu.space<gm>>) attributes {block_dim = 2, npu.sources = ["ge.transdata"]} {
 // CHECK:         npu.copy %0[{{%.*}}], %a0[%c0] {cols = 1920}
 // CHECK-NEXT:    npu.vcopy %a0[%c0], %b0[%c0] {rows = 20, cols = 16, strides = [96, 16]}
 // CHECK-NEXT:    npu.vcopy %a0[%c16], %b0[%c320] {rows = 20, cols = 16, strides = [96, 16]}
@@ -24,7 +24,7 @@ func.func @main(%x: tensor<40x96xf16> {ge.name = "x"}) -> (tensor<40x96xf16> {ge
 // CHECK-NEXT:      npu.copy %z1[%c0], %1[%c640] {rows = 6, cols = 128, strides = [0, 768]}
 // CHECK-NEXT:    }
 
-// CHECK-LABEL: npu.kernel @k1_y(%0: memref<6x3x16x16xf16, #npu.space<gm>>, %1: memref<40x96xf16, #npu.space<gm>>) attributes {block_dim = 2} {
+// CHECK-LABEL: npu.kernel @k1_y(%0: memref<6x3x16x16xf16, #npu.space<gm>>, %1: memref<40x96xf16, #npu.space<gm>>) attributes {block_dim = 2, npu.sources = ["ge.transdata"]} {
 // CHECK:         npu.copy %0[{{%.*}}], %a0[%c0] {rows = 6, cols = 320, strides = [768, 320]}
 // CHECK-COUNT-6: npu.vcopy %a0[{{%.*}}], %b0[{{%.*}}] {rows = 20, cols = 16, strides = [16, 96]}
 // CHECK-NEXT:    npu.copy %b0[%c0], %1[{{%.*}}] {cols = 1920}

@@ -9,7 +9,7 @@ func.func @main(%x: tensor<40x96xf16> {ge.name = "x"}) -> (tensor<96x40xf16> {ge
   func.return %y : tensor<96x40xf16>
 }
 
-// CHECK:      npu.kernel @k0_y(%0: memref<40x96xf16, #npu.space<gm>>, %1: memref<96x40xf16, #npu.space<gm>>) attributes {block_dim = 2} {
+// CHECK:      npu.kernel @k0_y(%0: memref<40x96xf16, #npu.space<gm>>, %1: memref<96x40xf16, #npu.space<gm>>) attributes {block_dim = 2, npu.sources = ["ge.transpose"]} {
 // CHECK:        %block = npu.block_idx : index
 // CHECK-NEXT:   %a0 = npu.alloc : memref<1920xf16, #npu.space<ub>>
 // CHECK-NEXT:   %b0 = npu.alloc : memref<1920xf16, #npu.space<ub>>

@@ -11,7 +11,7 @@ func.func @main(%x: tensor<8x1024xf16>) -> tensor<8x1024xf16> {
 }
 
 // CHECK:      [ge-to-npu] @k0_r: 8 x 1024 in tiles of 2 rows
-// CHECK:      npu.kernel @k0_r({{.*}}) attributes {block_dim = 2}
+// CHECK:      npu.kernel @k0_r({{.*}}) attributes {block_dim = 2, npu.sources = ["ge.softmax"]}
 // CHECK:      scf.for %tile
 // CHECK:        npu.copy %0[%{{.*}}], %[[X:[0-9]+]][%c0] {cols = 2048}
 // CHECK-NEXT:   npu.vmax %[[X]][%c0], %[[X]][%c512], %[[T:[0-9]+]][%c0] {rows = 2, cols = 512, strides = [1024, 1024, 1024]}
