@@ -30,6 +30,7 @@ from xdsl.passes import ModulePass
 
 from ...core.diagnostics import op_error
 from ...core.passes import record_statistic
+from ...core.progress import progress
 from ...dialects import fused, ge, npu
 from ...dialects.ge.formats import Format, format_of, physical_shape, with_format
 from ...simulator.hardware import load_preset
@@ -107,7 +108,7 @@ class _HostPlanBuilder:
     # ---- driving ----------------------------------------------------------------------
 
     def lower_all(self) -> None:
-        for op in list(self.main.body.block.ops):
+        for op in progress(list(self.main.body.block.ops), "ge-to-npu"):
             if op is self.returned:
                 self._write_outputs()
             else:

@@ -39,6 +39,7 @@ from xdsl.ir import Operation, SSAValue
 
 from ...core import dtypes
 from ...core.diagnostics import CompileError, op_error
+from ...core.progress import progress
 from ...dialects import npu
 from ..hardware import HardwarePreset
 from ..signature import npu_argument_roles
@@ -418,7 +419,7 @@ def _run_steps(plan: HostPlan, memories, lockstep: Lockstep, check_races: bool, 
     heapq.heapify(cores)
     ready: dict[int, int] = defaultdict(int)
     reached: dict[int, int] = {}
-    for step in plan.steps:
+    for step in progress(plan.steps, "simulating", unit="launch"):
         if isinstance(step, EventStep):
             if step.record:
                 reached[step.event] = ready[step.stream]
