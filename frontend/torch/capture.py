@@ -1,0 +1,111 @@
+"""From the FX graph dynamo hands a backend to an ATen graph of static shapes.
+
+PyTorch's own machinery does the work: `make_fx` retraces the dynamo graph on
+fake tensors of the call's concrete shapes (so one graph per shape: the gears),
+through `torch.func.functionalize` (no in-place ops) and the core ATen
+decompositions (`torch._decomp.core_aten_decompositions`). Two decompositions are
+left out because ge has the op they take apart: `_safe_softmax` (softmax) and
+the encoder layer's fast path has none to begin with.
+
+Then everything that does not depend on a graph input is computed once, in
+PyTorch, and stored on the node (`node.meta["constant"]`): parameters and buffers
+(dynamo passes them as arguments; inference treats them as constants), and what
+is computed from them or from sizes alone (arange, full, rotary tables, causal
+masks, transposed weights). The ge module sees those as `ge.const`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch._decomp import core_aten_decompositions
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx import GraphModule, Node
+from torch.fx.experimental.proxy_tensor import make_fx
+
+_KEPT_WHOLE = (torch.ops.aten._safe_softmax.default,)
+
+
+def decompositions() -> dict:
+    table = dict(core_aten_decompositions())
+    for op in _KEPT_WHOLE:
+        table.pop(op, None)
+    return table
+
+
+def static_inputs(gm: GraphModule, example_inputs: Sequence) -> set[int]:
+    """The positions of the dynamo graph's arguments that are parameters or buffers
+    of the module (dynamo marks their placeholders static), not user inputs."""
+    static = set()
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, (node, value) in enumerate(zip(placeholders, example_inputs)):
+        if isinstance(value, torch.nn.Parameter) or _is_module_state(node):
+            static.add(i)
+    return static
+
+
+def _is_module_state(node: Node) -> bool:
+    grapharg = node.meta.get("grapharg")
+    source = getattr(grapharg, "source", None)
+    while source is not None:
+        if type(source).__name__ in ("UnspecializedParamBufferSource", "ParamBufferSource", "NNModuleSource",
+                                     "UnspecializedNNModuleSource", "UnspecializedBuiltinNNModuleSource"):
+            return True
+        source = getattr(source, "base", None)
+    return False
+
+
+def trace_aten(gm: torch.nn.Module, args: Sequence) -> GraphModule:
+    """`gm` retraced to core ATen at the shapes of `args` (tensors are only looked at
+    for their shape and dtype)."""
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    fakes = [mode.from_tensor(a, static_shapes=True) if isinstance(a, torch.Tensor) else a for a in args]
+    with torch.no_grad(), mode:
+        traced = make_fx(torch.func.functionalize(gm, remove="mutations"), decomposition_table=decompositions())(*fakes)
+    return traced
+
+
+def fold_constants(traced: GraphModule, args: Sequence, static: set[int]) -> int:
+    """Computes every node that depends on no user input; each such value a
+    computed node uses becomes a `get_attr` node holding it (`meta["constant"]`),
+    and the nodes that only fed constants are erased. Returns how many nodes were
+    folded."""
+    values: dict[Node, torch.Tensor] = {}
+    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
+    for i in static:
+        values[placeholders[i]] = args[i]
+    folded = 0
+    for node in traced.graph.nodes:
+        if node.op == "call_function" and _foldable(node, values):
+            node_args = torch.fx.node.map_arg(node.args, lambda n: values[n])
+            node_kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: values[n])
+            with torch.no_grad():
+                values[node] = node.target(*node_args, **node_kwargs)
+            folded += 1
+    anchor = placeholders[-1] if placeholders else None
+    for node, value in list(values.items()):
+        if isinstance(value, torch.Tensor) and any(u not in values for u in node.users):
+            anchor = _replace_by_constant(traced, node, value, anchor, values)
+    traced.graph.eliminate_dead_code()
+    traced.recompile()
+    return folded
+
+
+def _foldable(node: Node, values: dict) -> bool:
+    return all(n in values for n in node.all_input_nodes) and not getattr(
+        node.target, "_nondeterministic_seeded", False)
+
+
+def _replace_by_constant(traced: GraphModule, node: Node, value: torch.Tensor, anchor: Node | None,
+                         values: dict) -> Node:
+    """Uses of `node` outside the constants read `value` from an attribute instead
+    (a `get_attr` placed after `anchor`, the graph's arguments first)."""
+    name = f"_gecomp_constant_{node.name}"
+    traced.register_buffer(name, value.detach(), persistent=False)
+    graph = traced.graph
+    with graph.inserting_after(anchor) if anchor is not None else graph.inserting_before(None):
+        constant = graph.get_attr(name)
+    constant.meta.update(val=node.meta.get("val"), constant=value)
+    node.replace_all_uses_with(constant, delete_user_cb=lambda user: user not in values)
+    return constant
