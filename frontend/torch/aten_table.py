@@ -278,26 +278,39 @@ converts(aten._log_softmax.default)(_softmax_convert(LogSoftmaxOp))
 
 def _no_minus_infinity_upstream(node: Node) -> str | None:
     """`_safe_softmax` gives 0 where a whole row is -inf and plain softmax NaN; the
-    two agree unless a -inf literal (a mask) reaches the row, so without one the
-    node is `ge.softmax` (and fuses into attention like any softmax)."""
+    two agree unless a row can be all -inf. Masks are where -inf comes from: a -inf
+    literal upstream could mask anything, a constant mask only the rows it masks
+    whole (a causal mask masks none). Without either the node is `ge.softmax`,
+    which fuses into attention like any softmax."""
+    rank = node.args[0].meta["val"].dim()
+    dim = int(node.args[1]) % rank - rank  # counted from the end, where broadcasting aligns
     seen, stack = set(), [node.args[0]]
     while stack:
         n = stack.pop()
         if not isinstance(n, Node) or n in seen:
             continue
         seen.add(n)
-        if _holds_minus_infinity(n):
+        if _minus_infinity_literal(n) or _masks_whole_rows(n.meta.get("constant"), dim):
             return f"may see a row of -inf (from '{n.name}'), where it differs from softmax"
         stack.extend(n.all_input_nodes)
     return None
 
 
-def _holds_minus_infinity(n: Node) -> bool:
-    literals = [a for a in (*n.args, *n.kwargs.values()) if isinstance(a, float)]
-    if any(a == float("-inf") for a in literals):
-        return True
-    value = n.meta.get("constant")
-    return isinstance(value, torch.Tensor) and value.is_floating_point() and bool(torch.isneginf(value).any())
+def _minus_infinity_literal(n: Node) -> bool:
+    return any(isinstance(a, float) and a == float("-inf") for a in (*n.args, *n.kwargs.values()))
+
+
+def _masks_whole_rows(value, dim: int) -> bool:
+    """A constant with a -inf in every element of some row along `dim` (negative: the
+    softmax's axis counted from the end, where broadcasting aligns it)."""
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.dim() == 0:
+        return False
+    minus_inf = torch.isneginf(value)
+    if not bool(minus_inf.any()):
+        return False
+    if -dim > value.dim() or value.shape[dim] == 1:
+        return True  # broadcast along the row: one -inf fills it
+    return bool(minus_inf.all(dim=dim).any())
 
 
 converts(aten._safe_softmax.default, refuse=_no_minus_infinity_upstream)(_softmax_convert(SoftmaxOp))
