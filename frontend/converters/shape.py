@@ -229,3 +229,69 @@ def _wrap(c: NodeContext, x: Tensor, pads: list[int]) -> Tensor:
             parts.append(slice_(x, [0], [end], [axis]))
         x = c.g.op(ConcatOp, *parts, axis=axis)
     return x
+
+
+# ---- Tile, DepthToSpace, SpaceToDepth ---------------------------------------------------------
+
+
+@converts("Tile", static=(1,))
+def tile(c: NodeContext):
+    """Each dim d repeated r times is a new leading unit dim expanded to r, then
+    merged into d: (d0, d1) -> (1, d0, 1, d1) -> (r0, d0, r1, d1) -> (r0*d0, r1*d1)."""
+    x = c.input(0, "input")
+    repeats = c.ints_input(1, "repeats")
+    if repeats is None or len(repeats) != x.rank:
+        raise c.fail(f"repeats must have one value per dim of {x.type}, got {None if repeats is None else list(repeats)}")
+    if any(r < 0 for r in repeats):
+        raise c.fail(f"repeats must be non-negative, got {list(repeats)}")
+    if all(r == 1 for r in repeats):
+        return ops.identity(x)
+    interleaved = [v for d in x.shape for v in (1, d)]
+    expanded = ops.expand(ops.reshape(x, interleaved), [v for r, d in zip(repeats, x.shape) for v in (r, d)])
+    return ops.reshape(expanded, [r * d for r, d in zip(repeats, x.shape)])
+
+
+def _block_mode(c: NodeContext) -> str:
+    mode = c.string("mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        raise c.fail(f"mode '{mode}' is not one of DCR, CRD")
+    return mode
+
+
+def _blocked_input(c: NodeContext) -> tuple[Tensor, int]:
+    x = c.input(0, "input")
+    block = c.int("blocksize")
+    if x.rank != 4:
+        raise c.fail(f"input must be 4-D (N, C, H, W), got {x.type}")
+    if block <= 0:
+        raise c.fail(f"blocksize must be positive, got {block}")
+    return x, block
+
+
+@converts("DepthToSpace")
+def depth_to_space(c: NodeContext):
+    """Channels moved into b x b spatial blocks: a reshape exposing the block, a
+    transpose interleaving it with H and W, a reshape merging them. DCR takes the
+    block from the outer channel bits, CRD from the inner ones."""
+    x, b = _blocked_input(c)
+    n, ch, h, w = x.shape
+    if ch % (b * b):
+        raise c.fail(f"channels ({ch}) are not a multiple of blocksize^2 ({b * b})")
+    depth = ch // (b * b)
+    if _block_mode(c) == "DCR":
+        y = c.g.op(TransposeOp, ops.reshape(x, [n, b, b, depth, h, w]), perm=(0, 3, 4, 1, 5, 2))
+    else:
+        y = c.g.op(TransposeOp, ops.reshape(x, [n, depth, b, b, h, w]), perm=(0, 1, 4, 2, 5, 3))
+    return ops.reshape(y, [n, depth, h * b, w * b])
+
+
+@converts("SpaceToDepth")
+def space_to_depth(c: NodeContext):
+    """The inverse of DepthToSpace (DCR, or CRD where opset 25's `mode` asks)."""
+    x, b = _blocked_input(c)
+    n, ch, h, w = x.shape
+    if h % b or w % b:
+        raise c.fail(f"spatial dims {h}x{w} are not multiples of blocksize {b}")
+    blocks = ops.reshape(x, [n, ch, h // b, b, w // b, b])
+    perm = (0, 3, 5, 1, 2, 4) if _block_mode(c) == "DCR" else (0, 1, 3, 5, 2, 4)
+    return ops.reshape(c.g.op(TransposeOp, blocks, perm=perm), [n, ch * b * b, h // b, w // b])
