@@ -1,0 +1,139 @@
+"""The project's model set (bench/models/): every committed export imports as
+exported and its reference-interpreter result matches onnxruntime; ONNX's light
+zoo imports and matches the outputs shipped with it; a few small models compile
+with ge-compile and simulate to onnxruntime's numbers. Also the committed form
+itself: weights regenerated deterministically at the recorded scale, and the set
+small enough to keep in the repository.
+
+bench/models.py prints the same steps as a table (with timings and cycles)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from gecomp.bench import models  # noqa: E402
+from gecomp.bench.models import run, stored  # noqa: E402
+
+COMMITTED = models.names(zoo=False)
+ZOO = models.names(committed=False)
+
+# Small enough to compile and simulate in CI in seconds (bench/models.py runs all).
+COMPILED = [
+    "transformer_encoder_layer.dynamo",
+    "bert.torchscript",
+    "lstm.torchscript",
+    "wav2vec2_features.torchscript",
+]
+
+SET_BUDGET_BYTES = 5 * 1024 * 1024
+
+
+def _close_to_onnxruntime(got, want, name: str) -> None:
+    """Within 1e-4 of onnxruntime relative to the output's scale: float32
+    computations summed in a different order differ by a few ulps of the largest
+    values, not of each element."""
+    assert len(got) == len(want), f"{name}: {len(got)} outputs, onnxruntime has {len(want)}"
+    for g, w in zip(got, want):
+        assert g.shape == w.shape, f"{name}: shape {g.shape}, onnxruntime {w.shape}"
+        scale = max(1.0, float(np.max(np.abs(w))))
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4 * scale, err_msg=name)
+
+
+@pytest.mark.parametrize("name", COMMITTED)
+def test_committed_model_imports_and_matches_onnxruntime(name):
+    proto = models.load(name)
+    inputs = models.inputs(name)
+    module = run.import_proto(proto)
+    _close_to_onnxruntime(run.reference(module, inputs), run.onnxruntime_outputs(proto, inputs), name)
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_light_zoo_model_imports_and_matches_its_expected_outputs(name):
+    module = run.import_proto(models.load(name))
+    got = run.reference(module, models.inputs(name))
+    want = models.expected(name)
+    rtol, atol = models.zoo_tolerance(name)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=name)
+
+
+@pytest.mark.parametrize("name", COMPILED)
+def test_small_model_compiles_and_simulates_to_onnxruntime(name):
+    proto = models.load(name)
+    inputs = models.inputs(name)
+    module = run.import_proto(proto)
+    run.compile_module(module)
+    simulated = run.simulate(module, inputs, run.onnxruntime_outputs(proto, inputs))
+    assert simulated.kernels > 0 and simulated.cycles > 0
+    assert simulated.worst_ratio <= 1.0, f"{name}: {simulated.worst}"
+
+
+def test_every_model_of_the_export_list_was_tried_with_both_exporters():
+    status = models.export_status()
+    for model, exporters in status.items():
+        assert set(exporters) == set(models.EXPORTERS), model
+        for exporter, outcome in exporters.items():
+            committed = f"{model}.{exporter}" in COMMITTED
+            assert committed == (outcome == "ok"), f"{model}.{exporter}: {outcome}"
+    assert len(status) >= 14
+
+
+def test_committed_set_is_small():
+    total = sum(
+        os.path.getsize(os.path.join(models.GRAPHS, f)) for f in os.listdir(models.GRAPHS)
+    )
+    assert total < SET_BUDGET_BYTES, f"{total} bytes committed"
+
+
+def test_stripped_weights_come_back_deterministic_at_their_recorded_scale():
+    name = "resnet18.torchscript"
+    specs = json.loads(stored.metadata(onnx.load(models._path(name)))[stored.WEIGHTS_KEY])
+    assert specs, "resnet18 has weights above the strip threshold"
+    first = {t.name: onnx.numpy_helper.to_array(t) for t in models.load(name).graph.initializer}
+    again = {t.name: onnx.numpy_helper.to_array(t) for t in models.load(name).graph.initializer}
+    for spec in specs:
+        array = first[spec["name"]]
+        np.testing.assert_array_equal(array, again[spec["name"]])
+        assert list(array.shape) == spec["dims"]
+        assert spec["min"] <= array.min() and array.max() <= spec["max"]
+        assert abs(array.mean() - spec["mean"]) <= 0.1 * spec["std"] + 1e-6
+        assert abs(array.std() - spec["std"]) <= 0.2 * spec["std"] + 1e-6
+
+
+def test_strip_keeps_small_integer_and_non_finite_tensors():
+    from onnx import helper, numpy_helper
+
+    big = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
+    big_mask = np.full((64, 64), -np.inf, np.float32)
+    ids = np.arange(4096, dtype=np.int64)
+    small = np.ones(8, np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])],
+        [numpy_helper.from_array(a, n) for a, n in
+         [(big, "big"), (big_mask, "mask"), (ids, "ids"), (small, "small")]],
+    )
+    model = helper.make_model(graph)
+    assert stored.strip(model) == 1
+    assert {t.name for t in model.graph.initializer} == {"mask", "ids", "small"}
+    stored.restore(model)
+    restored = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    assert restored["big"].dtype == np.float32 and restored["big"].shape == (64, 64)
+    assert abs(float(restored["big"].std()) - float(big.std())) < 0.05
+    np.testing.assert_array_equal(restored["ids"], ids)
+
+
+def test_token_inputs_stay_inside_the_vocabulary():
+    proto = onnx.load(models._path("bert.torchscript"))
+    spec = json.loads(stored.metadata(proto)[stored.INPUTS_KEY])[0]
+    (ids,) = models.inputs("bert.torchscript")
+    assert ids.dtype == np.int64 and 0 <= ids.min() and ids.max() < spec["high"]
