@@ -8,3 +8,13 @@ architecture (see DESIGN.md): ``dialects`` (ge, fused, npu), ``transforms``
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """`gecomp.torch` is the torch.compile backend (frontend/torch, the `torch`
+    extra), imported on first use so `import gecomp` never imports torch."""
+    if name == "torch":
+        from .frontend import torch as backend_package
+
+        return backend_package
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -76,6 +76,7 @@ class Compiled:
     fallbacks: list[str]
     aten_ops: int
     timings: Timings
+    input_shapes: list[tuple[int, ...]] = field(default_factory=list)  # of the user inputs
 
 
 class SimulatedPart(torch.nn.Module):
@@ -160,6 +161,7 @@ class CompiledGraph:
         self.static = static_inputs(gm, example_inputs)
         self.by_shape: dict[tuple, Compiled] = {}
         self.report = Report()
+        self.gears = list(owner.gears)  # compiled at the first call, outside dynamo's capture
 
     def key(self, args: Sequence) -> tuple:
         return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
@@ -168,11 +170,14 @@ class CompiledGraph:
         key = self.key(args)
         if key not in self.by_shape:
             self.by_shape[key] = compile_graph(self.gm, args, self.static, self.options, self.report)
+            self.by_shape[key].input_shapes = [tuple(a.shape) for i, a in enumerate(args)
+                                               if isinstance(a, torch.Tensor) and i not in self.static]
             self.owner.compilations.append(self.by_shape[key])
         return self.by_shape[key]
 
     def precompile(self, example_inputs: Sequence, gears: Sequence) -> None:
-        """Compiles every gear: the user inputs replaced by zeros of the gear's shapes."""
+        """Compiles every gear: the user inputs of `example_inputs` (a call's
+        arguments) replaced by zeros of the gear's shapes."""
         users = [i for i, a in enumerate(example_inputs) if isinstance(a, torch.Tensor) and i not in self.static]
         for gear in gears:
             shapes = [gear] if gear and isinstance(gear[0], int) else list(gear)
@@ -183,7 +188,25 @@ class CompiledGraph:
                 args[i] = torch.zeros(tuple(shape), dtype=example_inputs[i].dtype)
             if self._specialised_to_other_shapes(args):
                 continue
-            self.compiled_for(args)
+            self.compiled_for(self._sizes_of(args))
+
+    def _sizes_of(self, args: list) -> list:
+        """`args` with the size arguments of a dynamic graph (SymInts at capture)
+        set to the values they take at the shapes of `args`' tensors."""
+        sizes = {}
+        placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
+        for node, arg in zip(placeholders, args):
+            val = node.meta.get("example_value")
+            if isinstance(val, torch.Tensor) and isinstance(arg, torch.Tensor):
+                sizes.update({str(d): int(v) for d, v in zip(val.shape, arg.shape) if isinstance(d, torch.SymInt)})
+        resolved = list(args)
+        for i, node in enumerate(placeholders[:len(args)]):
+            val = node.meta.get("example_value")
+            if isinstance(val, torch.SymInt):
+                if str(val) not in sizes:
+                    raise ValueError(f"gears cannot set the size {val} (it is no input's dimension)")
+                resolved[i] = sizes[str(val)]
+        return resolved
 
     def _specialised_to_other_shapes(self, args) -> bool:
         """A graph dynamo traced with static shapes only runs at those shapes."""
@@ -196,6 +219,9 @@ class CompiledGraph:
         return False
 
     def __call__(self, *args):
+        if self.gears:
+            gears, self.gears = self.gears, []
+            self.precompile(args, gears)
         compiled = self.compiled_for(args)
         self.report = Report(fallbacks=compiled.fallbacks)
         for part in compiled.parts:
@@ -225,9 +251,7 @@ class Backend:
         self.compilations: list[Compiled] = []
 
     def __call__(self, gm: GraphModule, example_inputs: Sequence) -> CompiledGraph:
-        graph = CompiledGraph(gm, example_inputs, self.options, self)
-        graph.precompile(example_inputs, self.gears)
-        return graph
+        return CompiledGraph(gm, example_inputs, self.options, self)
 
 
 def backend(hw: str | None = "ascend910", pipeline: str = "ge-compile", precision: str | None = None,

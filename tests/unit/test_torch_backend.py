@@ -1,0 +1,189 @@
+"""`torch.compile` with the gecomp backend against eager PyTorch: small models in
+the fused and the eager pipeline, graph breaks, ops that fall back (and strict
+mode), gears, and `export_module` through `ge-sim`."""
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import gecomp.frontend.torch as gtorch  # noqa: E402
+from gecomp.core.diagnostics import CompileError  # noqa: E402
+from gecomp.simulator.compare import tolerance  # noqa: E402
+
+FUSED = "ge-compile"
+EAGER = "ge-compile{fuse=false reuse=false streams=1}"
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def assert_close(actual, expected, precision=None):
+    floor = np.float16 if precision == "f16" else None
+    atol, rtol = tolerance(np.dtype(np.float32), floor)
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol)
+
+
+def run_compiled(model, inputs, **options):
+    """(compiled output, eager output, backend) under no_grad."""
+    torch.manual_seed(0)
+    model.eval()
+    backend = gtorch.backend(**options)
+    with torch.no_grad():
+        expected = model(*inputs)
+        actual = torch.compile(model, backend=backend)(*inputs)
+    return actual, expected, backend
+
+
+def mlp():
+    return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 16),
+                               torch.nn.LayerNorm(16)), (torch.randn(8, 32),)
+
+
+def cnn():
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+                               torch.nn.MaxPool2d(2), torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10)), \
+        (torch.randn(1, 3, 16, 16),)
+
+
+def encoder_layer():
+    return torch.nn.TransformerEncoderLayer(32, 2, 64, batch_first=True), (torch.randn(2, 8, 32),)
+
+
+def bert():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=64, vocab_size=50, max_position_embeddings=16)
+    torch.manual_seed(0)
+    return transformers.BertModel(config), (torch.randint(0, 50, (1, 8)),)
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "encoder_layer": encoder_layer, "bert": bert}
+
+
+@pytest.mark.parametrize("pipeline", [FUSED, EAGER], ids=["fused", "eager"])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_compiled_model_matches_eager_pytorch(name, pipeline):
+    torch.manual_seed(0)
+    model, inputs = MODELS[name]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gtorch.FallbackWarning)  # the whole model runs on the NPU
+        actual, expected, backend = run_compiled(model, inputs, pipeline=pipeline)
+    if not isinstance(expected, torch.Tensor):
+        actual, expected = actual[0], expected[0]
+    assert_close(actual, expected)
+    report = gtorch.last_report()
+    assert report.cycles > 0 and report.kernels > 0 and report.fallbacks == [] and report.parts == 1
+    assert report.time_us == pytest.approx(report.cycles / 1000, rel=0.5)  # about 1 GHz presets
+
+
+def test_f16_precision_within_fp16_tolerance():
+    model, inputs = mlp()
+    actual, expected, _ = run_compiled(model, inputs, precision="f16")
+    assert_close(actual, expected, "f16")
+    with pytest.raises(AssertionError):  # computed in f16: not as close as f32 would be
+        assert_close(actual, expected)
+
+
+class WithBreak(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(16, 32), torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        print("", end="")  # a graph break: dynamo compiles two graphs
+        return self.b(h)
+
+
+def test_graph_break_gives_the_right_answer():
+    actual, expected, backend = run_compiled(WithBreak(), (torch.randn(4, 16),))
+    assert_close(actual, expected)
+    assert len(backend.compilations) == 2
+
+
+class WithSine(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(16, 32), torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.b(torch.sin(self.a(x)))
+
+
+def test_unsupported_op_warns_and_runs_in_eager_pytorch():
+    with pytest.warns(gtorch.FallbackWarning, match=r"aten.sin.default \(node 'sin'\) has no ge conversion; "
+                                                    r"it runs in eager PyTorch"):
+        actual, expected, backend = run_compiled(WithSine(), (torch.randn(4, 16),))
+    assert_close(actual, expected)
+    report = gtorch.last_report()
+    assert report.parts == 2 and report.fallbacks  # the two linears on the NPU, sin between them
+
+
+def test_strict_mode_refuses_the_unsupported_op():
+    with pytest.raises(Exception, match=r"aten.sin.default \(node 'sin'\) has no ge conversion.*strict=True"):
+        run_compiled(WithSine(), (torch.randn(4, 16),), strict=True)
+
+
+def test_each_shape_compiles_once():
+    model, _ = mlp()
+    model.eval()
+    backend = gtorch.backend()
+    compiled = torch.compile(model, backend=backend, dynamic=False)
+    with torch.no_grad():
+        for batch in (2, 4, 2, 4, 2):
+            x = torch.randn(batch, 32)
+            assert_close(compiled(x), model(x))
+    assert sorted(c.input_shapes for c in backend.compilations) == [[(2, 32)], [(4, 32)]]
+
+
+def test_gears_compile_up_front():
+    model, _ = mlp()
+    model.eval()
+    backend = gtorch.backend(gears=[(2, 32), (4, 32), (6, 32)])
+    compiled = torch.compile(model, backend=backend, dynamic=True)
+    with torch.no_grad():
+        assert_close(compiled(torch.ones(4, 32)), model(torch.ones(4, 32)))
+        assert len(backend.compilations) == 3  # every gear, before the first call returns
+        for batch in (2, 6):
+            x = torch.randn(batch, 32)
+            assert_close(compiled(x), model(x))
+    assert sorted(c.input_shapes for c in backend.compilations) == [[(2, 32)], [(4, 32)], [(6, 32)]]
+
+
+def test_export_module_runs_in_ge_sim_with_the_same_result(tmp_path):
+    model, (x,) = mlp()
+    model.eval()
+    path = tmp_path / "mlp.mlir"
+    gtorch.export_module(model, (x,), str(path))
+    np.savez(tmp_path / "in.npz", input0=x.numpy())
+    run = subprocess.run([sys.executable, "-m", "gecomp.tools.ge_sim", str(path), "--pipeline", FUSED,
+                          "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "out.npz")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    with torch.no_grad():
+        expected = model(x)
+    assert_close(torch.from_numpy(np.load(tmp_path / "out.npz")["result0"]), expected)
+
+
+def test_bad_options_are_one_line_errors():
+    with pytest.raises(CompileError, match="unknown precision 'f8'"):
+        gtorch.backend(precision="f8")
+    with pytest.raises(CompileError):
+        gtorch.backend(pipeline="no-such-pass")
+
+
+def test_importable_as_gecomp_torch():
+    from gecomp import torch as alias
+
+    assert alias.backend is gtorch.backend
