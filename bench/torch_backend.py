@@ -1,0 +1,158 @@
+"""The model set through `torch.compile` with the gecomp backend: per model the
+time to capture (retrace to core ATen, fold constants, split) and to convert to
+ge, the ATen ops, what fell back to eager PyTorch, the simulated cycles, the
+worst error against eager PyTorch, and the cycles of the same model's ONNX export
+(bench/models, imported and compiled the same way) where it imports and compiles.
+
+    python bench/torch_backend.py                  # every model
+    python bench/torch_backend.py --only bert gpt2 --precision f16
+
+The models are the set of bench/models/export.py at its configurations (batch 1,
+random weights, nothing downloaded), built as a user would: Hugging Face models
+as they come (their default attention, no mask), no fast path switched off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "models"))
+
+
+def _hf(model_class: str, config_class: str, **config):
+    def build():
+        import torch
+        import transformers
+
+        torch.manual_seed(0)
+        model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config)).eval()
+        return model, (torch.randint(0, 1000, (1, 16), generator=torch.Generator().manual_seed(0)),)
+
+    return build
+
+
+def models() -> dict:
+    import export  # bench/models/export.py: the same builders and configurations
+
+    small = dict(vocab_size=1000, max_position_embeddings=64)
+    ids = dict(bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    vision = {s.name: s.build for s in export.MODELS if s.name in ("resnet18", "mobilenet_v2", "vit_tiny",
+                                                                     "transformer_encoder_layer")}
+    return {
+        **vision,
+        "bert": _hf("BertModel", "BertConfig", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                    intermediate_size=128, **small),
+        "gpt2": _hf("GPT2Model", "GPT2Config", n_embd=64, n_layer=2, n_head=4, n_positions=64, vocab_size=1000,
+                    **ids),
+        "llama": _hf("LlamaModel", "LlamaConfig", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2, **small),
+        "t5_encoder": _hf("T5EncoderModel", "T5Config", d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4,
+                          vocab_size=1000),
+    }
+
+
+def first_tensor(out):
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return out
+    return out[0] if isinstance(out, tuple | list) else next(iter(out.values()))
+
+
+def measure(name: str, build, precision: str | None, hw: str) -> dict:
+    import torch
+
+    import gecomp.frontend.torch as gtorch
+
+    row = {"model": name}
+    model, inputs = build()
+    torch._dynamo.reset()
+    backend = gtorch.backend(hw=hw, precision=precision)
+    with torch.no_grad(), warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        expected = first_tensor(model(*inputs))
+        start = time.perf_counter()
+        try:
+            actual = first_tensor(torch.compile(model, backend=backend)(*inputs))
+        except Exception as e:  # noqa: BLE001 - the row says why
+            row.update(error=str(e).strip().splitlines()[-1][:160], compilations=backend.compilations)
+            return _summarise(row, backend)
+        row["first_call_s"] = time.perf_counter() - start
+    report = gtorch.last_report()
+    row.update(err=float((actual.float() - expected.float()).abs().max()), cycles=report.cycles,
+               kernels=report.kernels)
+    return _summarise(row, backend)
+
+
+def _summarise(row: dict, backend) -> dict:
+    compilations = backend.compilations
+    row.update(
+        graphs=len(compilations),
+        capture_s=sum(c.timings.capture for c in compilations),
+        convert_s=sum(c.timings.conversion for c in compilations),
+        compile_s=sum(c.timings.compile for c in compilations),
+        aten_ops=sum(c.aten_ops for c in compilations),
+        fallbacks=sorted({f for c in compilations for f in c.fallbacks}),
+    )
+    row.pop("compilations", None)
+    return row
+
+
+def onnx_cycles(name: str, hw: str) -> str:
+    """Simulated cycles of the model's ONNX export (dynamo exporter, else the
+    TorchScript one) through the importer and ge-compile."""
+    try:
+        from gecomp.bench import models as model_set
+        from gecomp.bench.models import run
+    except ImportError as e:
+        return f"n/a ({e})"
+    for exporter in ("dynamo", "torchscript"):
+        key = f"{name}.{exporter}"
+        if key not in model_set.names(zoo=False):
+            continue
+        try:
+            proto = model_set.load(key)
+            feeds = model_set.inputs(key)
+            module = run.import_proto(proto)
+            run.compile_module(module, hw)
+            sim = run.simulate(module, feeds, run.onnxruntime_outputs(proto, feeds), hw)
+            return f"{sim.cycles} ({exporter})"
+        except Exception as e:  # noqa: BLE001
+            return f"fails ({exporter}: {str(e).strip().splitlines()[-1][:60]})"
+    return "no export"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", help="model names (default: all)")
+    parser.add_argument("--precision", default=None, help="f16 or f32 (default: the model's, f32)")
+    parser.add_argument("--hw", default="ascend910")
+    parser.add_argument("--no-onnx", action="store_true", help="skip the ONNX path column")
+    args = parser.parse_args(argv)
+    table = models()
+    names = args.only or list(table)
+    unknown = [n for n in names if n not in table]
+    if unknown:
+        print(f"error: unknown model {unknown[0]!r} (one of: {', '.join(table)})", file=sys.stderr)
+        return 1
+    header = ("| model | capture s | convert s | compile s | ATen ops | fallbacks | cycles | ONNX path cycles "
+              "| max err vs eager |")
+    print(header)
+    print("|---|---:|---:|---:|---:|---|---:|---:|---:|")
+    for name in names:
+        row = measure(name, table[name], args.precision, args.hw)
+        onnx = "" if args.no_onnx or args.precision == "f16" else onnx_cycles(name, args.hw)
+        cycles = row.get("cycles", row.get("error", ""))
+        err = f"{row['err']:.2g}" if "err" in row else ""
+        print(f"| {name} | {row['capture_s']:.2f} | {row['convert_s']:.2f} | {row['compile_s']:.2f} | "
+              f"{row['aten_ops']} | {', '.join(row['fallbacks']) or '-'} | {cycles} | {onnx} | {err} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
