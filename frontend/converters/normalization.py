@@ -1,4 +1,6 @@
-"""BatchNormalization, LayerNormalization, RMSNormalization, Softmax and LogSoftmax.
+"""BatchNormalization, LayerNormalization, RMSNormalization, Softmax and LogSoftmax;
+InstanceNormalization, GroupNormalization, MeanVarianceNormalization,
+LpNormalization and LRN as decompositions.
 
 * BatchNormalization in training mode (opset 14+) is deterministic: it normalises
   with the batch's own statistics (two reductions) and returns the updated running
@@ -9,6 +11,15 @@
 * Softmax before opset 13 normalises over the input flattened to 2-D at `axis`
   (default 1): a reshape around a softmax over the last dim, unless the axis
   already is the last one.
+* InstanceNormalization and GroupNormalization are a `ge.layer_norm` (unit scale,
+  zero bias) over the last axis of the input reshaped to [N, groups, rest]
+  (groups = C for instances), then the affine per channel (per group for
+  GroupNormalization before opset 21) on a [N, C, rest] view.
+* LRN sums the squares over a window of channels: the squares padded with
+  zeros on the channel axis, then one channel slice per window offset, added.
+* LpNormalization divides by the norm, except where the norm is 0 (then every
+  element is 0 and so is the result): the divisor is max(norm, the smallest
+  subnormal), which is the norm itself wherever it is not 0.
 """
 
 from __future__ import annotations
@@ -20,13 +31,19 @@ from xdsl.dialects.builtin import f32
 
 from ...core import dtypes
 from ...dialects.ge import (
+    AbsOp,
     BatchNormOp,
     LayerNormOp,
     LogSoftmaxOp,
+    MaximumOp,
+    PadOp,
+    PowOp,
     ReduceMeanOp,
+    ReduceSumOp,
     RMSNormOp,
     RsqrtOp,
     SoftmaxOp,
+    SqrtOp,
 )
 from .. import ops
 from ..builder import Tensor
@@ -146,3 +163,119 @@ def softmax(c: NodeContext):
     axis %= x.rank
     flat = ops.reshape(x, [math.prod(x.shape[:axis]), math.prod(x.shape[axis:])])
     return ops.reshape(c.g.op(op_class, flat, axis=1), x.shape)
+
+
+@converts("InstanceNormalization")
+def instance_normalization(c: NodeContext):
+    """Each (instance, channel) normalised over its spatial axes, then scaled and
+    shifted per channel: GroupNormalization with one group per channel."""
+    x = _normalized_input(c, "input")
+    channels = x.shape[1]
+    scale, bias = (_channel_param(c, i, what, channels, x.dtype) for i, what in ((1, "scale"), (2, "B")))
+    return _group_norm(c, x, channels, scale, bias, c.float("epsilon", 1e-5))
+
+
+@converts("GroupNormalization")
+def group_normalization(c: NodeContext):
+    """Statistics over each group of C / num_groups channels and the spatial axes;
+    scale and bias are per channel since opset 21, per group before."""
+    x = _normalized_input(c, "X")
+    groups = c.int("num_groups")
+    channels = x.shape[1]
+    if groups <= 0 or channels % groups:
+        raise c.fail(f"num_groups {groups} must be positive and divide the {channels} channels of {x.type}")
+    c.ignore("stash_type")  # ge computes reduced-precision floats in fp32 anyway
+    per = channels if c.opset >= 21 else groups
+    scale, bias = (_channel_param(c, i, what, per, x.dtype) for i, what in ((1, "scale"), (2, "bias")))
+    return _group_norm(c, x, groups, scale, bias, c.float("epsilon", 1e-5))
+
+
+def _normalized_input(c: NodeContext, what: str) -> Tensor:
+    x = c.input(0, what)
+    if x.rank < 2 or not dtypes.is_float(x.dtype):
+        raise c.fail(f"input must be a floating-point tensor (N, C, ...), got {x.type}")
+    return x
+
+
+def _channel_param(c: NodeContext, i: int, what: str, size: int, dtype) -> Tensor:
+    """A scale or bias with one value per channel (or group): `size` values."""
+    p = c.input(i, what)
+    if math.prod(p.shape) != size:
+        raise c.fail(f"input '{what}' must have {size} values, got {p.type}")
+    return _of_type(ops.reshape(p, [size, 1]), dtype)
+
+
+def _group_norm(c: NodeContext, x: Tensor, groups: int, scale: Tensor, bias: Tensor, epsilon: float) -> Tensor:
+    """x normalised per (instance, group) over the group's channels and every spatial
+    axis, then `scale * y + bias` with `scale` and `bias` shaped [channels or groups, 1]."""
+    n, channels = x.shape[:2]
+    grouped = ops.reshape(x, [n, groups, math.prod(x.shape[1:]) // groups])
+    size = grouped.shape[-1]
+    ones, zeros = (c.g.const(np.full([size], v), dtype=x.dtype) for v in (1.0, 0.0))
+    y = c.g.op(LayerNormOp, grouped, ones, zeros, axis=-1, epsilon=epsilon)
+    rows = scale.shape[0]
+    y = ops.reshape(y, [n, rows, math.prod(x.shape[1:]) // rows])
+    return ops.reshape(y * scale + bias, x.shape)
+
+
+@converts("MeanVarianceNormalization")
+def mean_variance_normalization(c: NodeContext):
+    """(x - mean) / (std + 1e-9) over `axes` (default N and the spatial axes of NCHW)."""
+    x = c.input(0, "X")
+    if not dtypes.is_float(x.dtype):
+        raise c.fail(f"input must have a floating-point element type, got {x.type}")
+    axes = c.ints("axes", (0, 2, 3))
+    if any(not -x.rank <= a < x.rank for a in axes):
+        raise c.fail(f"axes {list(axes)} are out of range for {x.type}")
+    mean = c.g.op(ReduceMeanOp, x, axes=axes, keepdims=True)
+    centered = x - mean
+    variance = c.g.op(ReduceMeanOp, centered * centered, axes=axes, keepdims=True)
+    return centered / (c.g.op(SqrtOp, variance) + 1e-9)
+
+
+@converts("LpNormalization")
+def lp_normalization(c: NodeContext):
+    """x / ||x||_p along `axis` (p is 1 or 2), 0 where the norm is 0."""
+    x = c.input(0, "input")
+    if not dtypes.is_float(x.dtype):
+        raise c.fail(f"input must have a floating-point element type, got {x.type}")
+    axis = _axis(c, x)
+    p = c.int("p", 2)
+    if p not in (1, 2):
+        raise c.fail(f"attribute 'p' must be 1 or 2, got {p}")
+    if p == 1:
+        norm = c.g.op(ReduceSumOp, c.g.op(AbsOp, x), axes=(axis,), keepdims=True)
+    else:
+        norm = c.g.op(SqrtOp, c.g.op(ReduceSumOp, x * x, axes=(axis,), keepdims=True))
+    tiny = float(dtypes.float_info(x.dtype).smallest_subnormal)
+    return x / c.g.op(MaximumOp, norm, tiny)
+
+
+@converts("LRN")
+def lrn(c: NodeContext):
+    """x / (bias + alpha / size * square_sum) ** beta, square_sum over the channels
+    c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2) that exist."""
+    x = c.input(0, "X")
+    if x.rank < 3 or not dtypes.is_float(x.dtype):
+        raise c.fail(f"input must be a floating-point tensor (N, C, spatial...), got {x.type}")
+    size = c.int("size")
+    if size <= 0:
+        raise c.fail(f"attribute 'size' must be positive, got {size}")
+    alpha, beta, bias = c.float("alpha", 1e-4), c.float("beta", 0.75), c.float("bias", 1.0)
+    square_sum = _channel_window_sum(c, x * x, size)
+    return x / c.g.op(PowOp, square_sum * (alpha / size) + bias, beta)
+
+
+def _channel_window_sum(c: NodeContext, t: Tensor, size: int) -> Tensor:
+    """For every channel, the sum of `t` over the `size` channels around it (zero
+    outside): `t` padded on the channel axis, one shifted slice per offset."""
+    before = (size - 1) // 2
+    pads = [0] * (2 * t.rank)
+    pads[1], pads[t.rank + 1] = before, size - 1 - before
+    padded = c.g.op(PadOp, t, pads=pads) if size > 1 else t
+    channels = t.shape[1]
+    total = None
+    for k in range(size):
+        term = ops.slice(padded, [k], [k + channels], [1])
+        total = term if total is None else total + term
+    return total
