@@ -20,7 +20,14 @@ each must be refused at import with a one-line `UnsupportedError`.
 
 Inputs that the importer needs as constants (Reshape's shape, Slice's bounds...)
 are graph inputs in many test cases; the harness binds them to the case's data,
-as a static-shape compiler must.
+as a static-shape compiler must (`binding.py`, which `ge-translate --bind` uses).
+
+Whole suites (`run_suite`) run every case regardless of its ops: "node" is all
+of ONNX's node test cases, each filed under a category (`case_category`: plain
+tensors of the common element types, or the reason it is not), and
+"pytorch-converted" / "pytorch-operator" are the model directories shipped in
+the onnx wheel (`model.onnx`, `test_data_set_*/{input,output}_N.pb`), most of
+them at opset 6, which the importer upgrades with onnx's version converter.
 
 Backends are functions `(module, inputs) -> outputs` in `BACKENDS`:
 "reference" runs the imported module on the reference interpreter; "npu" compiles
@@ -35,6 +42,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import glob
+import os
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -45,12 +54,13 @@ from xdsl.dialects.builtin import ModuleOp
 from ..core import dtypes
 from ..core.context import make_context
 from ..core.diagnostics import CompileError
-from ..core.passes import parse_pass_pipeline, run_pipeline
+from ..core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from ..simulator.reference import run_reference
 from ..simulator.run import execute
+from .binding import bind_inputs, inputs_read_at_import
 from .converters import CONVERTERS, UnsupportedError
-from .importer import import_model, static_inputs
-from .onnx_model import Model, TensorValue, element_type_of_dtype, numpy_dtype_of
+from .importer import import_model
+from .onnx_model import Model, numpy_dtype_of
 from .onnx_proto import model_from_proto, require_onnx
 
 Backend = Callable[[ModuleOp, Sequence[np.ndarray]], Sequence[np.ndarray]]
@@ -60,7 +70,11 @@ Backend = Callable[[ModuleOp, Sequence[np.ndarray]], Sequence[np.ndarray]]
 @dataclass(frozen=True)
 class Compiled:
     """A backend that compiles with `pipeline`, then runs the module at the level it
-    reached (reference interpreter for ge / fused, NPU simulator for npu)."""
+    reached (reference interpreter for ge / fused, NPU simulator for npu).
+
+    It compiles as `ge-opt` does, verifying the module after every pass: invalid
+    IR that happens to simulate (a float instruction on an integer buffer) is a
+    failed case, not a pass."""
 
     pipeline: str
 
@@ -69,7 +83,8 @@ class Compiled:
         parse_pass_pipeline(self.pipeline)
 
     def __call__(self, module: ModuleOp, inputs: Sequence[np.ndarray]) -> Sequence[np.ndarray]:
-        run_pipeline(parse_pass_pipeline(self.pipeline), make_context(), module)
+        with instrumented(Instrumentation(verify_each=True)):
+            run_pipeline(parse_pass_pipeline(self.pipeline), make_context(), module)
         return execute(module, inputs).results
 
 
@@ -97,6 +112,7 @@ class CaseResult:
     op_type: str
     status: str
     reason: str = ""
+    category: str = ""
 
 
 def node_cases(op_types: Iterable[str] | None = None, multi_node: bool = False) -> dict[str, list]:
@@ -191,8 +207,8 @@ def _arrays(values) -> list:
 
 
 def _run_data_set(model: Model, inputs, expected, backend: Backend, rtol: float, atol: float):
-    bound, runtime_inputs = bind_static_inputs(model, inputs)
     try:
+        bound, runtime_inputs = bind_static_inputs(model, inputs)
         module = import_model(bound)
     except UnsupportedError as e:
         return UNSUPPORTED, e.message
@@ -211,41 +227,14 @@ def _run_data_set(model: Model, inputs, expected, backend: Backend, rtol: float,
 def bind_static_inputs(model: Model, inputs: Sequence[np.ndarray]) -> tuple[Model, list[np.ndarray]]:
     """`model` with the graph inputs that feed import-time operands turned into
     initializers holding their test data, and the remaining runtime inputs."""
-    graph = model.graph
-    static = _computed_from({
-        node.inputs[i]
-        for node in graph.nodes
-        for i in static_inputs(node)
-        if i < len(node.inputs) and node.inputs[i]
-    }, graph.nodes)
-    initializers = list(graph.initializers)
-    kept_inputs, runtime = [], []
-    for info, array in zip(graph.inputs, inputs):
-        if info.name in static and isinstance(array, np.ndarray):
-            array = np.asarray(array)
-            initializers.append(
-                TensorValue(info.name, element_type_of_dtype(array.dtype), array.shape, array)
-            )
-        else:
-            kept_inputs.append(info)
-            runtime.append(array)
-    bound_graph = dataclasses.replace(graph, inputs=kept_inputs, initializers=initializers)
-    return dataclasses.replace(model, graph=bound_graph), runtime
-
-
-def _computed_from(names: set[str], nodes) -> set[str]:
-    """`names` and every value they are computed from."""
-    producers = {output: node for node in nodes for output in node.outputs if output}
-    seen, stack = set(), list(names)
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        producer = producers.get(name)
-        if producer is not None and producer.op_type != "Shape":  # Shape reads no data
-            stack.extend(i for i in producer.inputs if i)
-    return seen
+    static = inputs_read_at_import(model)
+    arrays = {
+        info.name: np.asarray(array)
+        for info, array in zip(model.graph.inputs, inputs)
+        if info.name in static and isinstance(array, np.ndarray)
+    }
+    runtime = [array for info, array in zip(model.graph.inputs, inputs) if info.name not in arrays]
+    return bind_inputs(model, arrays), runtime
 
 
 def _compare(model: Model, expected, outputs, rtol: float, atol: float):
@@ -319,8 +308,10 @@ def summarize(results: Sequence[CaseResult], op_types: Iterable[str] | None = No
     return [*rows.values(), total, *([multi] if multi.cases else [])]
 
 
-def format_table(rows: Sequence[OpRow], markdown: bool = False) -> str:
-    header = ("op", "cases", "passed", "failed", "unsupported")
+def format_table(rows: Sequence[OpRow], markdown: bool = False, first: str = "op",
+                 refused: str = "unsupported") -> str:
+    """`rows` as a table; `first` and `refused` name the first and last columns."""
+    header = (first, "cases", "passed", "failed", refused)
     lines = []
     if markdown:
         lines.append("| " + " | ".join(header) + " |")
@@ -348,8 +339,132 @@ def pass_rates(total: OpRow) -> tuple[float, float]:
             total.passed / in_scope if in_scope else 1.0)
 
 
+# ---- whole suites ---------------------------------------------------------------------------
+
+SUITES = ("node", "pytorch-converted", "pytorch-operator")
+PLAIN = "plain tensors"
+_PLAIN_TYPES = {1, 2, 3, 6, 7, 9, 10}  # float, uint8, int8, int32, int64, bool, float16
+_OTHER_TYPES = {
+    4: "16/32/64-bit unsigned and int16", 5: "16/32/64-bit unsigned and int16",
+    12: "16/32/64-bit unsigned and int16", 13: "16/32/64-bit unsigned and int16",
+    8: "strings", 11: "double", 14: "complex", 15: "complex", 16: "bfloat16",
+    17: "float8", 18: "float8", 19: "float8", 20: "float8", 24: "float8",
+    21: "int4 and narrower", 22: "int4 and narrower", 23: "float4", 25: "int4 and narrower", 26: "int4 and narrower",
+}
+_OTHER_DOMAINS = {"ai.onnx.ml": "ML ops", "ai.onnx.preview.training": "training ops"}
+
+
+@dataclass(frozen=True)
+class SuiteCase:
+    """A case of a model suite, shaped like onnx's node TestCase (what run_case reads)."""
+
+    name: str
+    model: object
+    data_sets: list
+    rtol: float = 1e-3
+    atol: float = 1e-7
+
+
+def case_category(model) -> str:
+    """PLAIN for a case over plain tensors (float32, float16, int8, uint8, int32,
+    int64, bool; no control flow, no ML or training domain), else the first reason
+    it is not: an element type, "sequences and optionals", "control flow", a domain."""
+    reasons = _other_reasons(model.graph)
+    return reasons[0] if reasons else PLAIN
+
+
+def _other_reasons(graph) -> list[str]:
+    from onnx import AttributeProto
+
+    reasons = []
+    for info in [*graph.input, *graph.output, *graph.value_info]:
+        kind = info.type.WhichOneof("value")
+        if kind in ("sequence_type", "optional_type", "map_type", "sparse_tensor_type"):
+            reasons.append("sequences and optionals")
+        elif kind == "tensor_type":
+            reasons.extend(_type_reason(info.type.tensor_type.elem_type))
+    for tensor in graph.initializer:
+        reasons.extend(_type_reason(tensor.data_type))
+    for node in graph.node:
+        if node.domain in _OTHER_DOMAINS:
+            reasons.append(_OTHER_DOMAINS[node.domain])
+        for a in node.attribute:
+            if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
+                reasons.append("control flow")
+                for body in [a.g] if a.type == AttributeProto.GRAPH else a.graphs:
+                    reasons.extend(_other_reasons(body))
+            elif a.type == AttributeProto.TENSOR:
+                reasons.extend(_type_reason(a.t.data_type))
+            elif a.type == AttributeProto.INT and a.name in ("to", "dtype", "output_dtype"):
+                reasons.extend(_type_reason(a.i))
+    return reasons
+
+
+def _type_reason(code: int) -> list[str]:
+    return [] if code in _PLAIN_TYPES or code == 0 else [_OTHER_TYPES.get(code, f"element type {code}")]
+
+
+def suite_cases(suite: str) -> list:
+    """The cases of `suite` (SUITES): onnx's node test cases, or the model
+    directories of the onnx wheel's backend test data."""
+    if suite == "node":
+        return list(_collected())
+    if suite not in SUITES:
+        raise CompileError(f"unknown suite '{suite}' (available: {', '.join(SUITES)})")
+    onnx = require_onnx()
+    from onnx import numpy_helper
+
+    root = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", suite)
+
+    def tensors(directory: str, kind: str) -> list:
+        paths = glob.glob(os.path.join(directory, f"{kind}_*.pb"))
+        paths.sort(key=lambda p: int(p.rsplit("_", 1)[1].removesuffix(".pb")))
+        return [numpy_helper.to_array(onnx.load_tensor(p)) for p in paths]
+
+    cases = []
+    for name in sorted(os.listdir(root)):
+        directory = os.path.join(root, name)
+        sets = sorted(glob.glob(os.path.join(directory, "test_data_set_*")))
+        data = [(tensors(d, "input"), tensors(d, "output")) for d in sets]
+        cases.append(SuiteCase(name, onnx.load(os.path.join(directory, "model.onnx")), data))
+    return cases
+
+
+def run_suite(suite: str, backend: str = "reference",
+              progress: Callable[[CaseResult], None] | None = None) -> list[CaseResult]:
+    """Every case of `suite` on `backend`, whatever its ops (a case using an op
+    gecomp lacks is refused at import), each result with its category."""
+    run = backend_named(backend)
+    if isinstance(run, Compiled):
+        run.check()
+    results = []
+    for case in suite_cases(suite):
+        result = dataclasses.replace(run_case(case, run, suite), category=case_category(case.model))
+        results.append(result)
+        if progress is not None:
+            progress(result)
+    return results
+
+
+def summarize_categories(results: Sequence[CaseResult]) -> list[OpRow]:
+    """One row for the plain-tensor cases, one for all the others, then one per
+    reason of the others (most cases first)."""
+    plain, other = OpRow(PLAIN), OpRow("other")
+    reasons: dict[str, OpRow] = {}
+    for r in results:
+        (plain if r.category == PLAIN else other).add(r)
+        if r.category != PLAIN:
+            reasons.setdefault(r.category, OpRow(f"  {r.category}")).add(r)
+    return [plain, other, *sorted(reasons.values(), key=lambda row: -row.cases)]
+
+
 __all__ = [
     "BACKENDS",
+    "SUITES",
+    "case_category",
+    "run_suite",
+    "suite_cases",
+    "summarize_categories",
     "CaseResult",
     "OpRow",
     "bind_static_inputs",

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
-from xdsl.dialects.builtin import MemRefType, f32, f64, i1
+from xdsl.dialects.builtin import MemRefType, f32, f64, i1, i32
 from xdsl.ir import Attribute, SSAValue
 
 from ...core import dtypes
@@ -407,29 +407,172 @@ _GELU = {"none": _gelu_erf, "tanh": _gelu_tanh}
 
 
 def _emit_pow(v: VectorEmitter, base: Operand, exponent: Operand, dst: Tile) -> None:
-    """Small integer exponents multiply; others go through exp(y * ln x)."""
-    if isinstance(exponent, float | int) and float(exponent) in (0.5, 1.0, 2.0, 3.0):
-        e = float(exponent)
-        x = _tile(base)
-        if e == 0.5:
-            v.instr(npu.VSqrtOp, x, dst)
-        elif e == 1.0:
-            v.instr(npu.VCopyOp, x, dst)
-        elif e == 2.0:
-            v.instr(npu.VMulOp, x, x, dst)
-        else:
-            sq = v.temp(dst.element_type)
-            v.instr(npu.VMulOp, x, x, sq)
-            v.instr(npu.VMulOp, sq, x, dst)
+    """ONNX Pow with the reference's value for every base, negative ones included.
+
+    A constant exponent picks an exact form: an integer one (0, 1, 2, -1, ...) is
+    repeated squaring (and a reciprocal), 0.5 and -0.5 are one square root.
+    Anything else goes through exp(y ln |x|), with the sign of a negative base
+    put back for an integer y and NaN for a non-integer one. Integer tensors get
+    integer kernels (`_emit_integer_pow`), never float instructions."""
+    if not dtypes.is_float(dst.element_type):
+        _emit_integer_pow(v, _tile(base), exponent, dst)
         return
+    if isinstance(exponent, Tile):
+        _emit_in_fp32(v, dst, base, lambda v, x, out: _pow_tensor(v, x, v.widened(exponent), out))
+        return
+    e = float(exponent)
+    if e in (0.5, -0.5):
+        v.instr(npu.VSqrtOp if e > 0 else npu.VRsqrtOp, _tile(base), dst)
+    elif e.is_integer() and abs(e) <= _SQUARING_LIMIT:
+        _emit_in_fp32(v, dst, base, lambda v, x, out: _pow_integer(v, x, int(e), out))
+    else:
+        _emit_in_fp32(v, dst, base, lambda v, x, out: _pow_constant(v, x, e, out))
 
-    def body(v: VectorEmitter, x: Tile, out: Tile) -> None:
-        v.instr(npu.VLnOp, x, out)
-        y = exponent if not isinstance(exponent, Tile) else v.widened(exponent)
-        v.binary(npu.VMulOp, out, y, out)
-        v.instr(npu.VExpOp, out, out)
 
-    _emit_in_fp32(v, dst, base, body)
+_SQUARING_LIMIT = 1 << 16
+"""Integer exponents up to this magnitude are computed by repeated squaring (at
+most 32 multiplies); larger ones, whose results are 0, 1 or inf for every fp32
+base anyway, go through exp / ln."""
+
+_EVEN_BEYOND = float(1 << 24)
+"""Every fp32 of at least this magnitude is an even integer."""
+
+
+def _pow_integer(v: VectorEmitter, x: Tile, n: int, out: Tile) -> None:
+    """out = x^n for an integer n: 1 for n = 0 (even for NaN, 0 or inf bases, as the
+    reference), x^|n| by squaring, its reciprocal for n < 0."""
+    if n == 0:
+        v.fill(out, 1.0)
+        return
+    _multiply_power(v, x, abs(n), out)
+    if n < 0:
+        v.instr(npu.VRecOp, out, out)
+
+
+def _multiply_power(v: VectorEmitter, x: Tile, n: int, out: Tile) -> None:
+    """out = x^n (n >= 1) by binary exponentiation, in the tiles' own type (integers
+    wrap as the reference's do). `out` may be `x`'s buffer: x is only read before
+    `out` is first written or while both still hold x."""
+    power, square, written = x, None, False
+    while True:
+        if n & 1:
+            if written:
+                v.instr(npu.VMulOp, out, power, out)
+            else:
+                v.cast(power, out)
+            written = True
+        n >>= 1
+        if not n:
+            break
+        square = square or v.temp(out.element_type)
+        v.instr(npu.VMulOp, power, power, square)
+        power = square
+    if square is not None:
+        v.release(square)
+
+
+def _pow_constant(v: VectorEmitter, x: Tile, e: float, out: Tile) -> None:
+    """out = x^e for a constant e that is not a small integer: exp(e ln x), NaN for
+    a negative base (ln's NaN) unless e is an integer, whose sign rule is kept."""
+    magnitude = v.temp(f32)
+    v.instr(npu.VAbsOp if e.is_integer() else npu.VCopyOp, x, magnitude)
+    v.instr(npu.VLnOp, magnitude, magnitude)
+    v.instr(npu.VMulsOp, magnitude, magnitude, scalar=e)
+    v.instr(npu.VExpOp, magnitude, magnitude)
+    if e.is_integer() and abs(e) < _EVEN_BEYOND and e % 2 == 1:
+        _negate_where_negative(v, x, magnitude, out)
+    else:
+        v.cast(magnitude, out)
+    v.release(magnitude)
+
+
+def _negate_where_negative(v: VectorEmitter, x: Tile, value: Tile, out: Tile) -> None:
+    """out = -value where x < 0, value elsewhere."""
+    negative, negated = v.temp(i1), v.temp(f32)
+    v.instr(npu.VCmpsOp, x, negative, cmp="lt", scalar=0.0)
+    v.instr(npu.VMulsOp, value, negated, scalar=-1.0)
+    v.instr(npu.VSelOp, negative, negated, value, out)
+    v.release(negative)
+    v.release(negated)
+
+
+def _pow_tensor(v: VectorEmitter, x: Tile, y: Tile, out: Tile) -> None:
+    """out = x^y for a tensor y (fp32 tiles): |x|^y through exp / ln; for x < 0 the
+    sign of an odd y, NaN for a non-integer y; 1 where y = 0. `out` is written
+    last (it may be x's or y's buffer)."""
+    magnitude, signed, nan_if_negative = v.temp(f32), v.temp(f32), v.temp(f32)
+    v.instr(npu.VAbsOp, x, magnitude)
+    v.instr(npu.VLnOp, magnitude, magnitude)
+    v.instr(npu.VMulOp, magnitude, y, magnitude)
+    v.instr(npu.VExpOp, magnitude, magnitude)
+    is_integer, is_odd = _integer_and_odd(v, y)
+    v.instr(npu.VMulsOp, magnitude, signed, scalar=-1.0)
+    v.instr(npu.VSelOp, is_odd, signed, magnitude, signed)
+    v.instr(npu.VLnOp, x, nan_if_negative)
+    v.instr(npu.VSelOp, is_integer, signed, nan_if_negative, signed)  # the value for a negative base
+    mask = is_odd
+    v.instr(npu.VCmpsOp, x, mask, cmp="lt", scalar=0.0)
+    v.instr(npu.VSelOp, mask, signed, magnitude, magnitude)
+    v.instr(npu.VCmpsOp, y, mask, cmp="eq", scalar=0.0)
+    v.fill(signed, 1.0)
+    v.instr(npu.VSelOp, mask, signed, magnitude, out)
+    for t in (magnitude, signed, nan_if_negative, is_integer, is_odd):
+        v.release(t)
+
+
+def _integer_and_odd(v: VectorEmitter, y: Tile) -> tuple[Tile, Tile]:
+    """Masks: y is an integer; y is an odd integer (fp32 y, rounded through i32
+    after clamping to +-2^24, beyond which every fp32 is an even integer)."""
+    clamped, rounded, as_int = v.temp(f32), v.temp(f32), v.temp(i32)
+    is_integer, is_odd = v.temp(i1), v.temp(i1)
+    v.instr(npu.VMinsOp, y, clamped, scalar=_EVEN_BEYOND)
+    v.instr(npu.VMaxsOp, clamped, clamped, scalar=-_EVEN_BEYOND)
+    for mask, cmp in ((is_integer, "eq"), (is_odd, "ne")):
+        v.cast(clamped, as_int)
+        v.cast(as_int, rounded)
+        v.instr(npu.VCmpOp, rounded, clamped, mask, cmp=cmp)
+        v.instr(npu.VMulsOp, clamped, clamped, scalar=0.5)  # an integer y is odd iff y / 2 is not one
+    for t in (clamped, rounded, as_int):
+        v.release(t)
+    return is_integer, is_odd
+
+
+def _emit_integer_pow(v: VectorEmitter, x: Tile, y: Operand, dst: Tile) -> None:
+    """Integer Pow, exact and wrapping like the reference's: a constant exponent by
+    squaring; a tensor one bit at a time over every value bit of its type (x^y
+    is the product of x^(2^k) over the set bits of y; bit k is what is left
+    over when y is halved for the k-th time, in a float that holds y exactly).
+    A negative exponent has no integer result (the reference refuses it too)."""
+    if not isinstance(y, Tile):
+        n = float(y)
+        if n < 0:
+            raise VectorUnsupported(f"integer pow with the negative exponent {n:g}")
+        if n == 0:
+            v.fill(dst, 1.0)
+        else:
+            _multiply_power(v, x, int(n), dst)
+        return
+    wide_type = f32 if dtypes.byte_width(y.element_type) <= 2 else f64
+    exponent, half, as_int = v.temp(wide_type), v.temp(wide_type), v.temp(y.element_type)
+    power, product, factor, one = (v.temp(dst.element_type) for _ in range(4))
+    odd = v.temp(i1)
+    v.cast(y, exponent)
+    v.cast(x, power)
+    v.fill(product, 1.0)
+    v.fill(one, 1.0)
+    bits = dtypes.integer_bits(y.element_type) - (0 if dtypes.is_unsigned(y.element_type) else 1)
+    for bit in range(bits):
+        v.instr(npu.VMulsOp, exponent, half, scalar=0.5)
+        v.cast(half, as_int, "floor")
+        v.cast(as_int, exponent)
+        v.instr(npu.VCmpOp, half, exponent, odd, cmp="ne")
+        v.instr(npu.VSelOp, odd, power, one, factor)
+        v.instr(npu.VMulOp, product, factor, product)
+        if bit < bits - 1:
+            v.instr(npu.VMulOp, power, power, power)
+    v.cast(product, dst)
+    for t in (exponent, half, as_int, power, product, factor, one, odd):
+        v.release(t)
 
 
 def _emit_cast(v: VectorEmitter, src: Tile, dst: Tile, a: SimpleNamespace) -> None:

@@ -1,0 +1,68 @@
+"""Minimal graphs of the failures `bench/fuzz.py` found, each on every path
+(reference interpreter; ge-compile fused and eager on ascend910 and tiny)
+against onnxruntime: each must now be ok.
+
+Failure class 1 (issue 34): Pow went through exp(y ln x) for every exponent, so
+x^0 and x^-1 were NaN for a negative x; integer Pow lowered to float
+instructions on integer buffers (invalid IR the verifier now rejects).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx import parser  # noqa: E402
+
+from gecomp.frontend.fuzz_paths import OK, PATHS, run_graph  # noqa: E402
+
+HEADER = '<ir_version: 10, opset_import: ["" : 23]>\n'
+
+NEGATIVE = np.array([-3.0, -2.0, -1.5, -1.0, -0.5, 0.5, 1.0, 2.5], np.float32)
+
+CASES = {
+    # class 1: constant integer exponents on negative bases
+    "pow_zero": ('g (float[8] x) => (float[8] y) <float e = {0.0}> { y = Pow(x, e) }', {"x": NEGATIVE}),
+    "pow_minus_one": ('g (float[8] x) => (float[8] y) <float e = {-1.0}> { y = Pow(x, e) }', {"x": NEGATIVE}),
+    "pow_three_f16": (
+        'g (float[8] x) => (float16[8] y) <float e32 = {3.0}> { h = Cast<to=10>(x)\n e = Cast<to=10>(e32)\n y = Pow(h, e) }',
+        {"x": NEGATIVE},
+    ),
+    "pow_minus_two_broadcast": (
+        'g (float[2,8] x) => (float[2,8] y) <float[1,1] e = {-2.0}> { y = Pow(x, e) }',
+        {"x": np.stack([NEGATIVE, -NEGATIVE])},
+    ),
+    "pow_half_negative_is_nan": ('g (float[8] x) => (float[8] y) <float e = {0.5}> { y = Pow(x, e) }', {"x": NEGATIVE}),
+    "pow_large_odd": ('g (float[8] x) => (float[8] y) <float e = {70001.0}> { y = Pow(x, e) }',
+                      {"x": np.array([-1.0, 1.0, -1.0, 0.0, 1.0, -1.0, 1.0, -1.0], np.float32)}),
+    # class 1: a tensor exponent: sign for integer y, NaN for non-integer y, 1 for y = 0
+    "pow_tensor_exponent": (
+        'g (float[8] x, float[8] e) => (float[8] y) { y = Pow(x, e) }',
+        {"x": np.array([-2, -2, -3, 0, 0, 2, -1.5, -4], np.float32),
+         "e": np.array([2, 3, 0.5, 0, -1, 1.5, 0, -3], np.float32)},
+    ),
+    # integer Pow: an integer kernel (exact, wrapping), never float instructions
+    "pow_int32_tensor": (
+        'g (int32[6] x, int32[6] e) => (int32[6] y) { y = Pow(x, e) }',
+        {"x": np.array([2, -3, 5, 0, -1, 7], np.int32), "e": np.array([10, 3, 0, 4, 7, 10], np.int32)},
+    ),
+    "pow_int64_tensor": (
+        'g (int64[4] x, int64[4] e) => (int64[4] y) { y = Pow(x, e) }',
+        {"x": np.array([3, -2, 10, 1], np.int64), "e": np.array([20, 31, 15, 62], np.int64)},
+    ),
+    "pow_int32_constant": (
+        'g (int32[6] x) => (int32[6] y) <int32 e = {5}> { y = Pow(x, e) }',
+        {"x": np.array([2, -3, 5, 0, -1, 7], np.int32)},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_minimal_graph_is_ok_on_every_path(name: str):
+    text, inputs = CASES[name]
+    model = parser.parse_model(HEADER + text)
+    outcomes = run_graph(model, inputs, PATHS)
+    assert {p: str(o) for p, o in outcomes.items() if o.status != OK} == {}
