@@ -147,7 +147,9 @@ class VectorEmitter:
         for t in tiles:
             operands += [t.buffer, t.offset]
         strides = [t.row_stride if self.rows > 1 else self.cols for t in tiles]
-        col_strides = [t.col_stride for t in tiles]
+        # Over one column a per-row tile (column stride 0) is a plain column: a
+        # softmax or norm over a size-1 axis writes its per-row destination.
+        col_strides = [t.col_stride if self.cols > 1 else 1 for t in tiles]
         explicit = {}
         if any(s != self.cols for s in strides):
             explicit["strides"] = strides

@@ -44,6 +44,18 @@ CASES = {
         {"x": np.array([-2, -2, -3, 0, 0, 2, -1.5, -4], np.float32),
          "e": np.array([2, 3, 0.5, 0, -1, 1.5, 0, -3], np.float32)},
     ),
+    # class 8: a softmax / norm / mean over a size-1 axis inside a fused group wrote a
+    # per-row tile (column stride 0) as its destination: seed 0 graph 12, reduced
+    "group_softmax_size1_axis": (
+        'g (float[1,6,1,1] x) => (float[1,6,1,1] y) { a = Gelu(x)\n y = Softmax<axis=3>(a) }', {}),
+    "group_log_softmax_size1_axis_f16": (
+        'g (float[5,1] x) => (float16[5,1] y) { h = Cast<to=10>(x)\n a = Tanh(h)\n y = LogSoftmax<axis=-1>(a) }', {}),
+    "group_layer_norm_size1_axis": (
+        'g (float[3,4,1] x) => (float[3,4,1] y) <float[1] s = {1.5}, float[1] b = {0.25}> '
+        '{ a = Exp(x)\n y = LayerNormalization<axis=-1>(a, s, b) }', {}),
+    "group_rms_norm_size1_axis": (
+        'g (float[3,4,1] x) => (float[3,4,1] y) <float[1] s = {1.5}> { a = Sigmoid(x)\n y = RMSNormalization<axis=-1>(a, s) }',
+        {}),
     # integer Pow: an integer kernel (exact, wrapping), never float instructions
     "pow_int32_tensor": (
         'g (int32[6] x, int32[6] e) => (int32[6] y) { y = Pow(x, e) }',
@@ -64,5 +76,18 @@ CASES = {
 def test_minimal_graph_is_ok_on_every_path(name: str):
     text, inputs = CASES[name]
     model = parser.parse_model(HEADER + text)
+    inputs = inputs or _random_inputs(model)
     outcomes = run_graph(model, inputs, PATHS)
     assert {p: str(o) for p, o in outcomes.items() if o.status != OK} == {}
+
+
+def _random_inputs(model) -> dict[str, np.ndarray]:
+    from onnx import helper
+
+    rng = np.random.default_rng(0)
+    inputs = {}
+    for info in model.graph.input:
+        t = info.type.tensor_type
+        shape = [d.dim_value for d in t.shape.dim]
+        inputs[info.name] = rng.uniform(-2.0, 2.0, size=shape).astype(helper.tensor_dtype_to_np_dtype(t.elem_type))
+    return inputs
