@@ -6,10 +6,21 @@ arguments and results (named by `ge.name`), one converter per node.
 * Initializers and Constant nodes stay numpy arrays until an op uses them, then
   become one `ge.const` each (dense; printed as hex when large). An initializer
   also listed as an input (old exporters do that) is a constant, not an argument.
+* Everything static is evaluated at import: after a node is converted, if its
+  results are computed from constants only (initializers, Constant nodes, Shape
+  results, values computed from those), they are evaluated with the ge ops' own
+  reference semantics (`evaluate`) and bound as constants; the ge ops die. So
+  masks, position ids and rotary tables of exported models arrive as constants.
+  No folded constant exceeds FOLD_LIMIT_BYTES (a broadcast to something huge
+  stays a run-time op).
 * Operands that must be known at import (Reshape's shape, axes, pads...) are
-  folded: an import-time constant, or a chain of ge ops over constants, which is
-  evaluated with the ops' reference semantics. Anything reached from a graph
-  input is an error naming the node and the input.
+  such constants; one reached from a graph input is an error naming the node and
+  the input (`ge-translate --bind` makes an input a constant).
+* Before anything is converted, the whole graph is checked for ops without a
+  converter: one error lists every unsupported op type with its count.
+* Binary models are prepared with onnx's own tools (`onnx_proto.prepare`: local
+  functions inlined, opsets older than 7 upgraded); a text model that needs that
+  is read by onnx's parser.
 * Every error names the node (`node 'fc' (Gemm): ...`) and points at its line in
   an .onnxtxt file. Unsupported ops, element types and attribute values raise
   `UnsupportedError`, a `CompileError`.
@@ -29,17 +40,21 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.transforms.dead_code_elimination import region_dce
 
+from ..core import dtypes
 from ..core.diagnostics import CompileError
+from ..core.parsing import read_source
 from ..dialects.ge import ConstOp
+from .binding import bind_inputs, converter_of, static_inputs
 from .builder import BuildError, GraphBuilder, Tensor, value_name
-from .converters import CONVERTERS, Constant, NodeContext, UnsupportedError
-from .converters.context import Value, ge_element_type
+from .converters import Constant, NodeContext, UnsupportedError
+from .converters.context import FOLD_LIMIT_BYTES, Value, ge_element_type
 from .onnx_model import Graph, Model, Node, ValueInfo
+from .onnx_proto import OLDEST_OPSET
 
 DEFAULT_OPSET = 17
 """The default-domain opset assumed when a model imports none."""
-OLDEST_OPSET = 7
-"""Older opsets broadcast differently (the `broadcast` attribute); not supported."""
+
+__all__ = ["DEFAULT_OPSET", "OLDEST_OPSET", "import_model", "load_model", "static_inputs", "translate_file"]
 
 
 def import_model(model: Model, dims: Mapping[str, int] | None = None) -> ModuleOp:
@@ -49,11 +64,20 @@ def import_model(model: Model, dims: Mapping[str, int] | None = None) -> ModuleO
 
 def load_model(path: str) -> Model:
     """Read `.onnx` (binary, needs the onnx package) or `.onnxtxt` (text) by extension;
-    standard input (`-`) is read as text."""
+    standard input (`-`) is read as text. A text model with an opset older than
+    OLDEST_OPSET or with model-local functions is read again by onnx's parser, so
+    that onnx's converter and inliner prepare it as they prepare binary models."""
     if path == "-" or path.endswith(".onnxtxt"):
-        from .onnxtxt import load_onnxtxt
+        from .onnxtxt import parse_onnxtxt
 
-        return load_onnxtxt(path)
+        text = read_source(path)
+        model = parse_onnxtxt(text, "<stdin>" if path == "-" else path)
+        opset = model.opset("")
+        if model.functions or (opset is not None and opset < OLDEST_OPSET):
+            from .onnx_proto import parse_onnx_text
+
+            return parse_onnx_text(text)
+        return model
     if path.endswith(".onnx"):
         from .onnx_proto import load_onnx
 
@@ -63,15 +87,11 @@ def load_model(path: str) -> Model:
     raise CompileError(f"'{path}': expected a .onnx or .onnxtxt file")
 
 
-def translate_file(path: str, dims: Mapping[str, int] | None = None) -> ModuleOp:
-    """`ge-translate`: the ge module of an ONNX file."""
-    return import_model(load_model(path), dims)
-
-
-def static_inputs(node: Node) -> tuple[int, ...]:
-    """The input positions of `node` that must be import-time constants."""
-    converter = CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
-    return converter.static_inputs if converter is not None else ()
+def translate_file(path: str, dims: Mapping[str, int] | None = None,
+                   bindings: Mapping[str, np.ndarray] | None = None) -> ModuleOp:
+    """`ge-translate`: the ge module of an ONNX file, the graph inputs named in
+    `bindings` made constants holding those arrays."""
+    return import_model(bind_inputs(load_model(path), bindings or {}), dims)
 
 
 class _Importer:
@@ -85,12 +105,17 @@ class _Importer:
         self.builder = GraphBuilder(self.graph.name or "main")
         self.values: dict[str, Value] = {}
         self.opset = model.opset("")
-        self._folded: dict[SSAValue, np.ndarray | None] = {}
+        self._static: dict[SSAValue, bool] = {}
+        self._folded: dict[SSAValue, np.ndarray] = {}
 
     def run(self) -> ModuleOp:
         opset = self.opset if self.opset is not None else DEFAULT_OPSET
         if opset < OLDEST_OPSET:
-            raise UnsupportedError(f"opset {opset} is not supported (opset {OLDEST_OPSET} and newer)")
+            raise UnsupportedError(
+                f"opset {opset} is not supported (opset {OLDEST_OPSET} and newer; load_model and "
+                "ge-translate convert older models with onnx.version_converter)"
+            )
+        self._check_ops()
         for tensor in self.graph.initializers:
             self.values[tensor.name] = Constant(tensor.array, tensor.name, tensor.elem_type)
         for info in self.graph.inputs:
@@ -168,10 +193,32 @@ class _Importer:
 
     # ---- nodes -------------------------------------------------------------------------------
 
+    def _check_ops(self) -> None:
+        """One error for every op type without a converter, with its count, at
+        the first such node."""
+        counts: dict[str, int] = {}
+        first: tuple[int, Node] | None = None
+        functions = set()
+        for index, node in enumerate(self.graph.nodes):
+            if converter_of(node) is None:
+                counts[node.qualified_op] = counts.get(node.qualified_op, 0) + 1
+                first = first or (index, node)
+                if (node.domain, node.op_type) in self.model.functions:
+                    functions.add(node.qualified_op)
+        if first is None:
+            return
+        index, node = first
+        listed = ", ".join(f"{op} ({count})" for op, count in counts.items())
+        kinds = f"{len(counts)} unsupported op type" + ("s" if len(counts) > 1 else "")
+        note = f"; model-local functions ({', '.join(sorted(functions))}) are inlined by load_model" if functions else ""
+        raise UnsupportedError(
+            f"model uses {kinds}: {listed}; the first is {node.describe(index)}{note} "
+            "(ge-translate --list-ops lists the supported ones)",
+            node.location,
+        )
+
     def _convert(self, node: Node, index: int, opset: int) -> None:
-        converter = CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
-        if converter is None:
-            raise self._unknown_op(node, index)
+        converter = converter_of(node)
         context = NodeContext(self, node, index, opset, converter)
         try:
             with self.builder.located(node.location):
@@ -181,29 +228,25 @@ class _Importer:
         unread = sorted(set(node.attributes) - context.read_attributes)
         if unread:
             raise context.unsupported(f"attribute '{unread[0]}' is not supported")
-        self._bind(node, index, context, results)
-
-    def _unknown_op(self, node: Node, index: int) -> CompileError:
-        where = node.describe(index)
-        if (node.domain, node.op_type) in self.model.functions:
-            return UnsupportedError(
-                f"{where}: calls the model-local function '{node.qualified_op}'; functions are not inlined",
-                node.location,
-            )
-        return UnsupportedError(
-            f"{where}: op '{node.qualified_op}' is not supported (ge-translate --list-ops lists the supported ones)",
-            node.location,
-        )
-
-    def _bind(self, node: Node, index: int, context: NodeContext, results) -> None:
         results = list(results) if isinstance(results, list | tuple) else [results]
+        self._bind(node, context, self._evaluated(results))
+
+    def _evaluated(self, results: list) -> list:
+        """`results` as Constants if every one computed at run time can be
+        evaluated now (see `_is_static`), else as they are."""
+        computed = [r for r in results if isinstance(r, Tensor) and not isinstance(r.value.owner, ConstOp)]
+        if not computed or not all(self._is_static(r.value) for r in computed):
+            return results
+        return [Constant(self._fold(r.value)) if any(r is t for t in computed) else r for r in results]
+
+    def _bind(self, node: Node, context: NodeContext, results: list) -> None:
         for i, name in enumerate(node.outputs):
             if not name:
                 continue
             if i >= len(results) or results[i] is None:
                 raise context.unsupported(f"output #{i} ('{name}') is not supported")
             value = results[i]
-            if isinstance(value, Tensor) and value.name is None:
+            if value.name in (None, ""):
                 value.name = name
             self.values[name] = value
 
@@ -220,14 +263,14 @@ class _Importer:
         if isinstance(value, Constant):
             self._check_constant(value, context)
             return value.array
-        folded = self._fold(value.value)
-        if folded is None:
+        if not self._is_static(value.value):
             source = self._graph_input_behind(value.value)
             raise context.fail(
                 f"{what} must be a constant, but it "
-                + (f"depends on graph input '{source}'" if source else "is computed at run time")
+                + (f"depends on graph input '{source}' (ge-translate --bind {source}=FILE.npy makes it one)"
+                   if source else "is computed at run time")
             )
-        return folded
+        return self._fold(value.value)
 
     def _lookup(self, name: str, context: NodeContext) -> Value:
         value = self.values.get(name)
@@ -251,24 +294,39 @@ class _Importer:
         if value.tensor is None:
             self._check_constant(value, context)
             value.tensor = self.builder.const(value.array, name=value_name(value.name or name))
+            self._folded[value.tensor.value] = value.array
         return value.tensor
 
-    def _fold(self, value: SSAValue) -> np.ndarray | None:
-        """The value of `value` if it is computed from constants only."""
-        if value in self._folded:
-            return self._folded[value]
-        op = value.owner
-        result = None
-        if isinstance(op, ConstOp):
-            result = op.as_array()
-        elif isinstance(op, Operation) and hasattr(op, "evaluate"):
-            inputs = [self._fold(o) for o in op.operands]
-            if all(i is not None for i in inputs):
-                for r, array in zip(op.results, op.evaluate(inputs)):
-                    self._folded[r] = array
-                return self._folded[value]
-        self._folded[value] = result
-        return result
+    # ---- import-time evaluation ----------------------------------------------------------------
+
+    def _is_static(self, value: SSAValue) -> bool:
+        """Whether `value` can be evaluated at import: a `ge.const`, or the result
+        of an op with reference semantics over such values, none of whose results
+        is larger than FOLD_LIMIT_BYTES. (Decided before evaluating anything, so
+        a weight is never read just to find out that a graph input is involved.)"""
+        known = self._static.get(value)
+        if known is None:
+            op = value.owner
+            known = isinstance(op, ConstOp) or (
+                isinstance(op, Operation)
+                and hasattr(op, "evaluate")
+                and all(dtypes.tensor_bytes(r.type) <= FOLD_LIMIT_BYTES for r in op.results)
+                and all(self._is_static(o) for o in op.operands)
+            )
+            self._static[value] = known
+        return known
+
+    def _fold(self, value: SSAValue) -> np.ndarray:
+        """The value of a static `value` (`_is_static`), by the ops' own `evaluate`."""
+        if value not in self._folded:
+            op = value.owner
+            if isinstance(op, ConstOp):
+                self._folded[value] = op.as_array()
+            else:
+                with np.errstate(all="ignore"):
+                    arrays = op.evaluate([self._fold(o) for o in op.operands])
+                self._folded.update(zip(op.results, arrays))
+        return self._folded[value]
 
     def _graph_input_behind(self, value: SSAValue) -> str | None:
         """The name of a graph input `value` is computed from, if any."""

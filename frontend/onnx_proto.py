@@ -2,6 +2,12 @@
 
 This is the only module that needs the `onnx` package (the `onnx` extra); without
 it, importing a binary model is a one-line error saying how to install it.
+
+Models come as exporters write them, so before reading one this brings it into
+the form the converters know, with onnx's own tools (`prepare`): model-local
+functions (the dynamo exporter's) are inlined by `onnx.inliner`, and opsets
+older than the converters handle are upgraded by `onnx.version_converter`.
+External data (weights in files beside the model) is loaded by `onnx.load`.
 """
 
 from __future__ import annotations
@@ -48,6 +54,14 @@ def require_onnx():
     return onnx
 
 
+OLDEST_OPSET = 7
+"""The oldest default-domain opset the converters handle (older ones broadcast
+differently, with the `broadcast` attribute)."""
+UPGRADE_OPSET = 13
+"""What older models are converted to: the first opset with today's forms of
+Reshape-like operands as inputs and per-axis Softmax."""
+
+
 def load_onnx(path: str) -> Model:
     """Read a binary ONNX model (external data next to it is loaded too)."""
     onnx = require_onnx()
@@ -62,8 +76,52 @@ def load_onnx(path: str) -> Model:
     return model_from_proto(proto)
 
 
+def parse_onnx_text(text: str) -> Model:
+    """A textual model read by onnx's own parser, so it can be prepared like a
+    binary one (used for the text files the neutral reader cannot import as they
+    are: old opsets, model-local functions)."""
+    onnx = require_onnx()
+    from onnx.parser import ParseError
+
+    try:
+        proto = onnx.parser.parse_model(text)
+    except ParseError as e:
+        raise CompileError(f"onnx cannot parse the model: {_first_line(e)}") from None
+    return model_from_proto(proto)
+
+
+def prepare(proto):
+    """`proto` with its model-local functions inlined and an opset older than
+    OLDEST_OPSET upgraded to UPGRADE_OPSET (onnx's inliner and version converter);
+    a model that needs neither is returned as it is."""
+    if len(proto.functions):
+        from onnx.inliner import inline_local_functions
+
+        proto = _library_step("inline the model-local functions", inline_local_functions, proto)
+    opset = default_opset(proto)
+    if opset is not None and opset < OLDEST_OPSET:
+        from onnx.version_converter import convert_version
+
+        proto = _library_step(f"convert opset {opset} to {UPGRADE_OPSET}", convert_version, proto, UPGRADE_OPSET)
+    return proto
+
+
+def default_opset(proto) -> int | None:
+    """The imported version of the default domain ("" or "ai.onnx"), if any."""
+    return next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
+
+
+def _library_step(what: str, function, *args):
+    """One of onnx's model transformations; its failure is a one-line error."""
+    try:
+        return function(*args)
+    except Exception as e:  # noqa: BLE001 - onnx raises RuntimeError, ValueError, its own C++ errors
+        raise CompileError(f"cannot {what} (onnx: {_first_line(e)})") from None
+
+
 def model_from_proto(proto) -> Model:
-    """The neutral model of an `onnx.ModelProto`."""
+    """The neutral model of an `onnx.ModelProto`, prepared (`prepare`) first."""
+    proto = prepare(proto)
     return Model(
         graph=graph_from_proto(proto.graph),
         opsets={o.domain: o.version for o in proto.opset_import},

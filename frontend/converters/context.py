@@ -59,6 +59,14 @@ class Converter:
     op_type: str
     function: Callable[[NodeContext], Sequence[Value | None] | Value]
     static_inputs: tuple[int, ...] = ()
+    reads_data: bool = True
+    """False for ops that read only their inputs' shapes and types (Shape, Size,
+    EyeLike): a graph input feeding only those need not be bound to data."""
+
+
+FOLD_LIMIT_BYTES = 64 << 20
+"""Import-time evaluation makes no constant larger than this: expanding a small
+constant to a huge one stays a run-time op rather than a huge `ge.const`."""
 
 
 _MISSING = object()

@@ -156,7 +156,7 @@ def expand(c: NodeContext):
     return ops.expand(c.input(0, "input"), c.ints_input(1, "shape"))
 
 
-@converts("Shape")
+@converts("Shape", reads_data=False)
 def shape(c: NodeContext):
     x = c.input(0, "data")
     start, end = c.int("start", 0), c.int("end", None)
