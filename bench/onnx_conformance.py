@@ -5,6 +5,15 @@ with ONNX's expected outputs. Prints a table per op and the totals.
     python bench/onnx_conformance.py                      # reference interpreter
     python bench/onnx_conformance.py --op Conv --op Pad -v   # some ops, list what did not pass
     python bench/onnx_conformance.py --markdown           # the README's table
+    python bench/onnx_conformance.py --suite node --backend npu   # all 1884 cases, by category
+    python bench/onnx_conformance.py --suite pytorch-converted    # the onnx wheel's model suites
+
+--suite runs a whole suite whatever its ops, printing passed / refused (a clean
+one-line UnsupportedError at import) / failed: `node` is every ONNX node test
+case, counted by category (plain tensors of float32, float16, int8, uint8, int32,
+int64 or bool without control flow or ML / training ops, against the others by
+the reason they are not); `pytorch-converted` and `pytorch-operator` are the
+model suites shipped in the onnx wheel.
 
 Without --op it also checks that every node test case of an unsupported op is
 refused at import with a one-line error (`run_refusals`).
@@ -24,12 +33,15 @@ import time
 from gecomp.core.diagnostics import CompileError
 from gecomp.frontend.conformance import (
     BACKENDS,
+    SUITES,
     UNSUPPORTED,
     format_table,
     pass_rates,
     run_conformance,
     run_refusals,
+    run_suite,
     summarize,
+    summarize_categories,
     total_row,
 )
 
@@ -42,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--markdown", action="store_true", help="print the table in Markdown")
     p.add_argument("--no-multi-node", action="store_true",
                    help="skip the multi-node cases (expanded ONNX functions)")
+    p.add_argument("--suite", choices=SUITES, help="run every case of a whole suite, whatever its ops")
     args = p.parse_args(argv)
+    if args.suite:
+        return _run_suite(args)
     start = time.perf_counter()
     try:
         results = run_conformance(args.backend, args.ops, multi_node=not (args.no_multi_node or args.ops))
@@ -67,6 +82,26 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.verbose:
         for r in [*results, *(r for r in refusals if r.status != UNSUPPORTED)]:
+            if r.status != "passed":
+                print(f"  {r.status:<12}{r.name}: {r.reason}")
+    return 0
+
+
+def _run_suite(args) -> int:
+    start = time.perf_counter()
+    try:
+        results = run_suite(args.suite, args.backend)
+    except CompileError as e:
+        print(f"error: {e.message}", file=sys.stderr)
+        return 1
+    rows = summarize_categories(results) if args.suite == "node" else summarize(results, [args.suite])[:1]
+    print(format_table(rows, markdown=args.markdown, first="category" if args.suite == "node" else "suite",
+                       refused="refused"))
+    passed = sum(r.status == "passed" for r in results)
+    print(f"\n{args.suite}: passed {passed} of {len(results)} ({passed / max(len(results), 1):.1%}) "
+          f"[{args.backend} backend, {time.perf_counter() - start:.1f} s]")
+    if args.verbose:
+        for r in results:
             if r.status != "passed":
                 print(f"  {r.status:<12}{r.name}: {r.reason}")
     return 0

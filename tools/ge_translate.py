@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+import numpy as np
+
 from xdsl.printer import Printer
 
 from ..core.diagnostics import CompileError
@@ -20,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
         "  ge-translate examples/mlp.onnxtxt -o mlp.mlir\n"
         "  ge-translate model.onnx --dim batch=8 | ge-opt - -p canonicalize,cse\n"
+        "  ge-translate model.onnx --bind shape=shape.npy --bind-npz axes.npz\n"
         "  ge-translate --list-ops\n",
     )
     p.add_argument("file", nargs="?", help="the model (.onnx or .onnxtxt)")
@@ -31,6 +34,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="size of a symbolic input dim (repeatable), e.g. --dim N=8",
     )
+    p.add_argument(
+        "--bind",
+        metavar="NAME=FILE.npy",
+        action="append",
+        default=[],
+        help="make graph input NAME a constant holding FILE.npy (repeatable): for inputs used as "
+        "shapes, axes or bounds, which a static-shape compiler needs at import",
+    )
+    p.add_argument("--bind-npz", metavar="FILE.npz", action="append", default=[],
+                   help="bind every array of FILE.npz to the graph input of its name (repeatable)")
     p.add_argument("--list-ops", action="store_true", help="list the supported ONNX ops and exit")
     return p
 
@@ -43,6 +56,41 @@ def parse_dims(specs: list[str]) -> dict[str, int]:
             raise CompileError(f"--dim expects NAME=SIZE with a non-negative integer size, got '{spec}'")
         dims[name.strip()] = int(size)
     return dims
+
+
+def parse_bindings(specs: list[str], archives: list[str]) -> dict[str, np.ndarray]:
+    """`--bind NAME=FILE.npy` and `--bind-npz FILE.npz` as {input name: array}."""
+    bindings: dict[str, np.ndarray] = {}
+
+    def bind(name: str, array: np.ndarray, source: str) -> None:
+        if name in bindings:
+            raise CompileError(f"input '{name}' is bound twice (again by {source})")
+        bindings[name] = array
+
+    for spec in specs:
+        name, _, path = spec.partition("=")
+        if not name.strip() or not path.strip():
+            raise CompileError(f"--bind expects NAME=FILE.npy, got '{spec}'")
+        array = _load(path.strip(), f"--bind {spec}")
+        if not isinstance(array, np.ndarray):
+            raise CompileError(f"--bind {spec}: not an .npy file (--bind-npz takes .npz archives)")
+        bind(name.strip(), array, f"--bind {spec}")
+    for path in archives:
+        archive = _load(path, f"--bind-npz {path}")
+        if not hasattr(archive, "files"):
+            raise CompileError(f"--bind-npz {path}: not an .npz archive")
+        for name in archive.files:
+            bind(name, archive[name], f"--bind-npz {path}")
+    return bindings
+
+
+def _load(path: str, what: str):
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise CompileError(f"{what}: cannot open '{path}': No such file or directory") from None
+    except (OSError, ValueError, EOFError) as e:
+        raise CompileError(f"{what}: '{path}' is not a readable .npy/.npz file ({str(e).splitlines()[0]})") from None
 
 
 def list_ops() -> str:
@@ -59,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         raise CompileError("no input file (see ge-translate --help)")
     from ..frontend.importer import translate_file
 
-    module = translate_file(args.file, parse_dims(args.dim))
+    module = translate_file(args.file, parse_dims(args.dim), parse_bindings(args.bind, args.bind_npz))
     if args.output:
         try:
             with open(args.output, "w") as f:

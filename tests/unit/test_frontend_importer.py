@@ -187,8 +187,8 @@ def test_dims_and_declared_outputs():
 # ---- errors ----------------------------------------------------------------------------------
 
 ERRORS = {
-    "unsupported op": ("Y = NonZero (X)", "2:52", UnsupportedError, "node #0 (NonZero, output 'Y'): op 'NonZero' is not supported"),
-    "custom domain": ("Y = com.acme.Gelu (X)", "2:52", UnsupportedError, "op 'com.acme.Gelu' is not supported"),
+    "unsupported op": ("Y = NonZero (X)", "2:52", UnsupportedError, "model uses 1 unsupported op type: NonZero (1); the first is node #0 (NonZero, output 'Y')"),
+    "custom domain": ("Y = com.acme.Gelu (X)", "2:52", UnsupportedError, "unsupported op type: com.acme.Gelu (1)"),
     "attribute": ("Y = Relu <alpha = 1.0> (X)", "2:52", UnsupportedError, "attribute 'alpha' is not supported"),
     "missing attribute": ("Y = Concat (X, X)", "2:52", CompileError, "attribute 'axis' is required"),
     "wrong attribute kind": ("Y = Softmax <axis = \"last\"> (X)", "2:52", CompileError, "attribute 'axis' must be int, got string"),
