@@ -71,7 +71,7 @@ def load_onnx(path: str) -> Model:
         proto = onnx.load(path)
     except FileNotFoundError:
         raise CompileError(f"cannot open '{path}': No such file or directory") from None
-    except (DecodeError, RuntimeError, ValueError, OSError) as e:
+    except (DecodeError, RuntimeError, ValueError, OSError, onnx.checker.ValidationError) as e:
         raise CompileError(f"'{path}' is not a readable ONNX model: {_first_line(e)}") from None
     return model_from_proto(proto)
 
