@@ -1,6 +1,10 @@
 """Elementwise ops: binary arithmetic with numpy broadcasting, unary math and
-activations, cast, where. ONNX semantics throughout (Div on integers truncates
-towards zero, Gelu's default is the exact erf form)."""
+activations, comparisons and logic on i1 masks, rounding, trigonometry, cast,
+where. ONNX semantics throughout (Div on integers truncates towards zero, Mod
+takes the divisor's sign unless `fmod`, Round is half to even, Gelu's default is
+the exact erf form). These are also what the importer folds static subgraphs
+(attention masks, position ids, rotary tables) with, so `compute` follows ONNX's
+reference to the dtype."""
 
 from __future__ import annotations
 
@@ -70,6 +74,12 @@ def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.power(x, y)
 
 
+def _modulo(x: np.ndarray, y: np.ndarray, c_semantics: bool) -> np.ndarray:
+    if np.issubdtype(x.dtype, np.integer) and np.any(y == 0):
+        raise EvaluationError("integer modulo by zero")
+    return np.fmod(x, y) if c_semantics else np.mod(x, y)
+
+
 @irdl_op_definition
 class AddOp(BinaryOp):
     name = "ge.add"
@@ -114,6 +124,101 @@ class MinimumOp(BinaryOp):
     name = "ge.minimum"
     FN = staticmethod(np.minimum)
     traits = traits_def(Pure(), Commutative(), Canonicalize())
+
+
+@irdl_op_definition
+class ModOp(BinaryOp):
+    """The remainder of `lhs / rhs` (ONNX Mod). By default it has the divisor's sign
+    (Python's `%`, numpy's `mod`); `fmod = true` gives C's `fmod`, with the
+    dividend's sign (what ONNX requires for floats). Integer modulo by zero is an
+    evaluation error, as integer division is."""
+
+    name = "ge.mod"
+    fmod = attr(Kind.BOOL, False)
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return _modulo(*inputs, a.fmod)
+
+
+# ---- comparisons and logic --------------------------------------------------------------
+
+COMPARISONS: dict[str, np.ufunc] = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+"""The predicates of `ge.compare` (the npu dialect's `vcmp` takes the same names)."""
+
+
+def require_bool(t: TensorType, what: str = "operand") -> None:
+    if not dtypes.is_bool(t.element_type):
+        raise fail(f"{what} must have element type i1, got {t.element_type}")
+
+
+@irdl_op_definition
+class CompareOp(GEOp):
+    """`lhs <predicate> rhs` per element, an i1 tensor (ONNX Equal, Less, Greater,
+    LessOrEqual, GreaterOrEqual; one op with a predicate, as MLIR's `arith.cmpf`).
+    Both operands have one element type (i1 included: false < true) and broadcast
+    as numpy's; floats compare as IEEE does (NaN is unequal to everything)."""
+
+    name = "ge.compare"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), Canonicalize())
+    predicate = attr(Kind.STR, choices=tuple(COMPARISONS))
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        lhs, rhs = types
+        same_element_type(types)
+        return like(lhs, broadcast_shapes(shape_of(lhs), shape_of(rhs)), dtypes.i1)
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        return COMPARISONS[a.predicate](*inputs)
+
+
+class LogicalBinaryOp(GEOp):
+    """`lhs op rhs` on i1 tensors with numpy broadcasting."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), Commutative(), Canonicalize())
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        lhs, rhs = types
+        for t in types:
+            require_bool(t)
+        return like(lhs, broadcast_shapes(shape_of(lhs), shape_of(rhs)))
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        return cls.FN(*inputs)
+
+
+@irdl_op_definition
+class AndOp(LogicalBinaryOp):
+    """Logical and of two masks (ONNX And)."""
+
+    name = "ge.and"
+    FN = staticmethod(np.logical_and)
+
+
+@irdl_op_definition
+class OrOp(LogicalBinaryOp):
+    """Logical or of two masks (ONNX Or)."""
+
+    name = "ge.or"
+    FN = staticmethod(np.logical_or)
 
 
 # ---- unary ----------------------------------------------------------------------------
@@ -264,6 +369,78 @@ class ErfOp(FloatUnaryOp):
 
 
 @irdl_op_definition
+class NotOp(UnaryOp):
+    """Logical negation of a mask (ONNX Not)."""
+
+    name = "ge.not"
+    FN = staticmethod(np.logical_not)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        require_bool(types[0])
+        return like(types[0])
+
+
+@irdl_op_definition
+class SignOp(UnaryOp):
+    """-1, 0 or 1 by the sign of x (NaN stays NaN), in x's element type."""
+
+    name = "ge.sign"
+    FN = staticmethod(np.sign)
+
+
+@irdl_op_definition
+class FloorOp(FloatUnaryOp):
+    """The largest integer not above x."""
+
+    name = "ge.floor"
+    FN = staticmethod(np.floor)
+
+
+@irdl_op_definition
+class CeilOp(FloatUnaryOp):
+    """The smallest integer not below x."""
+
+    name = "ge.ceil"
+    FN = staticmethod(np.ceil)
+
+
+@irdl_op_definition
+class RoundOp(FloatUnaryOp):
+    """The nearest integer, halves to even (ONNX Round: 2.5 -> 2, -1.5 -> -2)."""
+
+    name = "ge.round"
+    FN = staticmethod(np.round)
+
+
+def _trigonometric(class_name: str, function: np.ufunc, what: str) -> type[FloatUnaryOp]:
+    """A float unary op `ge.<numpy name>` computing `function` (ONNX's op of the
+    same name, whose reference is that numpy function)."""
+    namespace = {
+        "name": f"ge.{function.__name__.replace('arc', 'a')}",
+        "FN": staticmethod(function),
+        "__doc__": what,
+        "__module__": __name__,
+        "__qualname__": class_name,
+    }
+    return irdl_op_definition(type(class_name, (FloatUnaryOp,), namespace))
+
+
+SinOp = _trigonometric("SinOp", np.sin, "Sine (radians).")
+CosOp = _trigonometric("CosOp", np.cos, "Cosine (radians).")
+TanOp = _trigonometric("TanOp", np.tan, "Tangent (radians).")
+AsinOp = _trigonometric("AsinOp", np.arcsin, "Arcsine, in [-pi/2, pi/2]; NaN outside [-1, 1].")
+AcosOp = _trigonometric("AcosOp", np.arccos, "Arccosine, in [0, pi]; NaN outside [-1, 1].")
+AtanOp = _trigonometric("AtanOp", np.arctan, "Arctangent, in (-pi/2, pi/2).")
+SinhOp = _trigonometric("SinhOp", np.sinh, "Hyperbolic sine.")
+CoshOp = _trigonometric("CoshOp", np.cosh, "Hyperbolic cosine.")
+AsinhOp = _trigonometric("AsinhOp", np.arcsinh, "Inverse hyperbolic sine.")
+AcoshOp = _trigonometric("AcoshOp", np.arccosh, "Inverse hyperbolic cosine; NaN below 1.")
+AtanhOp = _trigonometric("AtanhOp", np.arctanh, "Inverse hyperbolic tangent; +-inf at +-1, NaN beyond.")
+TRIGONOMETRIC_OPS = (SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp)
+
+
+@irdl_op_definition
 class IdentityOp(UnaryOp):
     """Returns its input (ONNX Identity: any element type, i1 included)."""
 
@@ -396,6 +573,11 @@ ELEMENTWISE_OPS: Sequence[type[GEOp]] = (
     PowOp,
     MaximumOp,
     MinimumOp,
+    ModOp,
+    CompareOp,
+    AndOp,
+    OrOp,
+    NotOp,
     NegOp,
     AbsOp,
     ExpOp,
@@ -410,6 +592,11 @@ ELEMENTWISE_OPS: Sequence[type[GEOp]] = (
     GeluOp,
     SiluOp,
     ErfOp,
+    SignOp,
+    FloorOp,
+    CeilOp,
+    RoundOp,
+    *TRIGONOMETRIC_OPS,
     IdentityOp,
     DropoutOp,
     CastOp,

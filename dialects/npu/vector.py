@@ -38,18 +38,13 @@ from xdsl.utils.exceptions import VerifyException
 from ...core import conversion, dtypes, numeric
 from ...core.conversion import ROUNDINGS
 from ..ge.base import Kind
+from ..ge.elementwise import COMPARISONS
 from .access import Strided
 from .base import OPTIONAL, Space, check_buffer_type, element_bytes, field
 from .instruction import Access, InstructionOp, Kernel, same_element_type
 
-CMP_FNS: dict[str, Callable] = {
-    "eq": np.equal,
-    "ne": np.not_equal,
-    "lt": np.less,
-    "le": np.less_equal,
-    "gt": np.greater,
-    "ge": np.greater_equal,
-}
+CMP_FNS: dict[str, Callable] = COMPARISONS
+"""`vcmp`'s predicates: `ge.compare`'s."""
 
 def _immediate(value: float, element_type) -> np.ndarray:
     """A scalar attribute in an operand's element type (integers wrap: `x - 3` on

@@ -1,6 +1,7 @@
 """Elementwise ONNX ops: arithmetic (with Pow's mixed types), Max/Min over any
-number of inputs, unary math and activations, Cast, Where, Identity, Dropout
-(inference), and Constant."""
+number of inputs, Mod, comparisons and logic (Xor, IsNaN and IsInf as
+comparisons), unary math, rounding, trigonometry and activations, Cast, Where,
+Identity, Dropout (inference), and Constant."""
 
 from __future__ import annotations
 
@@ -9,7 +10,27 @@ import numpy as np
 from ...core import dtypes
 from ...dialects.ge import (
     AbsOp,
+    AcoshOp,
+    AcosOp,
     AddOp,
+    AndOp,
+    AsinhOp,
+    AsinOp,
+    AtanhOp,
+    AtanOp,
+    CeilOp,
+    CompareOp,
+    CoshOp,
+    CosOp,
+    FloorOp,
+    ModOp,
+    NotOp,
+    OrOp,
+    RoundOp,
+    SignOp,
+    SinhOp,
+    SinOp,
+    TanOp,
     DivOp,
     DropoutOp,
     ErfOp,
@@ -49,12 +70,85 @@ _UNARY = {
     "Relu": ReluOp,
     "Erf": ErfOp,
     "Identity": IdentityOp,
+    "Not": NotOp,
+    "Sign": SignOp,
+    "Floor": FloorOp,
+    "Ceil": CeilOp,
+    "Round": RoundOp,
+    "Sin": SinOp,
+    "Cos": CosOp,
+    "Tan": TanOp,
+    "Asin": AsinOp,
+    "Acos": AcosOp,
+    "Atan": AtanOp,
+    "Sinh": SinhOp,
+    "Cosh": CoshOp,
+    "Asinh": AsinhOp,
+    "Acosh": AcoshOp,
+    "Atanh": AtanhOp,
 }
+_COMPARISONS = {
+    "Equal": "eq",
+    "Less": "lt",
+    "LessOrEqual": "le",
+    "Greater": "gt",
+    "GreaterOrEqual": "ge",
+    "Xor": "ne",  # on i1: a xor b is a != b
+}
+_LOGICAL = {"And": AndOp, "Or": OrOp}
 
 
 @converts(*_BINARY)
 def binary(c: NodeContext):
     return c.g.op(_BINARY[c.node.op_type], c.input(0), c.input(1))
+
+
+@converts(*_COMPARISONS)
+def compare(c: NodeContext):
+    return c.g.op(CompareOp, c.input(0, "A"), c.input(1, "B"), predicate=_COMPARISONS[c.node.op_type])
+
+
+@converts(*_LOGICAL)
+def logical(c: NodeContext):
+    return c.g.op(_LOGICAL[c.node.op_type], c.input(0, "A"), c.input(1, "B"))
+
+
+@converts("Mod")
+def mod(c: NodeContext):
+    """fmod = 0 (the default) takes the divisor's sign, fmod = 1 the dividend's."""
+    fmod = c.int("fmod", 0)
+    if fmod not in (0, 1):
+        raise c.fail(f"attribute 'fmod' must be 0 or 1, got {fmod}")
+    return c.g.op(ModOp, c.input(0, "A"), c.input(1, "B"), fmod=bool(fmod))
+
+
+@converts("IsNaN")
+def is_nan(c: NodeContext):
+    """x != x: true exactly for NaN."""
+    x = c.input(0, "X")
+    return c.g.op(CompareOp, x, x, predicate="ne")
+
+
+@converts("IsInf")
+def is_inf(c: NodeContext):
+    """x > the largest finite value (+inf), x < its negation (-inf), or |x| above it
+    (both): comparisons with a finite bound, false for NaN as ONNX's."""
+    x = c.input(0, "X")
+    positive, negative = bool(c.int("detect_positive", 1)), bool(c.int("detect_negative", 1))
+    if not dtypes.is_float(x.dtype):
+        raise c.fail(f"input 'X' must be a float tensor, got {x.dtype}")
+    largest = float(dtypes.float_info(x.dtype).max)
+
+    def bound(value: float):
+        return c.g.const(np.array(value, dtype=dtypes.to_numpy_dtype(x.dtype)))
+
+    if positive and negative:
+        return c.g.op(CompareOp, c.g.op(AbsOp, x), bound(largest), predicate="gt")
+    if positive:
+        return c.g.op(CompareOp, x, bound(largest), predicate="gt")
+    if negative:
+        return c.g.op(CompareOp, x, bound(-largest), predicate="lt")
+    return Constant(np.zeros(x.shape, dtype=np.bool_))
 
 
 @converts("Pow")

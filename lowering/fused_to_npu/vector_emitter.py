@@ -88,6 +88,10 @@ _UNARY: dict[str, type] = {
     "ge.identity": npu.VCopyOp,
     "ge.dropout": npu.VCopyOp,
 }
+_LOGICAL: dict[str, type] = {"ge.and": npu.VMinOp, "ge.or": npu.VMaxOp}
+"""On i1 masks (one byte each, 0 or 1) `and` is the minimum and `or` the maximum."""
+_SWAPPED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+"""The predicate of `b <p> a` that is `a <p> b`, to put an immediate on the right."""
 
 
 class VectorEmitter:
@@ -319,6 +323,12 @@ def emit_elementwise(v: VectorEmitter, name: str, a: SimpleNamespace, inputs: Se
         v.binary(_BINARY[name], inputs[0], inputs[1], dst)
     elif name in _UNARY:
         v.instr(_UNARY[name], _tile(inputs[0]), dst)
+    elif name == "ge.compare":
+        _emit_compare(v, a.predicate, inputs[0], inputs[1], dst)
+    elif name in _LOGICAL:
+        v.binary(_LOGICAL[name], inputs[0], inputs[1], dst)
+    elif name == "ge.not":
+        v.instr(npu.VCmpsOp, _tile(inputs[0]), dst, cmp="eq", scalar=0.0)
     elif name == "ge.neg":
         v.instr(npu.VMulsOp, _tile(inputs[0]), dst, scalar=-1.0)
     elif name == "ge.leaky_relu":
@@ -352,6 +362,17 @@ def _materialized(v: VectorEmitter, operand: Operand, element_type: Attribute) -
     t = v.temp(element_type)
     v.fill(t, float(operand))
     return t
+
+
+def _emit_compare(v: VectorEmitter, predicate: str, a: Operand, b: Operand, dst: Tile) -> None:
+    """dst = a <predicate> b: `vcmp` on two tiles, `vcmps` with an immediate (moved
+    to the right-hand side, the predicate mirrored)."""
+    if not isinstance(a, Tile):
+        a, b, predicate = b, a, _SWAPPED[predicate]
+    if isinstance(b, Tile):
+        v.instr(npu.VCmpOp, a, b, dst, cmp=predicate)
+    else:
+        v.instr(npu.VCmpsOp, _tile(a), dst, cmp=predicate, scalar=float(b))
 
 
 def _emit_integer_divide(v: VectorEmitter, x: Operand, y: Operand, dst: Tile) -> None:

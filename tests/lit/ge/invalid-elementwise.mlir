@@ -246,3 +246,179 @@ func.func @main(%c: tensor<2x1xi1>, %a: tensor<3xf32>, %b: tensor<4xf32>) {
   %0 = ge.where %c, %a, %b : (tensor<2x1xi1>, tensor<3xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   func.return
 }
+
+// -----
+
+func.func @main(%a: tensor<4xf32>, %b: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.compare' op operand element types differ: f32 vs i32}}
+  %0 = ge.compare %a, %b {predicate = "lt"} : (tensor<4xf32>, tensor<4xi32>) -> tensor<4xi1>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'ge.compare' op attribute 'predicate' must be one of eq, ne, lt, le, gt, ge, got 'less'}}
+  %0 = ge.compare %a, %a {predicate = "less"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'ge.compare' op result type tensor<4xf32> does not match the inferred type tensor<4xi1>}}
+  %0 = ge.compare %a, %a {predicate = "eq"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi1>, %b: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.and' op operand must have element type i1, got i32}}
+  %0 = ge.and %a, %b : (tensor<4xi1>, tensor<4xi32>) -> tensor<4xi1>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<2xi1>, %b: tensor<3xi1>) {
+  // expected-error @+1 {{'ge.or' op operands are not broadcast-compatible: 2 vs 3}}
+  %0 = ge.or %a, %b : (tensor<2xi1>, tensor<3xi1>) -> tensor<3xi1>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'ge.not' op operand must have element type i1, got f32}}
+  %0 = ge.not %a : (tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi1>) {
+  // expected-error @+1 {{'ge.mod' op operand must be numeric, got i1}}
+  %0 = ge.mod %a, %a : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi1>) {
+  // expected-error @+1 {{'ge.sign' op operand must be numeric, got i1}}
+  %0 = ge.sign %a : (tensor<4xi1>) -> tensor<4xi1>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.floor' op operand must have a float element type, got i32}}
+  %0 = ge.floor %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.ceil' op operand must have a float element type, got i32}}
+  %0 = ge.ceil %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.round' op operand must have a float element type, got i32}}
+  %0 = ge.round %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.sin' op operand must have a float element type, got i32}}
+  %0 = ge.sin %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.cos' op operand must have a float element type, got i32}}
+  %0 = ge.cos %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.tan' op operand must have a float element type, got i32}}
+  %0 = ge.tan %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.asin' op operand must have a float element type, got i32}}
+  %0 = ge.asin %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.acos' op operand must have a float element type, got i32}}
+  %0 = ge.acos %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.atan' op operand must have a float element type, got i32}}
+  %0 = ge.atan %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.sinh' op operand must have a float element type, got i32}}
+  %0 = ge.sinh %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.cosh' op operand must have a float element type, got i32}}
+  %0 = ge.cosh %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.asinh' op operand must have a float element type, got i32}}
+  %0 = ge.asinh %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.acosh' op operand must have a float element type, got i32}}
+  %0 = ge.acosh %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'ge.atanh' op operand must have a float element type, got i32}}
+  %0 = ge.atanh %a : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}

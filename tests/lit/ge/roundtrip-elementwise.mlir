@@ -163,3 +163,102 @@ func.func @discardable(%x: tensor<4xf32>) {
   %d = ge.dropout %x {ge.tag = "keep", ratio = 0.5} : (tensor<4xf32>) -> tensor<4xf32>
   func.return
 }
+
+// Comparisons (i1 results, operands broadcast, i1 operands too), logic on masks, mod.
+// CHECK-LABEL: func.func @logic(
+// GENERIC-LABEL: "func.func"() <{sym_name = "logic"
+func.func @logic(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %m: tensor<2x3xi1>, %n: tensor<3xi1>, %i: tensor<4xi32>, %u: tensor<4xui8>, %h: tensor<2x3xf16>) {
+  // CHECK-NEXT: %eq = ge.compare %a, %b {predicate = "eq"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  // CHECK-NEXT: %ne = ge.compare %m, %n {predicate = "ne"} : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+  // CHECK-NEXT: %lt = ge.compare %i, %i {predicate = "lt"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi1>
+  // CHECK-NEXT: %le = ge.compare %u, %u {predicate = "le"} : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+  // CHECK-NEXT: %gt = ge.compare %h, %h {predicate = "gt"} : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xi1>
+  // CHECK-NEXT: %ge = ge.compare %b, %a {predicate = "ge"} : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+  // CHECK-NEXT: %and = ge.and %eq, %n : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+  // CHECK-NEXT: %or = ge.or %m, %gt : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+  // CHECK-NEXT: %not = ge.not %lt : (tensor<4xi1>) -> tensor<4xi1>
+  // CHECK-NEXT: %mod = ge.mod %i, %i : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  // CHECK-NEXT: %fmod = ge.mod %a, %b {fmod = true} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  // CHECK-NEXT: func.return
+  // GENERIC:      %eq = "ge.compare"(%a, %b) <{predicate = "eq"}> : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  // GENERIC-NEXT: %ne = "ge.compare"(%m, %n) <{predicate = "ne"}> : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+  // GENERIC-NEXT: %lt = "ge.compare"(%i, %i) <{predicate = "lt"}> : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi1>
+  // GENERIC-NEXT: %le = "ge.compare"(%u, %u) <{predicate = "le"}> : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+  // GENERIC-NEXT: %gt = "ge.compare"(%h, %h) <{predicate = "gt"}> : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xi1>
+  // GENERIC-NEXT: %ge = "ge.compare"(%b, %a) <{predicate = "ge"}> : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+  // GENERIC-NEXT: %and = "ge.and"(%eq, %n) : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+  // GENERIC-NEXT: %or = "ge.or"(%m, %gt) : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+  // GENERIC-NEXT: %not = "ge.not"(%lt) : (tensor<4xi1>) -> tensor<4xi1>
+  // GENERIC-NEXT: %mod = "ge.mod"(%i, %i) <{fmod = false}> : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  // GENERIC-NEXT: %fmod = "ge.mod"(%a, %b) <{fmod = true}> : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  // GENERIC-NEXT: "func.return"() : () -> ()
+  %eq = ge.compare %a, %b {predicate = "eq"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  %ne = ge.compare %m, %n {predicate = "ne"} : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+  %lt = ge.compare %i, %i {predicate = "lt"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi1>
+  %le = ge.compare %u, %u {predicate = "le"} : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+  %gt = ge.compare %h, %h {predicate = "gt"} : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xi1>
+  %ge = ge.compare %b, %a {predicate = "ge"} : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+  %and = ge.and %eq, %n : (tensor<2x3xi1>, tensor<3xi1>) -> tensor<2x3xi1>
+  %or = ge.or %m, %gt : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+  %not = ge.not %lt : (tensor<4xi1>) -> tensor<4xi1>
+  %mod = ge.mod %i, %i : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  %fmod = ge.mod %a, %b {fmod = true} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  func.return
+}
+
+// Sign on integers and floats, rounding and the trigonometric ops (float only).
+// CHECK-LABEL: func.func @rounding(
+// GENERIC-LABEL: "func.func"() <{sym_name = "rounding"
+func.func @rounding(%f: tensor<8xf32>, %h: tensor<2x4xf16>, %i: tensor<3xi32>, %d: tensor<2xf64>) {
+  // CHECK-NEXT: %sign = ge.sign %i : (tensor<3xi32>) -> tensor<3xi32>
+  // CHECK-NEXT: %sign_f = ge.sign %h : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  // CHECK-NEXT: %floor = ge.floor %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: %ceil = ge.ceil %h : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  // CHECK-NEXT: %round = ge.round %d : (tensor<2xf64>) -> tensor<2xf64>
+  // CHECK-NEXT: %sin = ge.sin %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: %cos = ge.cos %h : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  // CHECK-NEXT: %tan = ge.tan %d : (tensor<2xf64>) -> tensor<2xf64>
+  // CHECK-NEXT: %asin = ge.asin %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: %acos = ge.acos %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: %atan = ge.atan %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: %sinh = ge.sinh %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: %cosh = ge.cosh %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: %asinh = ge.asinh %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: %acosh = ge.acosh %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: %atanh = ge.atanh %f : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-NEXT: func.return
+  // GENERIC:      %sign = "ge.sign"(%i) : (tensor<3xi32>) -> tensor<3xi32>
+  // GENERIC-NEXT: %sign_f = "ge.sign"(%h) : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  // GENERIC-NEXT: %floor = "ge.floor"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: %ceil = "ge.ceil"(%h) : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  // GENERIC-NEXT: %round = "ge.round"(%d) : (tensor<2xf64>) -> tensor<2xf64>
+  // GENERIC-NEXT: %sin = "ge.sin"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: %cos = "ge.cos"(%h) : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  // GENERIC-NEXT: %tan = "ge.tan"(%d) : (tensor<2xf64>) -> tensor<2xf64>
+  // GENERIC-NEXT: %asin = "ge.asin"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: %acos = "ge.acos"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: %atan = "ge.atan"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: %sinh = "ge.sinh"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: %cosh = "ge.cosh"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: %asinh = "ge.asinh"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: %acosh = "ge.acosh"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: %atanh = "ge.atanh"(%f) : (tensor<8xf32>) -> tensor<8xf32>
+  // GENERIC-NEXT: "func.return"() : () -> ()
+  %sign = ge.sign %i : (tensor<3xi32>) -> tensor<3xi32>
+  %sign_f = ge.sign %h : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  %floor = ge.floor %f : (tensor<8xf32>) -> tensor<8xf32>
+  %ceil = ge.ceil %h : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  %round = ge.round %d : (tensor<2xf64>) -> tensor<2xf64>
+  %sin = ge.sin %f : (tensor<8xf32>) -> tensor<8xf32>
+  %cos = ge.cos %h : (tensor<2x4xf16>) -> tensor<2x4xf16>
+  %tan = ge.tan %d : (tensor<2xf64>) -> tensor<2xf64>
+  %asin = ge.asin %f : (tensor<8xf32>) -> tensor<8xf32>
+  %acos = ge.acos %f : (tensor<8xf32>) -> tensor<8xf32>
+  %atan = ge.atan %f : (tensor<8xf32>) -> tensor<8xf32>
+  %sinh = ge.sinh %f : (tensor<8xf32>) -> tensor<8xf32>
+  %cosh = ge.cosh %f : (tensor<8xf32>) -> tensor<8xf32>
+  %asinh = ge.asinh %f : (tensor<8xf32>) -> tensor<8xf32>
+  %acosh = ge.acosh %f : (tensor<8xf32>) -> tensor<8xf32>
+  %atanh = ge.atanh %f : (tensor<8xf32>) -> tensor<8xf32>
+  func.return
+}
