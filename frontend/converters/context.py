@@ -161,6 +161,10 @@ class NodeContext:
         value = self._attr(name, ("ints",), default)
         return value if value is None else tuple(value)
 
+    def strings(self, name: str, default: Any = _MISSING) -> tuple[str, ...] | None:
+        value = self._attr(name, ("strings",), default)
+        return value if value is None else tuple(str(v) for v in value)
+
     def floats(self, name: str, default: Any = _MISSING) -> tuple[float, ...] | None:
         value = self._attr(name, ("floats",), default)
         return value if value is None else tuple(value)
