@@ -251,6 +251,21 @@ VRecOp = _define(VUnaryOp, "VRecOp", "npu.vrec", "divide", _reciprocal)
 VTanhOp = _define(VUnaryOp, "VTanhOp", "npu.vtanh", "transcendental", np.tanh)
 VSigmoidOp = _define(VUnaryOp, "VSigmoidOp", "npu.vsigmoid", "transcendental", numeric.sigmoid)
 VErfOp = _define(VUnaryOp, "VErfOp", "npu.verf", "transcendental", numeric.erf)
+# Trigonometric and hyperbolic functions: one instruction each, at the transcendental
+# class's cost [EST] (Ascend C builds them from polynomial steps in the vector unit;
+# the simulator charges them as one transcendental pass).
+VSinOp = _define(VUnaryOp, "VSinOp", "npu.vsin", "transcendental", np.sin)
+VCosOp = _define(VUnaryOp, "VCosOp", "npu.vcos", "transcendental", np.cos)
+VTanOp = _define(VUnaryOp, "VTanOp", "npu.vtan", "transcendental", np.tan)
+VAsinOp = _define(VUnaryOp, "VAsinOp", "npu.vasin", "transcendental", np.arcsin)
+VAcosOp = _define(VUnaryOp, "VAcosOp", "npu.vacos", "transcendental", np.arccos)
+VAtanOp = _define(VUnaryOp, "VAtanOp", "npu.vatan", "transcendental", np.arctan)
+VSinhOp = _define(VUnaryOp, "VSinhOp", "npu.vsinh", "transcendental", np.sinh)
+VCoshOp = _define(VUnaryOp, "VCoshOp", "npu.vcosh", "transcendental", np.cosh)
+VAsinhOp = _define(VUnaryOp, "VAsinhOp", "npu.vasinh", "transcendental", np.arcsinh)
+VAcoshOp = _define(VUnaryOp, "VAcoshOp", "npu.vacosh", "transcendental", np.arccosh)
+VAtanhOp = _define(VUnaryOp, "VAtanhOp", "npu.vatanh", "transcendental", np.arctanh)
+TRIGONOMETRIC_OPS = (VSinOp, VCosOp, VTanOp, VAsinOp, VAcosOp, VAtanOp, VSinhOp, VCoshOp, VAsinhOp, VAcoshOp, VAtanhOp)
 VReluOp = _define(VSimpleUnaryOp, "VReluOp", "npu.vrelu", "unary", _relu)
 VAbsOp = _define(VSimpleUnaryOp, "VAbsOp", "npu.vabs", "unary", np.abs)
 VCopyOp = _define(VSimpleUnaryOp, "VCopyOp", "npu.vcopy", "data_movement", _copy)
@@ -462,6 +477,7 @@ VECTOR_OPS = (
     VTanhOp,
     VSigmoidOp,
     VErfOp,
+    *TRIGONOMETRIC_OPS,
     VReluOp,
     VAbsOp,
     VCopyOp,

@@ -83,6 +83,17 @@ _UNARY: dict[str, type] = {
     "ge.tanh": npu.VTanhOp,
     "ge.sigmoid": npu.VSigmoidOp,
     "ge.erf": npu.VErfOp,
+    "ge.sin": npu.VSinOp,
+    "ge.cos": npu.VCosOp,
+    "ge.tan": npu.VTanOp,
+    "ge.asin": npu.VAsinOp,
+    "ge.acos": npu.VAcosOp,
+    "ge.atan": npu.VAtanOp,
+    "ge.sinh": npu.VSinhOp,
+    "ge.cosh": npu.VCoshOp,
+    "ge.asinh": npu.VAsinhOp,
+    "ge.acosh": npu.VAcoshOp,
+    "ge.atanh": npu.VAtanhOp,
     "ge.relu": npu.VReluOp,
     "ge.abs": npu.VAbsOp,
     "ge.identity": npu.VCopyOp,
@@ -329,6 +340,12 @@ def emit_elementwise(v: VectorEmitter, name: str, a: SimpleNamespace, inputs: Se
         v.binary(_LOGICAL[name], inputs[0], inputs[1], dst)
     elif name == "ge.not":
         v.instr(npu.VCmpsOp, _tile(inputs[0]), dst, cmp="eq", scalar=0.0)
+    elif name == "ge.sign":
+        _emit_sign(v, _tile(inputs[0]), dst)
+    elif name in _ROUNDINGS:
+        _emit_rounding(v, _tile(inputs[0]), dst, _ROUNDINGS[name])
+    elif name == "ge.mod":
+        _emit_mod(v, inputs[0], inputs[1], dst, a.fmod)
     elif name == "ge.neg":
         v.instr(npu.VMulsOp, _tile(inputs[0]), dst, scalar=-1.0)
     elif name == "ge.leaky_relu":
@@ -375,6 +392,47 @@ def _emit_compare(v: VectorEmitter, predicate: str, a: Operand, b: Operand, dst:
         v.instr(npu.VCmpsOp, _tile(a), dst, cmp=predicate, scalar=float(b))
 
 
+def _emit_sign(v: VectorEmitter, x: Tile, dst: Tile) -> None:
+    """dst = 1 where x > 0, -1 where x < 0, else x * 0 (0, or NaN for NaN as the
+    reference's), in x's own type: integers get integer instructions. The masks
+    are taken before `dst` (which may be x's buffer) is written."""
+    positive, negative = v.temp(i1), v.temp(i1)
+    one, minus_one = v.temp(dst.element_type), v.temp(dst.element_type)
+    v.instr(npu.VCmpsOp, x, positive, cmp="gt", scalar=0.0)
+    v.instr(npu.VCmpsOp, x, negative, cmp="lt", scalar=0.0)
+    v.fill(one, 1.0)
+    v.fill(minus_one, -1.0)
+    v.instr(npu.VMulsOp, x, dst, scalar=0.0)
+    v.instr(npu.VSelOp, positive, one, dst, dst)
+    v.instr(npu.VSelOp, negative, minus_one, dst, dst)
+    for t in (positive, negative, one, minus_one):
+        v.release(t)
+
+
+_ROUNDINGS = {"ge.floor": "floor", "ge.ceil": "ceil", "ge.round": "rint"}
+"""ge op -> the `vcast` rounding (float to integer) it is computed with."""
+
+
+def _emit_rounding(v: VectorEmitter, x: Tile, dst: Tile, rounding: str) -> None:
+    """Floor, ceil or round-half-to-even as a `vcast` to an integer with that rounding
+    and back, in fp32 (fp64 for fp64 data, through i64). Values at or beyond the
+    float's 2^(mantissa bits) are integers already, and so are infinities; they,
+    and NaN, are kept as they are (the integer cast would overflow)."""
+    wide_type, int_type, limit = (f64, dtypes.i64, 2.0**52) if dst.element_type == f64 else (f32, i32, 2.0**23)
+    wide = v.widened_to(x, wide_type)
+    as_int, rounded, magnitude, small = v.temp(int_type), v.temp(wide_type), v.temp(wide_type), v.temp(i1)
+    v.instr(npu.VAbsOp, wide, magnitude)
+    v.instr(npu.VCmpsOp, magnitude, small, cmp="lt", scalar=limit)
+    v.instr(npu.VMinsOp, wide, rounded, scalar=limit)  # keep the cast in range
+    v.instr(npu.VMaxsOp, rounded, rounded, scalar=-limit)
+    v.cast(rounded, as_int, rounding)
+    v.cast(as_int, rounded)
+    v.instr(npu.VSelOp, small, rounded, wide, rounded)
+    v.cast(rounded, dst)
+    for t in (as_int, rounded, magnitude, small, *([wide] if wide is not x else [])):
+        v.release(t)
+
+
 def _emit_integer_divide(v: VectorEmitter, x: Operand, y: Operand, dst: Tile) -> None:
     """ONNX integer Div (truncating towards zero) through a float quotient: fp32 for
     integers of up to 16 bits, fp64 for wider ones, exact while |x| fits the
@@ -388,6 +446,58 @@ def _emit_integer_divide(v: VectorEmitter, x: Operand, y: Operand, dst: Tile) ->
     for t in (*wide, quotient):
         if t is not x and t is not y:
             v.release(t)
+
+
+def _emit_mod(v: VectorEmitter, x: Operand, y: Operand, dst: Tile, c_semantics: bool) -> None:
+    """ONNX Mod as x - trunc(x / y) * y (C's fmod), then, unless `c_semantics`, y
+    added where that remainder is non-zero with a sign other than y's (the
+    divisor's sign, numpy's mod). Integers stay integers (the quotient as
+    `ge.div` computes it, the rest in the integer type); floats work in fp64,
+    exact while |x / y| < 2^29 for fp32 and fp16 data, and follow the
+    reference's fmod(x, +-inf) = x for finite x and NaN for a zero divisor."""
+    if not dtypes.is_float(dst.element_type):
+        remainder = v.temp(dst.element_type)
+        _emit_integer_divide(v, x, y, remainder)
+        v.binary(npu.VMulOp, remainder, y, remainder)
+        v.binary(npu.VSubOp, x, remainder, remainder)
+        y_tile = _materialized(v, y, dst.element_type)
+        if not c_semantics and not dtypes.is_unsigned(dst.element_type):
+            _to_divisor_sign(v, remainder, y_tile)
+        v.cast(remainder, dst)
+        for t in (remainder, *([y_tile] if y_tile is not y else [])):
+            v.release(t)
+        return
+    xw, yw = (_materialized(v, o, f64) if not isinstance(o, Tile) else v.widened_to(o, f64) for o in (x, y))
+    quotient, remainder, finite, infinite = v.temp(f64), v.temp(f64), v.temp(i1), v.temp(i1)
+    v.instr(npu.VDivOp, xw, yw, quotient)
+    _emit_rounding(v, quotient, quotient, "trunc")
+    v.instr(npu.VMulOp, quotient, yw, quotient)
+    v.instr(npu.VSubOp, xw, quotient, remainder)
+    v.instr(npu.VSubOp, xw, xw, quotient)  # 0 for finite x, NaN for inf or NaN
+    v.instr(npu.VCmpsOp, quotient, finite, cmp="eq", scalar=0.0)
+    v.instr(npu.VAbsOp, yw, quotient)
+    v.instr(npu.VCmpsOp, quotient, infinite, cmp="gt", scalar=float(dtypes.float_info(f64).max))
+    v.instr(npu.VMinOp, finite, infinite, finite)
+    v.instr(npu.VSelOp, finite, xw, remainder, remainder)
+    if not c_semantics:
+        _to_divisor_sign(v, remainder, yw)
+    v.cast(remainder, dst)
+    for t in (quotient, remainder, finite, infinite, *(w for w, o in ((xw, x), (yw, y)) if w is not o)):
+        v.release(t)
+
+
+def _to_divisor_sign(v: VectorEmitter, remainder: Tile, y: Tile) -> None:
+    """remainder += y where the remainder is non-zero and its sign differs from y's."""
+    differ, nonzero, shifted = v.temp(i1), v.temp(i1), v.temp(remainder.element_type)
+    v.instr(npu.VCmpsOp, remainder, differ, cmp="lt", scalar=0.0)
+    v.instr(npu.VCmpsOp, y, nonzero, cmp="lt", scalar=0.0)
+    v.instr(npu.VCmpOp, differ, nonzero, differ, cmp="ne")
+    v.instr(npu.VCmpsOp, remainder, nonzero, cmp="ne", scalar=0.0)
+    v.instr(npu.VMinOp, differ, nonzero, differ)
+    v.instr(npu.VAddOp, remainder, y, shifted)
+    v.instr(npu.VSelOp, differ, shifted, remainder, remainder)
+    for t in (differ, nonzero, shifted):
+        v.release(t)
 
 
 def _emit_in_fp32(v: VectorEmitter, dst: Tile, x: Operand, body: Callable[[VectorEmitter, Tile, Tile], None]) -> None:
