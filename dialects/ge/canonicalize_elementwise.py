@@ -1,6 +1,6 @@
 """Canonicalization patterns of the elementwise ops: algebraic identities that
 ONNX exporters leave behind (adding a zero bias, scaling by one, Dropout and
-Identity at inference, Cast round trips, `Div(1, Sqrt(x))` from LayerNorm
+Identity at inference, Cast round trips, Not of Not or of a comparison, `Div(1, Sqrt(x))` from LayerNorm
 decompositions, `Mul(x, -1)` for negation, `Pow(x, 2)` for squares).
 
 Each rewrite is exact in the op's own reference semantics (x + 0 is x, pow(x, 2)
@@ -28,11 +28,13 @@ from .elementwise import (
     AbsOp,
     AddOp,
     CastOp,
+    CompareOp,
     DivOp,
     DropoutOp,
     IdentityOp,
     MulOp,
     NegOp,
+    NotOp,
     PowOp,
     ReciprocalOp,
     ReluOp,
@@ -220,3 +222,24 @@ class WhereConstantCondition(GEPattern):
             rewriter.replace(op, [], [chosen])
         else:
             rewriter.replace(op, new_like(op, ExpandOp, chosen))
+
+
+@patterns_for(NotOp)
+class NotOfNotOrCompare(GEPattern):
+    """not(not(m)) -> m; not(a == b) -> a != b and back; on integers and i1 also
+    not(a < b) -> a >= b (and the other orders). Float orders are kept: with NaN,
+    not(a < b) is true where a >= b is false."""
+
+    COUNTER = "not folded"
+    INVERSE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le"}
+
+    def match_and_rewrite(self, op: NotOp, rewriter: PatternRewriter):
+        if (inner := defining_op(op.input, NotOp)) is not None:
+            replace_with_value(rewriter, op, inner.input)
+            return
+        compare = defining_op(op.input, CompareOp)
+        if compare is None:
+            return
+        predicate = compare.attr_value("predicate")
+        if predicate in ("eq", "ne") or not dtypes.is_float(compare.lhs.type.element_type):
+            rewriter.replace(op, new_like(op, CompareOp, compare.lhs, compare.rhs, predicate=self.INVERSE[predicate]))
