@@ -17,6 +17,7 @@ change must be compiled again (`torch._dynamo.reset()`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -113,10 +114,14 @@ class Options:
     strict: bool
 
 
-def compile_module(module: ModuleOp, pipeline: str) -> ModuleOp:
-    """`module` through `pipeline` with the pass driver `ge-opt` uses."""
+def compile_module(module: ModuleOp, pipeline: str, hw: str | None = None) -> ModuleOp:
+    """`module` through `pipeline` with the pass driver `ge-opt` uses; passes that
+    take a hardware preset (`ge-compile{hw=...}`) compile for `hw`."""
     compiled = module.clone()
     passes = parse_pass_pipeline(pipeline)
+    if hw is not None:
+        passes = [dataclasses.replace(p, hw=hw) if "hw" in {f.name for f in dataclasses.fields(p)} else p
+                  for p in passes]
     run_pipeline(passes, make_context(), compiled)
     return compiled
 
@@ -139,7 +144,7 @@ def compile_graph(gm: torch.nn.Module, args: Sequence, static: set[int], options
         ge_module = convert_graph(sub.graph, name=name, precision=options.precision)
         timings.conversion += time.perf_counter() - start
         start = time.perf_counter()
-        compiled = compile_module(ge_module, options.pipeline)
+        compiled = compile_module(ge_module, options.pipeline, options.hw)
         timings.compile += time.perf_counter() - start
         placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
         outputs = next(n for n in sub.graph.nodes if n.op == "output").args[0]
