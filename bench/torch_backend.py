@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 import warnings
@@ -133,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--precision", default=None, help="f16 or f32 (default: the model's, f32)")
     parser.add_argument("--hw", default="ascend910")
     parser.add_argument("--no-onnx", action="store_true", help="skip the ONNX path column")
+    parser.add_argument("--budget-s", type=float, default=600, help="time budget per model (a child process)")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     table = models()
     names = args.only or list(table)
@@ -144,14 +147,27 @@ def main(argv: list[str] | None = None) -> int:
               "| max err vs eager |")
     print(header)
     print("|---|---:|---:|---:|---:|---|---:|---:|---:|")
+    if args.child:
+        print(format_row(names[0], measure(names[0], table[names[0]], args.precision, args.hw),
+                         "" if args.no_onnx or args.precision == "f16" else onnx_cycles(names[0], args.hw)))
+        return 0
     for name in names:
-        row = measure(name, table[name], args.precision, args.hw)
-        onnx = "" if args.no_onnx or args.precision == "f16" else onnx_cycles(name, args.hw)
-        cycles = row.get("cycles", row.get("error", ""))
-        err = f"{row['err']:.2g}" if "err" in row else ""
-        print(f"| {name} | {row['capture_s']:.2f} | {row['convert_s']:.2f} | {row['compile_s']:.2f} | "
-              f"{row['aten_ops']} | {', '.join(row['fallbacks']) or '-'} | {cycles} | {onnx} | {err} |", flush=True)
+        command = [sys.executable, os.path.abspath(__file__), "--child", "--only", name, "--hw", args.hw]
+        command += (["--precision", args.precision] if args.precision else []) + (["--no-onnx"] if args.no_onnx else [])
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=args.budget_s)
+            lines = done.stdout.strip().splitlines()
+            print(lines[-1] if lines else f"| {name} | failed: {done.stderr.strip().splitlines()[-1]} |", flush=True)
+        except subprocess.TimeoutExpired:
+            print(f"| {name} | over the {args.budget_s:.0f} s budget |", flush=True)
     return 0
+
+
+def format_row(name: str, row: dict, onnx: str) -> str:
+    cycles = row.get("cycles", row.get("error", ""))
+    err = f"{row['err']:.2g}" if "err" in row else ""
+    return (f"| {name} | {row['capture_s']:.2f} | {row['convert_s']:.2f} | {row['compile_s']:.2f} | "
+            f"{row['aten_ops']} | {', '.join(row['fallbacks']) or '-'} | {cycles} | {onnx} | {err} |")
 
 
 if __name__ == "__main__":
