@@ -11,8 +11,8 @@ evaluated where it would overflow or lose the other branch's value:
 * Softplus is `max(x, 0) + log(1 + exp(-|x|))`, which never overflows;
 * Clip is `min(max(x, lo), hi)`, which gives `hi` when lo > hi, as ONNX asks.
 
-ThresholdedRelu and Shrink are steps, not continuous: they select with a
-comparison (`ge.greater` / `ge.less` and `ge.where`).
+ThresholdedRelu and Shrink are not continuous: they select with `ge.compare`
+and `ge.where`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import f32
 from ...core import dtypes
 from ...dialects.ge import (
     AbsOp,
+    CompareOp,
     ExpOp,
     IdentityOp,
     LogOp,
@@ -35,6 +36,7 @@ from ...dialects.ge import (
     SigmoidOp,
     SiluOp,
     TanhOp,
+    WhereOp,
 )
 from .. import ops
 from ..builder import Tensor
@@ -157,6 +159,38 @@ def swish(c: NodeContext, x: Tensor):
     if alpha == 1.0:
         return c.g.op(SiluOp, x)
     return x * c.g.op(SigmoidOp, x * alpha)
+
+
+@activation("ThresholdedRelu")
+def thresholded_relu(c: NodeContext, x: Tensor):
+    """x where x > alpha, else 0."""
+    alpha = c.float("alpha", 1.0)
+    return _select(c.g.op(CompareOp, x, alpha, predicate="gt"), x, _zero(x))
+
+
+@converts("Shrink")
+def shrink(c: NodeContext):
+    """x + bias where x < -lambd, x - bias where x > lambd, else 0. Integer inputs
+    compare with the thresholds rounded outwards (x < -0.5 is x < 0) and take an
+    integral bias (ONNX's result would truncate x + bias otherwise)."""
+    x = c.input(0, "input")
+    lambd, bias = c.float("lambd", 0.5), c.float("bias", 0.0)
+    low, high = -lambd, lambd
+    if not dtypes.is_float(x.dtype):
+        if bias != int(bias):
+            raise c.unsupported(f"a non-integral bias ({bias}) on integer input {x.type}")
+        low, high, bias = math.ceil(low), math.floor(high), int(bias)
+    below = c.g.op(CompareOp, x, low, predicate="lt")
+    above = c.g.op(CompareOp, x, high, predicate="gt")
+    return _select(below, x + bias, _select(above, x - bias, _zero(x)))
+
+
+def _select(condition: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    return condition.graph.op(WhereOp, condition, x, y)
+
+
+def _zero(x: Tensor) -> Tensor:
+    return x.graph.const(0, dtype=x.dtype)
 
 
 @converts("PRelu")

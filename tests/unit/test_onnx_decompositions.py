@@ -70,6 +70,10 @@ ACTIVATIONS = [
     ("Mish", 22, {}),
     ("Swish", 24, {}),
     ("Swish", 24, {"alpha": 0.7}),
+    ("ThresholdedRelu", 22, {}),
+    ("ThresholdedRelu", 22, {"alpha": -0.5}),
+    ("Shrink", 22, {}),
+    ("Shrink", 22, {"lambd": 1.5, "bias": 0.25}),
 ]
 
 
@@ -84,6 +88,20 @@ def test_activation_matches_onnxruntime(op, opset, attributes, dtype):
 def test_activation_does_not_overflow_on_large_inputs(op):
     x = np.array([[-100.0, -30.0, -1.0, 0.0, 1e-3, 30.0, 88.0, 100.0, 3e38]], np.float32)
     assert_matches(single(op, {"x": x}, 22), {"x": x})
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32])
+@pytest.mark.parametrize("lambd, bias", [(0.5, 0.0), (1.5, 2.0), (2.0, -1.0)])
+def test_shrink_of_integers(lambd, bias, dtype):
+    x = np.arange(-8, 9, dtype=dtype).reshape(1, 17)
+    assert_matches(single("Shrink", {"x": x}, 9, lambd=lambd, bias=bias), {"x": x})
+
+
+def test_shrink_refuses_a_fractional_bias_on_integers():
+    from gecomp.frontend.converters import UnsupportedError
+
+    with pytest.raises(UnsupportedError, match="non-integral bias"):
+        import_graph(single("Shrink", {"x": np.zeros((2,), np.int32)}, 9, bias=0.5))
 
 
 @pytest.mark.parametrize("alpha", [1.0, 2.5, 0.5])
@@ -291,6 +309,7 @@ def test_activation_family_compiles(dtype):
     celu = [("Celu", {"alpha": 2.0})] if dtype == np.float32 else []  # ONNX's Celu is f32 only
     ops = [("Elu", {}), ("Selu", {}), *celu, ("HardSigmoid", {}), ("HardSwish", {}),
            ("Softplus", {}), ("Softsign", {}), ("Mish", {}), ("Swish", {"alpha": 0.7}),
+           ("ThresholdedRelu", {"alpha": 0.3}), ("Shrink", {"lambd": 0.6, "bias": 0.2}),
            ("PRelu", {"inputs": ["x", "slope"]}), ("Clip", {"inputs": ["x", "lo", "hi"]}),
            ("Sum", {"inputs": ["x", "slope"]}), ("Mean", {"inputs": ["x", "slope", "x"]})]
     constants = {"slope": rand(17, seed=4, dtype=dtype), "lo": np.array(-0.5, dtype), "hi": np.array(1.5, dtype)}
