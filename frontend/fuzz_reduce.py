@@ -46,7 +46,7 @@ def reduce_graph(model, inputs: dict[str, np.ndarray], path: Path, target: Outco
             if time.monotonic() >= deadline:
                 break
             candidate = _pruned(*candidate)
-            if _size(candidate) < _size(current) and still_fails(candidate):
+            if _is_graph(candidate) and _size(candidate) < _size(current) and still_fails(candidate):
                 current, progress = candidate, True
                 break
     return current
@@ -59,6 +59,13 @@ def _outcome(graph: Graph, path: Path) -> Outcome:
     except Exception:  # noqa: BLE001 - an invalid candidate: not the same failure
         return Outcome("invalid")
     return run_graph(model, inputs, [path], expected=expected, judge_refusals=False)[path.name]
+
+
+def _is_graph(graph: Graph) -> bool:
+    """At least one node, and no output that is a graph input (nothing to compile)."""
+    model, _ = graph
+    inputs = {i.name for i in model.graph.input}
+    return len(model.graph.node) > 0 and not any(o.name in inputs for o in model.graph.output)
 
 
 def _size(graph: Graph) -> tuple[int, int, int]:
