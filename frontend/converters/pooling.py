@@ -8,18 +8,28 @@ that axis, so slice k holds element k of every window, and combine them with
 `ge.maximum` or add them; a mean divides the sum by the number of counted elements per
 window (a constant computed here, as ONNX counts padding). A 5x5x5 window is 15
 slices, not 125.
+
+A dilated max pool over the two last axes costs one `ge.max_pool2d` whatever its
+window instead: with dilation d, window element t of output i reads x[i*s + t*d];
+split each axis into d phases (position q*d + r -> phase r, row q), and the
+stride-1 result at q*d + r is a plain k-wide max pool of phase r at q. So the
+input is padded to whole phases, the phases moved into the channels (a reshape
+and a transpose), pooled natively with stride 1, moved back, and the strided
+outputs sliced out. Leading spatial axes of a 3-D window are reduced by slices
+first.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
 from ...core import dtypes
-from ...dialects.ge import AvgPool2DOp, GlobalAvgPoolOp, MaximumOp, MaxPool2DOp, PadOp, SliceOp
+from ...dialects.ge import AvgPool2DOp, GlobalAvgPoolOp, MaximumOp, MaxPool2DOp, PadOp, SliceOp, TransposeOp
 from .. import ops
-from ..builder import Tensor
+from ..builder import Tensor, slice_
 from .context import NodeContext
 from .registry import converts
 from .windows import Window, read_window
@@ -38,6 +48,11 @@ def pool(c: NodeContext):
     count_include_pad = False if is_max else bool(c.int("count_include_pad", 0))
     if window.rank <= 2 and set(window.dilations) == {1}:
         return _native_pool(c, x, window, is_max, count_include_pad)
+    if is_max and set(window.dilations[-2:]) != {1}:
+        if window.rank == 1:  # as 2-D over a unit height
+            y = _dilated_max_pool(c, ops.reshape(x, [*x.shape[:2], 1, x.shape[2]]), window.with_leading(1))
+            return ops.reshape(y, [*y.shape[:2], y.shape[3]])
+        return _dilated_max_pool(c, x, window)
     return _pool_by_slices(c, x, window, is_max, count_include_pad)
 
 
@@ -82,6 +97,50 @@ def _pool_by_slices(c: NodeContext, x: Tensor, window: Window, is_max: bool, cou
         return pooled
     counts = _counts(spatial, window, out, extra, count_include_pad)
     return pooled / c.g.const(counts.reshape(1, 1, *out), dtype=x.dtype)
+
+
+def _dilated_max_pool(c: NodeContext, x: Tensor, window: Window) -> Tensor:
+    """Max over a window dilated in its last two axes: leading axes by slices,
+    the last two by phases and one native stride-1 pool (see the module doc)."""
+    spatial = x.shape[2:]
+    n = window.rank
+    out = [window.output_size(i, size) for i, size in enumerate(spatial)]
+    if any(o <= 0 for o in out):
+        raise c.fail(f"the window does not fit the input {x.type}")
+    lowest = _lowest(x)
+    # Lengths read along each axis: whole phases on the last two, the last
+    # window's reach on the others.
+    rows = [-(-((o - 1) * s + 1) // d) + k - 1 for o, s, d, k in zip(out, window.strides, window.dilations, window.kernel)]
+    lengths = [rows[i] * window.dilations[i] if i >= n - 2 else (out[i] - 1) * window.strides[i] + window.span(i)
+               for i in range(n)]
+    ends = [length - size - window.pads[i] for i, (length, size) in enumerate(zip(lengths, spatial))]
+    padded = x
+    cut = [min(0, e) for e in ends]
+    if any(cut):
+        padded = slice_(padded, [0] * n, [size + e for size, e in zip(spatial, cut)], list(range(2, 2 + n)))
+    pads = [0, 0, *window.pads[:n], 0, 0, *(max(0, e) for e in ends)]
+    if any(pads):
+        padded = c.g.op(PadOp, padded, pads=pads, value=lowest)
+    pooled = padded
+    for axis in range(n - 2):
+        terms = [_axis_element(c, pooled, 2 + axis, k * window.dilations[axis], out[axis], window.strides[axis])
+                 for k in range(window.kernel[axis])]
+        pooled = terms[0]
+        for t in terms[1:]:
+            pooled = c.g.op(MaximumOp, pooled, t)
+    lead = list(pooled.shape[:-2])
+    (qh, qw), (dh, dw) = rows[-2:], window.dilations[-2:]
+    phases = ops.reshape(pooled, [*lead, qh, dh, qw, dw])
+    r = len(lead)
+    phases = c.g.op(TransposeOp, phases, perm=[*range(r), r + 1, r + 3, r, r + 2])
+    planes = ops.reshape(phases, [lead[0], math.prod(lead[1:]) * dh * dw, qh, qw])
+    kh, kw = window.kernel[-2:]
+    y = c.g.op(MaxPool2DOp, planes, kernel=(kh, kw), strides=(1, 1), pads=(0, 0, 0, 0))
+    oh, ow = qh - kh + 1, qw - kw + 1
+    y = c.g.op(TransposeOp, ops.reshape(y, [*lead, dh, dw, oh, ow]), perm=[*range(r), r + 2, r, r + 3, r + 1])
+    y = ops.reshape(y, [*lead, oh * dh, ow * dw])
+    (sh, sw), (out_h, out_w) = window.strides[-2:], out[-2:]
+    return slice_(y, [0, 0], [(out_h - 1) * sh + 1, (out_w - 1) * sw + 1], [r, r + 1], [sh, sw])
 
 
 def _offsets(window: Window):

@@ -322,3 +322,26 @@ def test_gru_linear_before_reset_and_lstm_options():
 def test_compiled(build):
     model, inputs = build()
     _check(model, inputs, atol=1e-4, compiled=True)
+
+
+# ---- dilated MaxPool ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("attrs,shape", [
+    (dict(kernel_shape=[3, 2], dilations=[2, 3]), (1, 3, 17, 17)),
+    (dict(kernel_shape=[3, 3], dilations=[2, 2], strides=[2, 3], pads=[1, 2, 2, 1]), (2, 1, 17, 5)),
+    (dict(kernel_shape=[2, 3], dilations=[3, 2], strides=[2, 2], ceil_mode=1), (1, 2, 17, 16)),
+    (dict(kernel_shape=[3], dilations=[2], strides=[2]), (1, 3, 17)),
+    (dict(kernel_shape=[2, 2, 3], dilations=[2, 2, 2], strides=[1, 2, 1]), (1, 1, 5, 6, 17)),
+], ids=["2d", "strided-padded", "ceil", "1d", "3d"])
+def test_dilated_max_pool(attrs, shape):
+    x = _rand(*shape)
+    _check(_model("MaxPool", {"x": x}, **attrs), {"x": x})
+
+
+def test_dilated_max_pool_is_one_native_pool():
+    """Its cost does not grow with the window: one ge.max_pool2d, no slice per element."""
+    x = _rand(1, 2, 17, 17)
+    module = import_model(model_from_proto(_model("MaxPool", {"x": x}, kernel_shape=[5, 5], dilations=[3, 2])))
+    names = [op.name for op in module.walk()]
+    assert names.count("ge.max_pool2d") == 1 and names.count("ge.slice") <= 1
