@@ -20,11 +20,18 @@ from .signature import main_function
 
 def evaluate_block(block: Block, args: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run a block's ops on `args`; the terminator's operands are the results."""
+    env = evaluate_values(block, args)
+    return [env[v] for v in block.last_op.operands]
+
+
+def evaluate_values(block: Block, args: Sequence[np.ndarray]) -> dict[SSAValue, np.ndarray]:
+    """Run a block's ops on `args`: every value it defines, by SSA value (what
+    `--compare-each` compares each kernel's outputs with)."""
     env: dict[SSAValue, np.ndarray] = dict(zip(block.args, args, strict=True))
     for op in block.ops:
         inputs = [env[v] for v in op.operands]
         if op is block.last_op and _is_terminator(op):
-            return inputs
+            return env
         evaluate = getattr(op, "evaluate", None)
         if evaluate is None:
             raise op_error(op, "cannot be run by the reference interpreter")

@@ -7,6 +7,8 @@ import argparse
 import os
 import sys
 
+import numpy as np
+
 from ..core.context import make_context
 from ..core.diagnostics import CompileError, argument_error
 from ..core.parsing import load_module
@@ -14,7 +16,9 @@ from ..core.passes import Instrumentation, instrumented, parse_pass_pipeline, ru
 from ..simulator.compare import precision_floor, worst_mismatch
 from ..simulator.hardware import load_preset
 from ..simulator.limits import check_allocatable
-from ..simulator.run import execute
+from ..simulator.npu.localize import compare_each, first_mismatch, named_types, reference_by_name
+from ..simulator.npu.localize import summary as localisation_summary
+from ..simulator.run import execute, module_level
 from ..simulator.signature import (
     input_specs,
     load_inputs,
@@ -48,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", action="store_true", help="print the execution report")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome trace (npu level)")
+    p.add_argument(
+        "--compare-each",
+        action="store_true",
+        help="accuracy localisation: compare every kernel's outputs with the reference "
+        "interpreter's value of the same tensor; print the first beyond tolerance (exit 1)",
+    )
+    p.add_argument("--dump", metavar="DIR", help="with --compare-each: each compared output and its reference as DIR/NNN_kernel.npz")
     p.add_argument(
         "--check",
         action="store_true",
@@ -85,8 +96,14 @@ def run(args: argparse.Namespace) -> int:
     module = load_module(ctx, args.file)
     reference_module = module.clone() if args.check else None
     passes = parse_pass_pipeline(args.pipeline)
-    with instrumented(Instrumentation()):
+    instrumentation = Instrumentation()
+    source_module, graph_types = (module.clone(), {}) if args.compare_each else (None, None)
+    if graph_types is not None:
+        instrumentation.after_pass.append(lambda p, m: module_level(m) != "npu" and graph_types.update(named_types(m)))
+    with instrumented(instrumentation):
         run_pipeline(passes, ctx, module)
+    if source_module is not None:
+        return _compare_each(args, source_module, module, graph_types)
 
     check_allocatable(module)
     specs = input_specs(main_function(module))
@@ -113,6 +130,30 @@ def run(args: argparse.Namespace) -> int:
         expected = execute(reference_module, inputs).results
         return _check(execution.outputs, expected, execution.results, precision_floor(reference_module))
     return 0
+
+
+def _compare_each(args: argparse.Namespace, source, compiled, graph_types) -> int:
+    """`--compare-each`: every kernel's outputs against the reference's values."""
+    if module_level(compiled) != "npu":
+        raise CompileError("--compare-each needs a pipeline that reaches the npu level (e.g. --pipeline ge-compile)")
+    check_allocatable(compiled)
+    specs = input_specs(main_function(source))
+    inputs = load_inputs(args.inputs, specs) if args.inputs else random_inputs(specs, args.seed)
+    reference = reference_by_name(source, inputs)
+    outputs = compare_each(compiled, graph_types, reference, inputs, hw=args.hw)
+    print(localisation_summary(outputs))
+    if args.dump:
+        _dump(args.dump, outputs, reference)
+    return 1 if first_mismatch(outputs) is not None else 0
+
+
+def _dump(directory: str, outputs, reference) -> None:
+    try:
+        os.makedirs(directory, exist_ok=True)
+        for i, o in enumerate(x for x in outputs if x.actual is not None):
+            np.savez(os.path.join(directory, f"{i:03d}_{o.kernel}.npz"), actual=o.actual, expected=reference[o.compared_with])
+    except OSError as e:
+        raise CompileError(f"cannot write to --dump '{directory}': {e.strerror}") from None
 
 
 def _write(path: str, text: str) -> None:

@@ -39,7 +39,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, MemRefType, SymbolRefAttr, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DictionaryAttr, MemRefType, StringAttr, SymbolRefAttr, TensorType
 from xdsl.ir import SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, var_operand_def
 from xdsl.parser import Parser
@@ -171,6 +171,13 @@ class GmViewOp(NpuOp):
             raise VerifyException(f"cannot view {src} as {dst}: element type and count must agree")
 
 
+WRITES_ATTR = "npu.writes"
+"""Dictionary on an `npu.launch`: argument position -> the name of the graph
+value the kernel writes there (`{"2" = "h_bias_nz"}`). Buffer names may be those
+of other values once GM is reused; this says what each write holds
+(`ge-sim --compare-each` compares it with the reference value of that name)."""
+
+
 @irdl_op_definition
 class LaunchOp(NpuOp):
     """Runs `@callee` on `block_dim` cores (default: the kernel's) on `stream`."""
@@ -193,6 +200,17 @@ class LaunchOp(NpuOp):
 
     def kernel_op(self):
         return SymbolTable.lookup_symbol(self, self.callee)
+
+    def written_values(self) -> dict[int, str]:
+        """`npu.writes`: argument position -> name of the value written there."""
+        writes = self.attributes.get(WRITES_ATTR)
+        if not isinstance(writes, DictionaryAttr):
+            return {}
+        return {int(k): v.data for k, v in writes.data.items() if isinstance(v, StringAttr)}
+
+    def record_writes(self, names: dict[int, str]) -> None:
+        if names:
+            self.attributes[WRITES_ATTR] = DictionaryAttr({str(i): StringAttr(n) for i, n in sorted(names.items())})
 
     def check(self, a: SimpleNamespace) -> None:
         require_in_host(self)

@@ -211,7 +211,8 @@ class _HostPlanBuilder:
         kernel.location = where.location
         kernel.attributes[npu.SOURCES_ATTR] = ArrayAttr([StringAttr(kernel_source(where))])
         self.module.body.block.insert_op_before(kernel, self.main)
-        self._host(npu.LaunchOp.calling(name, args, k.block_dim))
+        launch = self._host(npu.LaunchOp.calling(name, args, k.block_dim))
+        launch.record_writes({len(ins) + j: v.name_hint for j, (_, _, v) in enumerate(outs) if v.name_hint})
         if self.debug:
             print_notes(name, k.notes)
         self.kernel_count += 1

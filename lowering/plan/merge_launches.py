@@ -85,7 +85,11 @@ def merge_run(run: list[npu.LaunchOp]) -> npu.KernelOp:
     first_kernel = run[0].kernel_op()
     first_kernel.parent_block().insert_op_before(merged, first_kernel)
     stream = run[0].attr_values().stream
-    Rewriter.replace_op(run[0], npu.LaunchOp.calling(merged.sym_name.data, args, block_dim=block_dim, stream=stream))
+    launch = npu.LaunchOp.calling(merged.sym_name.data, args, block_dim=block_dim, stream=stream)
+    launch.record_writes({
+        args.index(part.args[i]): name for part in run for i, name in part.written_values().items()
+    })
+    Rewriter.replace_op(run[0], launch)
     for launch in run[1:]:
         launch.detach()
         launch.erase()

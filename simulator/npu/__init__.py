@@ -55,8 +55,11 @@ def simulate(
     hw: HardwarePreset | str | None = None,
     trace: bool = False,
     check_races: bool = True,
+    after_launch=None,
 ) -> Simulation:
-    """Run `module`'s `@main` host plan on positional `inputs` (the non-output arguments)."""
+    """Run `module`'s `@main` host plan on positional `inputs` (the non-output arguments).
+    `after_launch(launch)`, if given, sees each launch (`plan.Launch`) once it has run,
+    its GM buffers holding what it wrote (`--compare-each` snapshots them)."""
     preset = hw if isinstance(hw, HardwarePreset) else load_preset(hw)
     single_threaded_blas()
     main = main_function(module)
@@ -81,6 +84,8 @@ def simulate(
         )
         if events is not None:
             events.extend((core_id, *event) for core_id, _, _, core in blocks for event in core.trace)
+        if after_launch is not None:
+            after_launch(launch)
 
     with np.errstate(all="ignore"):
         total = run_plan(plan, check_races, trace, record)

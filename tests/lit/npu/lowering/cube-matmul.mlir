@@ -34,6 +34,6 @@ func.func @main(%a: tensor<40x40xf16> {ge.name = "a"}, %b: tensor<40x33xf16> {ge
 // CHECK:        scf.if
 // CHECK:          npu.copy %0[%{{.*}}], %[[A1]][%c0] {rows = 8, cols = 40, strides = [40, 64]}
 // CHECK:          npu.mmad %[[A0]][%c0], %[[B0]][%c0], %[[ACC]][%c0] {m = 8, n = 33, k = 32, strides = [32, 48, 48]}
-// CHECK:        npu.launch @k0_c(%a, %b, %c) {block_dim = 2}
+// CHECK:        npu.launch @k0_c(%a, %b, %c) {block_dim = 2, npu.writes = {"2" = "c"}}
 
 // SIM: check: ok

@@ -19,6 +19,6 @@ func.func @main(%x: tensor<40x96xf16> {ge.name = "x"}) -> (tensor<96x40xf16> {ge
 // CHECK-NEXT:   npu.vtranspose %a0[%c0], %b0[%c0] {rows = 40, cols = 48}
 // CHECK-NEXT:   npu.copy %b0[%c0], %1[[[DST]]] {cols = 1920}
 // CHECK-NEXT: }
-// CHECK:      npu.launch @k0_y(%x, %y) {block_dim = 2}
+// CHECK:      npu.launch @k0_y(%x, %y) {block_dim = 2, npu.writes = {"1" = "y"}}
 
 // SIM: check: ok (identical)
