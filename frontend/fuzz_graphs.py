@@ -188,12 +188,14 @@ def _factor_shape(b: _Builder, n: int) -> tuple[int, ...]:
 # ---- the ops ----------------------------------------------------------------------------
 # Each returns False when it found no operand it applies to (another op is drawn).
 
-_SQUASHING = {"Tanh": 1.0, "Sigmoid": 1.0, "Erf": 1.0}
-_KEEPING = ("Abs", "Neg", "Relu", "Identity", "Dropout")
+_SQUASHING = {"Tanh": 1.0, "Sigmoid": 1.0, "Erf": 1.0, "Softsign": 1.0, "HardSigmoid": 1.0, "Atan": 1.6,
+              "Sin": 1.0, "Cos": 1.0}
+_KEEPING = ("Abs", "Neg", "Relu", "Identity", "Dropout", "Elu", "Celu", "Selu", "HardSwish", "Mish", "Softplus",
+            "ThresholdedRelu", "Shrink")
 
 
 def _unary(b: _Builder, op: str) -> bool:
-    x = b.pick()
+    x = b.pick(lambda t: op != "Celu" or t.dtype == "f32")  # Celu takes float only
     if x is None:
         return False
     if op in _SQUASHING:
@@ -201,6 +203,11 @@ def _unary(b: _Builder, op: str) -> bool:
         b.add(y, x.shape, x.dtype, _SQUASHING[op])
     elif op in _KEEPING:
         (y,) = b.node(op, [x.name])
+        b.add(y, x.shape, x.dtype, x.bound * (1.1 if op == "Selu" else 1.0) + 1)
+    elif op == "Clip":
+        low, high = sorted(float(v) for v in b.rng.uniform(-1.5, 1.5, size=2))
+        given = (low, high)[: int(b.rng.integers(1, 3))]
+        (y,) = b.node(op, [x.name, *(b.const(np.array(v, DTYPES[x.dtype])) for v in given)])
         b.add(y, x.shape, x.dtype, x.bound)
     elif op == "Exp":
         x = b.tame(x, 3.0)
@@ -244,19 +251,22 @@ def _binary(b: _Builder, op: str) -> bool:
     y = _partner(b, x)
     if b.rng.random() < 0.5 and y.shape == x.shape:
         x, y = y, x
-    if op in ("Mul",):
+    if op == "PRelu" and np.broadcast_shapes(x.shape, y.shape) != x.shape:
+        return False  # the slope broadcasts to X, not the other way round
+    if op in ("Mul", "PRelu"):
         x, y = b.tame(x), b.tame(y)
     if op == "Div":
         y, c = b.positive(b.tame(y))
         x = b.tame(x)
         bound = x.bound / c
     else:
-        bound = {"Add": x.bound + y.bound, "Sub": x.bound + y.bound, "Mul": x.bound * y.bound}.get(op, max(x.bound, y.bound))
+        bound = {"Add": x.bound + y.bound, "Sub": x.bound + y.bound, "Mul": x.bound * y.bound,
+                 "Sum": x.bound + y.bound, "PRelu": x.bound * y.bound}.get(op, max(x.bound, y.bound))
     inputs = [x.name, y.name]
-    if op in ("Max", "Min") and b.rng.random() < 0.3:
+    if op in ("Max", "Min", "Sum", "Mean") and b.rng.random() < 0.3:
         z = _partner(b, x)
         inputs.append(z.name)
-        bound = max(bound, z.bound)
+        bound = bound + z.bound if op == "Sum" else max(bound, z.bound)
     (out,) = b.node(op, inputs)
     b.add(out, np.broadcast_shapes(*(t.shape for t in (x, y))), x.dtype, bound)
     return True
@@ -413,7 +423,7 @@ def _pool(b: _Builder, op: str) -> bool:
     x = _image(b)
     if x is None:
         return False
-    if op == "GlobalAveragePool":
+    if op in ("GlobalAveragePool", "GlobalMaxPool"):
         (y,) = b.node(op, [x.name])
         b.add(y, (*x.shape[:2], 1, 1), x.dtype, x.bound)
         return True
@@ -452,6 +462,29 @@ def _batch_norm(b: _Builder) -> bool:
     return True
 
 
+def _instance_norm(b: _Builder) -> bool:
+    x = b.pick(lambda t: len(t.shape) >= 3)
+    if x is None:
+        return False
+    c = x.shape[1]
+    (y,) = b.node("InstanceNormalization", [x.name, b.values((c,), x.dtype), b.values((c,), x.dtype)], epsilon=1e-5)
+    b.add(y, x.shape, x.dtype, 2 * math.sqrt(_numel(x.shape[2:])) + 1)
+    return True
+
+
+def _tile(b: _Builder) -> bool:
+    x = b.pick()
+    if x is None:
+        return False
+    repeats = [int(b.choice((1, 1, 2, 3))) for _ in x.shape]
+    shape = tuple(d * r for d, r in zip(x.shape, repeats))
+    if _numel(shape) > MAX_ELEMENTS or shape == x.shape:
+        return False
+    (y,) = b.node("Tile", [x.name, b.const(np.array(repeats, np.int64))])
+    b.add(y, shape, x.dtype, x.bound)
+    return True
+
+
 def _norm(b: _Builder, op: str) -> bool:
     x = b.pick()
     if x is None:
@@ -482,6 +515,8 @@ def _reduce(b: _Builder, op: str) -> bool:
     x = b.pick()
     if x is None:
         return False
+    if op in ("ReduceSumSquare", "ReduceLogSumExp"):
+        x = b.tame(x, 4.0)
     rank = len(x.shape)
     count = int(b.rng.integers(1, rank + 1))
     axes = sorted(int(a) for a in b.rng.choice(rank, size=count, replace=False))
@@ -492,7 +527,9 @@ def _reduce(b: _Builder, op: str) -> bool:
         d for i, d in enumerate(x.shape) if i not in axes
     )
     reduced = _numel([x.shape[a] for a in axes])
-    b.add(y, shape, x.dtype, x.bound * (reduced if op == "ReduceSum" else 1))
+    growth = {"ReduceSum": reduced, "ReduceL1": reduced, "ReduceL2": math.sqrt(reduced),
+              "ReduceSumSquare": reduced * x.bound, "ReduceLogSumExp": 1 + math.log(reduced) / max(x.bound, 1)}
+    b.add(y, shape, x.dtype, x.bound * growth.get(op, 1) + 1)
     return True
 
 
@@ -672,17 +709,20 @@ def _cast(b: _Builder, op: str) -> bool:
 GENERATORS: dict[str, Callable[[_Builder], bool]] = {
     **{op: (lambda b, op=op: _unary(b, op)) for op in (
         "Abs", "Neg", "Relu", "Identity", "Dropout", "Exp", "Log", "Sqrt", "Reciprocal",
-        "Tanh", "Sigmoid", "Erf", "LeakyRelu", "Gelu")},
-    **{op: (lambda b, op=op: _binary(b, op)) for op in ("Add", "Sub", "Mul", "Div", "Max", "Min")},
+        "Tanh", "Sigmoid", "Erf", "LeakyRelu", "Gelu", "Clip", *_SQUASHING, *_KEEPING)},
+    **{op: (lambda b, op=op: _binary(b, op)) for op in ("Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean", "PRelu")},
     "Pow": _pow,
     "MatMul": lambda b: _matmul(b, "MatMul"),
     "Gemm": lambda b: _matmul(b, "Gemm"),
     "Conv": _conv,
-    **{op: (lambda b, op=op: _pool(b, op)) for op in ("MaxPool", "AveragePool", "GlobalAveragePool")},
+    **{op: (lambda b, op=op: _pool(b, op)) for op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool")},
+    "InstanceNormalization": _instance_norm,
+    "Tile": _tile,
     "BatchNormalization": _batch_norm,
     **{op: (lambda b, op=op: _norm(b, op)) for op in ("LayerNormalization", "RMSNormalization")},
     **{op: (lambda b, op=op: _softmax(b, op)) for op in ("Softmax", "LogSoftmax")},
-    **{op: (lambda b, op=op: _reduce(b, op)) for op in ("ReduceMean", "ReduceSum", "ReduceMax")},
+    **{op: (lambda b, op=op: _reduce(b, op)) for op in (
+        "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp")},
     **{op: (lambda b, op=op: _reshape(b, op)) for op in ("Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze")},
     "Concat": _concat,
     "Split": _split,
