@@ -18,8 +18,7 @@ LpNormalization and LRN as decompositions.
 * LRN sums the squares over a window of channels: the squares padded with
   zeros on the channel axis, then one channel slice per window offset, added.
 * LpNormalization divides by the norm, except where the norm is 0 (then every
-  element is 0 and so is the result): the divisor is max(norm, the smallest
-  subnormal), which is the norm itself wherever it is not 0.
+  element is 0 and so is the result): the divisor is 1 there.
 """
 
 from __future__ import annotations
@@ -33,9 +32,9 @@ from ...core import dtypes
 from ...dialects.ge import (
     AbsOp,
     BatchNormOp,
+    CompareOp,
     LayerNormOp,
     LogSoftmaxOp,
-    MaximumOp,
     PadOp,
     PowOp,
     ReduceMeanOp,
@@ -44,6 +43,7 @@ from ...dialects.ge import (
     RsqrtOp,
     SoftmaxOp,
     SqrtOp,
+    WhereOp,
 )
 from .. import ops
 from ..builder import Tensor
@@ -247,8 +247,8 @@ def lp_normalization(c: NodeContext):
         norm = c.g.op(ReduceSumOp, c.g.op(AbsOp, x), axes=(axis,), keepdims=True)
     else:
         norm = c.g.op(SqrtOp, c.g.op(ReduceSumOp, x * x, axes=(axis,), keepdims=True))
-    tiny = float(dtypes.float_info(x.dtype).smallest_subnormal)
-    return x / c.g.op(MaximumOp, norm, tiny)
+    zero = c.g.op(CompareOp, norm, 0.0, predicate="eq")
+    return x / c.g.op(WhereOp, zero, c.g.const(1.0, dtype=x.dtype), norm)
 
 
 @converts("LRN")
