@@ -84,6 +84,15 @@ npu.kernel @k(%g: memref<1024xf16, #npu.space<gm>>) attributes {block_dim = 1} {
 
 npu.kernel @k(%g: memref<1024xf16, #npu.space<gm>>) attributes {block_dim = 1} {
   %c0 = arith.constant 0 : index
+  %u = npu.alloc {offset = 0} : memref<1024xi32, #npu.space<ub>>
+  // expected-error @+1 {{needs a float element type, got i32}}
+  npu.vsin %u[%c0], %u[%c0] {cols = 64}
+}
+
+// -----
+
+npu.kernel @k(%g: memref<1024xf16, #npu.space<gm>>) attributes {block_dim = 1} {
+  %c0 = arith.constant 0 : index
   %u = npu.alloc {offset = 0} : memref<1024xf16, #npu.space<ub>>
   // expected-error @+1 {{the mask (operand #2) must be i1, got f16}}
   npu.vcmp %u[%c0], %u[%c0], %u[%c0] {cols = 64, cmp = "lt"}

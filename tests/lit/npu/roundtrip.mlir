@@ -44,6 +44,17 @@
 // CHECK-NEXT: npu.vtanh %u[%c0], %u[%c0] {cols = 256}
 // CHECK-NEXT: npu.vsigmoid %u[%c0], %u[%c0] {cols = 256}
 // CHECK-NEXT: npu.verf %u[%c0], %u[%c0] {cols = 256}
+// CHECK-NEXT: npu.vsin %u[%c0], %u[%c0] {cols = 256}
+// CHECK-NEXT: npu.vcos %u[%c0], %u[%c0] {cols = 256}
+// CHECK-NEXT: npu.vtan %u[%c0], %u[%c0] {cols = 256}
+// CHECK-NEXT: npu.vasin %u[%c0], %u[%c0] {cols = 256}
+// CHECK-NEXT: npu.vacos %u[%c0], %u[%c0] {cols = 256}
+// CHECK-NEXT: npu.vatan %u[%c0], %u[%c0] {cols = 256}
+// CHECK-NEXT: npu.vsinh %u[%c0], %u[%c0] {cols = 256}
+// CHECK-NEXT: npu.vcosh %u[%c0], %u[%c0] {cols = 256}
+// CHECK-NEXT: npu.vasinh %u[%c0], %u[%c0] {cols = 256}
+// CHECK-NEXT: npu.vacosh %u[%c0], %u[%c0] {cols = 256}
+// CHECK-NEXT: npu.vatanh %u[%c0], %u[%c0] {cols = 256}
 // CHECK-NEXT: npu.vrelu %u[%c0], %u[%c0] {cols = 256}
 // CHECK-NEXT: npu.vabs %u[%c0], %u[%c0] {cols = 256}
 // CHECK-NEXT: npu.vcopy %u[%c0], %u[%c0] {rows = 4, cols = 64, strides = [0, 64]}
@@ -121,6 +132,17 @@ builtin.module attributes {npu.gm_arena_bytes = 8192 : i64} {
     npu.vtanh %u[%c0], %u[%c0] {cols = 256}
     npu.vsigmoid %u[%c0], %u[%c0] {cols = 256}
     npu.verf %u[%c0], %u[%c0] {cols = 256}
+    npu.vsin %u[%c0], %u[%c0] {cols = 256}
+    npu.vcos %u[%c0], %u[%c0] {cols = 256}
+    npu.vtan %u[%c0], %u[%c0] {cols = 256}
+    npu.vasin %u[%c0], %u[%c0] {cols = 256}
+    npu.vacos %u[%c0], %u[%c0] {cols = 256}
+    npu.vatan %u[%c0], %u[%c0] {cols = 256}
+    npu.vsinh %u[%c0], %u[%c0] {cols = 256}
+    npu.vcosh %u[%c0], %u[%c0] {cols = 256}
+    npu.vasinh %u[%c0], %u[%c0] {cols = 256}
+    npu.vacosh %u[%c0], %u[%c0] {cols = 256}
+    npu.vatanh %u[%c0], %u[%c0] {cols = 256}
     npu.vrelu %u[%c0], %u[%c0] {cols = 256}
     npu.vabs %u[%c0], %u[%c0] {cols = 256}
     npu.vcopy %u[%c0], %u[%c0] {rows = 4, cols = 64, strides = [0, 64]}
