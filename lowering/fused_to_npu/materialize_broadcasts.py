@@ -24,7 +24,7 @@ from ...core.passes import record_statistic
 from ...dialects import ge
 from ...dialects.fused import GroupOp
 from ...simulator.hardware import load_preset
-from .ungroup import kernel_problem
+from .kernel_exists import kernel_problem
 
 _BROADCASTING = tuple(ge.ELEMENTWISE_OPS)
 

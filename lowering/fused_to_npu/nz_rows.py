@@ -76,11 +76,33 @@ class NzRows:
         return self.m if self.matrix_rows else None
 
     def tile_rows_ok(self, rows: int) -> bool:
+        """Whether a tile of `rows` view rows can be converted: the layout's rule
+        (`period`) and strips that start aligned in UB (`_strip_steps`)."""
+        if not self._strips_aligned(rows):
+            return False
         if not self.matrix_rows:
             return True
         if self.padded_m != self.m:
             return rows % self.m == 0
         return rows % self.m == 0 or self.m % rows == 0
+
+    def _strip_steps(self, rows: int) -> tuple[int, tuple[int, int], tuple[int, tuple[int, int]]]:
+        """(outer count, (tile, staging) outer steps, (inner count, steps)) of the strip
+        moves of a tile of `rows` (see `_strips`)."""
+        matrices, per_matrix, staged = self._geometry(rows)
+        matrix = (self.m * self.n, self.blocks * staged * self.n0)
+        row = (self.n, self.n0)
+        if per_matrix >= matrices:  # an instruction covers a matrix's rows
+            return matrices, matrix, (per_matrix, row)
+        return per_matrix, row, (matrices, matrix)
+
+    def _strips_aligned(self, rows: int) -> bool:
+        """Every strip move of the tile starts on a UB alignment boundary (a loop of
+        them steps by whole aligned units), else the vector unit cannot address it:
+        e.g. several 31 x 8 fp16 matrices in one tile, 496 bytes apart."""
+        outer, steps, _ = self._strip_steps(rows)
+        align = UB_ALIGN_BYTES // dtypes.byte_width(self.tensor.element_type)
+        return outer <= 1 or all(step % align == 0 for step in steps)
 
     def _geometry(self, rows: int) -> tuple[int, int, int]:
         """(matrices, rows per matrix, staged rows per matrix) of a tile of `rows`."""
@@ -133,17 +155,10 @@ class NzRows:
         """Move the 16-column strips between the row tile (contiguous rows of N) and
         the NZ staging: element (matrix g, row m, column j*n0 + c) is at
         g*M*N + m*N + j*n0 + c in the tile, ((g*J + j)*S + m)*n0 + c staged."""
-        matrices, per_matrix, staged = self._geometry(rows)
+        _, _, staged = self._geometry(rows)
         n0, n = self.n0, self.n
-        align = UB_ALIGN_BYTES // dtypes.byte_width(self.tensor.element_type)
-        matrix = (self.m * n, self.blocks * staged * n0)  # (tile, staging) strides
-        row = (n, n0)
-        by_rows = per_matrix >= matrices  # an instruction covers a matrix's rows
-        (outer, outer_step), (inner, inner_step) = (
-            ((matrices, matrix), (per_matrix, row)) if by_rows else ((per_matrix, row), (matrices, matrix))
-        )
-        if outer > 1 and any(step % align for step in outer_step):
-            raise NotImplementedError("an NZ operand whose strips start unaligned in UB")
+        outer, outer_step, (inner, inner_step) = self._strip_steps(rows)
+        assert self._strips_aligned(rows), "tile rows the tiler should not have chosen (tile_rows_ok)"
 
         def strips(j: Index, cols: int) -> None:
             with b.loop(0, outer, name="strip") as i:

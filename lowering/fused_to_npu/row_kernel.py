@@ -246,7 +246,7 @@ def _legal_rows(wanted: int, fits: int, view: RowView) -> int:
     if any(not (rows % p == 0 or p % rows == 0) for p in periods):
         rows = 1
     for c in converters:
-        if not c.tile_rows_ok(rows):
+        if not c.tile_rows_ok(rows) and c.period() is not None:
             rows = c.period()  # whole matrices: the padding rows go with them
     return max(1, min(rows, fits)) if all(c.tile_rows_ok(min(rows, fits)) for c in converters) else 0
 

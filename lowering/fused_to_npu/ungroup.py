@@ -23,13 +23,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from ...core.diagnostics import CompileError
 from ...core.passes import record_statistic
 from ...dialects.fused import GroupOp
 from ...simulator.hardware import load_preset
-from .context import GmTensor, KernelContext, template_for
-from .convert import gm_memref
-from .kernel_builder import KernelBuilder
+from .kernel_exists import kernel_problem
 
 
 @dataclass(frozen=True)
@@ -52,24 +49,6 @@ class UngroupPass(ModulePass):
                 print(f"[{self.name}] splitting the group at {group.location}: {reason}", file=sys.stderr)
             inline_group(group)
             record_statistic(self.name, "groups split")
-
-
-def kernel_problem(op: Operation, hw) -> str | None:
-    """Why no kernel can be built for `op` (None if one can): the template's own
-    error, from a scratch build."""
-    template = template_for(op)
-    if template is None:
-        return "no kernel template"
-    values = [*op.operands, *op.results]
-    b = KernelBuilder("scratch", [gm_memref(v.type) for v in values])
-    k = KernelContext(op, b, [], [], hw)
-    tensors = [GmTensor(p, v.type, v) for p, v in zip(b.params, values)]
-    k.inputs, k.outputs = tensors[: len(op.operands)], tensors[len(op.operands) :]
-    try:
-        template(op, k)
-    except CompileError as e:
-        return str(e).split("error: ", 1)[-1]
-    return None
 
 
 def inline_group(group: GroupOp) -> None:

@@ -10,9 +10,12 @@ In the spirit of GE AutoFuse, TVM's FuseOps and XLA's priority fusion:
 3. Each candidate that may legally be one kernel (`legality.py`) and whose
    tiles fit the buffers of `hw` gets a benefit (`cost_model.py`): global-memory
    cycles saved + one launch saved - tiling penalty.
-4. The best candidate is merged if it closes no cycle and does not raise the
-   peak memory of the activations (`keep-peak-memory=false` to allow); else
-   the next best is tried. Only candidates involving the merged node are
+4. The best candidate is merged if it closes no cycle, does not raise the
+   peak memory of the activations (`keep-peak-memory=false` to allow) and the
+   NPU lowering builds its group's kernel on `hw` (the predicate the lowering
+   itself uses, `fused_to_npu/kernel_exists.py`: fusion never makes a group
+   that `fused-ungroup` would have to split again); else the next best is
+   tried. Only candidates involving the merged node are
    re-evaluated (the others' benefit depends on their own ops only). Fusion
    stops when no candidate has a positive benefit.
 5. Each node of two ops or more becomes a `fused.group`.
@@ -34,9 +37,10 @@ from xdsl.passes import ModulePass
 
 from ...core.passes import record_statistic
 from ...simulator.hardware import DEFAULT_PRESET, load_preset
+from ..fused_to_npu.kernel_exists import kernel_problem
 from .cost_model import Benefit, CostModel
 from .fusion_graph import FusionGraph, Part
-from .grouping import group_all
+from .grouping import build_group, group_all
 from .legality import Constraints, problem
 
 
@@ -81,6 +85,7 @@ class _Fusion:
         self.limits = Constraints(options.max_size, options.max_inputs, options.fuse_reduce, options.cube_epilogue)
         self.evaluated: dict[tuple[frozenset, frozenset], Candidate] = {}
         self.reported: set[tuple[frozenset, frozenset, str]] = set()
+        self.kernels: dict[frozenset, str | None] = {}
 
     def run(self, block: Block) -> None:
         graph = FusionGraph(block)
@@ -110,6 +115,9 @@ class _Fusion:
             if self.options.keep_peak_memory and (after := graph.peak_bytes((c.a, c.b))) > peak:
                 self._reject(graph, c, f"peak memory would rise from {peak} to {after} B", "peak memory")
                 continue
+            if (problem := self._kernel_problem(graph.merged_part(c.a, c.b))) is not None:
+                self._reject(graph, c, f"no kernel for the group: {problem}", "no kernel")
+                continue
             return c
         return None
 
@@ -137,6 +145,15 @@ class _Fusion:
             if not plan.fits:
                 reason = plan.reason
         return reason or ""
+
+    def _kernel_problem(self, part: Part) -> str | None:
+        """Why the lowering builds no kernel for `part` as one group (None if it does)."""
+        key = frozenset(part.ops)
+        if key not in self.kernels:
+            group, _ = build_group(part.ops)
+            self.kernels[key] = kernel_problem(group, self.model.hw)
+            group.erase()
+        return self.kernels[key]
 
     def _reject(self, graph: FusionGraph, c: Candidate, reason: str, counter: str) -> None:
         key = (frozenset(graph.members[c.a]), frozenset(graph.members[c.b]), counter)

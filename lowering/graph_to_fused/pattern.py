@@ -17,8 +17,13 @@ fusion, so no pattern can get it wrong:
   used are erased, and the block order is repaired if a user of an exposed
   value (such as `add_layer_norm`'s sum) sat before the fused op;
 * the fused op reads its operands through `ge.transdata` format changes (its
-  kernel converts on load, as the MTE does ND -> NZ), and format changes that
-  no one reads any more are erased.
+  kernel converts on load, as the MTE does ND -> NZ) wherever its kernel reads
+  that format, and format changes that no one reads any more are erased;
+* the fused op must have a kernel: the NPU lowering is asked, with the
+  predicate it uses itself (`fused_to_npu/kernel_exists.py`), whether it builds
+  the op (first reading every operand through its format changes, then, if
+  that has no kernel, operand by operand); a match whose op has no kernel
+  either way is rejected and the ops stay as they are.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from typing import ClassVar
 from xdsl.ir import Block, Operation, SSAValue
 
 from ...dialects.fused import GroupOp
+from ...simulator.hardware import DEFAULT_PRESET, HardwarePreset, load_preset
+from ..fused_to_npu.kernel_exists import kernel_problem
 from .graph import (
     depends_on,
     erase_dead_providers,
@@ -88,18 +95,34 @@ def rejection(m: Match, block: Block) -> str | None:
     return None
 
 
-def apply_match(m: Match, block: Block) -> Operation:
-    """Replaces the matched ops by the built ones (the checks must have passed)."""
+def build_checked(m: Match, hw: HardwarePreset) -> tuple[list[Operation], str | None]:
+    """The ops `m` builds, the fused op (last) reading through the format changes
+    its kernel reads (module docstring); or no ops and why the fused op has no
+    kernel on `hw`. The IR is not modified."""
+    new_ops = m.build()
+    problem = read_through_format_changes(new_ops[-1], hw)
+    if problem is not None:
+        for op in reversed(new_ops):
+            op.erase()
+        return [], problem
+    return new_ops, None
+
+
+def apply_match(m: Match, block: Block, new_ops: list[Operation] | None = None) -> Operation:
+    """Replaces the matched ops by the built ones (`build_checked`'s, built for the
+    default preset if not given; the checks must have passed)."""
+    if new_ops is None:
+        new_ops, problem = build_checked(m, load_preset(DEFAULT_PRESET))
+        if problem is not None:
+            raise AssertionError(f"the fused op of the match has no kernel: {problem}")
     order = positions(block)
     root = max(m.ops, key=order.__getitem__)
     dropped_operands = external_operands(m.ops)
-    new_ops = m.build()
     for new_op in new_ops:
         # Diagnostics at later levels point at the source line of the fused chain.
         new_op.location = root.location
     block.insert_ops_before(new_ops, root)
     fused = new_ops[-1]
-    read_through_format_changes(fused)
     for old, new in zip(m.replaces, fused.results):
         if old is not None:
             old.replace_all_uses_with(new)
@@ -113,15 +136,24 @@ def apply_match(m: Match, block: Block) -> Operation:
     return fused
 
 
-def read_through_format_changes(op: Operation) -> None:
-    """Makes `op` read the sources of the format changes feeding it. A
+def read_through_format_changes(op: Operation, hw: HardwarePreset) -> str | None:
+    """Makes `op` read the sources of the format changes feeding it where its
+    kernel reads them; returns why `op` has no kernel at all (None if it has). A
     `fused.group` (a user pattern may build one) keeps its operands: its body's
     arguments are typed as they are, and its ops convert nothing on load."""
     if isinstance(op, GroupOp):
-        return
-    for i, v in enumerate(op.operands):
-        source = through_format_changes(v)
+        return kernel_problem(op, hw)
+    given = list(op.operands)
+    sources = [through_format_changes(v) for v in given]
+    if sources == given:
+        return kernel_problem(op, hw)
+    op.operands = sources
+    if kernel_problem(op, hw) is None:
+        return None
+    op.operands = given
+    for i, (v, source) in enumerate(zip(given, sources)):
         if source is not v:
             op.operands[i] = source
-            erase_dead_providers([v])
-
+            if kernel_problem(op, hw) is not None:
+                op.operands[i] = v
+    return kernel_problem(op, hw)

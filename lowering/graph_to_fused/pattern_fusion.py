@@ -6,8 +6,9 @@ residual add + norm, ... Fusing them first, before automatic fusion, gives the
 hand-tuned kernels the subgraphs they were written for; automatic fusion then
 groups what is left.
 
-Options: `only=a,b` runs just those patterns, `disable=a,b` all but those;
-`debug=true` prints each fusion and each rejected match (with its reason) to
+A match is fused only if the NPU lowering builds the fused op on `hw` (see
+`pattern.py`). Options: `only=a,b` runs just those patterns, `disable=a,b` all
+but those; `hw` names the preset; `debug=true` prints each fusion and each rejected match (with its reason) to
 stderr. `--pass-statistics` counts fusions per pattern.
 """
 
@@ -24,7 +25,8 @@ from xdsl.passes import ModulePass
 
 from ...core.diagnostics import CompileError, location_of
 from ...core.passes import record_statistic
-from .pattern import FusionPattern, apply_match, rejection
+from ...simulator.hardware import DEFAULT_PRESET, load_preset
+from .pattern import FusionPattern, apply_match, build_checked, rejection
 from .patterns import all_patterns, pattern_names
 
 
@@ -36,14 +38,16 @@ class PatternFusePass(ModulePass):
 
     only: tuple[str, ...] = ()
     disable: tuple[str, ...] = ()
+    hw: str = DEFAULT_PRESET
     debug: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns = [p() for p in self.selected()]
+        hw = load_preset(self.hw)
         for function in op.walk():
             if isinstance(function, func.FuncOp) and function.body.blocks:
                 for pattern in patterns:
-                    self._run(pattern, function.body.block)
+                    self._run(pattern, function.body.block, hw)
 
     def selected(self) -> list[type[FusionPattern]]:
         known = set(pattern_names())
@@ -54,7 +58,7 @@ class PatternFusePass(ModulePass):
                 )
         return [p for p in all_patterns() if (not self.only or p.name in self.only) and p.name not in self.disable]
 
-    def _run(self, pattern: FusionPattern, block: Block) -> None:
+    def _run(self, pattern: FusionPattern, block: Block, hw) -> None:
         for anchor in list(block.ops):
             if anchor.parent is not block or not isinstance(anchor, pattern.anchors):
                 continue  # erased by an earlier fusion, or not this pattern's anchor
@@ -62,12 +66,14 @@ class PatternFusePass(ModulePass):
             if m is None:
                 continue
             problem = rejection(m, block)
+            if problem is None:
+                new_ops, problem = build_checked(m, hw)
             if problem is not None:
                 record_statistic(self.name, f"{pattern.name} rejected")
                 self._say(f"{pattern.name}: not fused at {_where(anchor)}: {problem}")
                 continue
             names = ", ".join(o.name for o in m.ops)
-            fused = apply_match(m, block)
+            fused = apply_match(m, block, new_ops)
             record_statistic(self.name, f"{pattern.name} fused")
             record_statistic(self.name, "ops replaced", len(m.ops))
             self._say(f"{pattern.name}: {names} -> {fused.name}")

@@ -41,7 +41,7 @@ class FusePipelinePass(PipelinePass):
     def stages(self) -> list[ModulePass]:
         stages: list[ModulePass] = []
         if self.patterns:
-            stages.append(PatternFusePass())
+            stages.append(PatternFusePass(hw=self.hw))
         if self.auto:
             stages.append(AutoFusePass(hw=self.hw, max_size=self.max_size))
         if self.merge_matmuls:

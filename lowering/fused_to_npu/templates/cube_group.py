@@ -49,7 +49,11 @@ def lower_cube_group(op: fused.GroupOp, k: KernelContext) -> None:
         raise k.unsupported("a constant that is not a splat in a cube epilogue")
     operand_args = _epilogue_args(epilogue_ops, args)
     out_shape = k.outputs[0].shape
-    inputs = [epilogue_input(tensors[arg], out_shape) for arg in operand_args]
+    try:
+        inputs = [epilogue_input(tensors[arg], out_shape) for arg in operand_args]
+        outputs = output_views(k)
+    except ValueError as e:  # an operand or a result no epilogue view reads
+        raise k.unsupported(str(e)) from None
     index = {arg: n for n, arg in enumerate(operand_args)}
 
     def body_fn(t: EpilogueTiles) -> None:
@@ -57,7 +61,7 @@ def lower_cube_group(op: fused.GroupOp, k: KernelContext) -> None:
 
     trivial = not epilogue_ops or all(o.name in _IDENTITIES for o in epilogue_ops if not isinstance(o, ge.ConstOp))
     single = len(yields) == 1 and _source(yields[0], epilogue_ops) is cube.results[0]
-    epilogue = CubeEpilogue(output_views(k), inputs, None if trivial and single else body_fn)
+    epilogue = CubeEpilogue(outputs, inputs, None if trivial and single else body_fn)
     emit_cube_kernel(k, cube_problem(k, cube, [tensors[v] for v in cube.operands], epilogue))
 
 

@@ -1,0 +1,38 @@
+"""Whether the NPU lowering can build a kernel for an op: THE predicate every
+decision that makes a kernel-to-be shares with the lowering itself.
+
+`ge-pattern-fuse` (which named op, reading which formats), `ge-auto-fuse`
+(which ops become one `fused.group`) and `fused-ungroup` all ask the same
+question, and the answer is the template's own: the op's kernel is written into
+a scratch kernel that is thrown away, so a decision is legal exactly when the
+kernel it asks for exists (a template refusing a case raises a located
+`CompileError`; any other exception is a bug of the template and propagates).
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation
+
+from ...core.diagnostics import CompileError
+from ...simulator.hardware import HardwarePreset
+from .context import GmTensor, KernelContext, template_for
+from .convert import gm_memref
+from .kernel_builder import KernelBuilder
+
+
+def kernel_problem(op: Operation, hw: HardwarePreset) -> str | None:
+    """Why no kernel can be built for `op` on `hw` (None if one can): the
+    template's own error, from a scratch build."""
+    template = template_for(op)
+    if template is None:
+        return "no kernel template"
+    values = [*op.operands, *op.results]
+    b = KernelBuilder("scratch", [gm_memref(v.type) for v in values])
+    k = KernelContext(op, b, [], [], hw)
+    tensors = [GmTensor(p, v.type, v) for p, v in zip(b.params, values)]
+    k.inputs, k.outputs = tensors[: len(op.operands)], tensors[len(op.operands) :]
+    try:
+        template(op, k)
+    except CompileError as e:
+        return str(e).split("error: ", 1)[-1]
+    return None
