@@ -15,13 +15,13 @@
 // CHECK-NEXT:    %c = npu.gm_buffer {offset = 4096}
 // CHECK-NEXT:    %b = npu.gm_view %a
 // CHECK-NEXT:    %d = npu.gm_view %c
-// CHECK-NEXT:    npu.launch @k0_a(%x, %a) {block_dim = {{[0-9]+}}}
-// CHECK-NEXT:    npu.launch @k2_c(%x, %c) {block_dim = {{[0-9]+}}, stream = 1}
-// CHECK-NEXT:    npu.launch @k1_b(%a, %b) {block_dim = {{[0-9]+}}}
-// CHECK-NEXT:    npu.launch @k3_d(%c, %d) {block_dim = {{[0-9]+}}, stream = 1}
+// CHECK-NEXT:    npu.launch @k0_a(%x, %a) {block_dim = {{[0-9]+}}, npu.writes = {"1" = "a"}}
+// CHECK-NEXT:    npu.launch @k2_c(%x, %c) {block_dim = {{[0-9]+}}, stream = 1, npu.writes = {"1" = "c"}}
+// CHECK-NEXT:    npu.launch @k1_b(%a, %b) {block_dim = {{[0-9]+}}, npu.writes = {"1" = "b"}}
+// CHECK-NEXT:    npu.launch @k3_d(%c, %d) {block_dim = {{[0-9]+}}, stream = 1, npu.writes = {"1" = "d"}}
 // CHECK-NEXT:    npu.record_event {stream = 1, event = 0}
 // CHECK-NEXT:    npu.wait_event {event = 0}
-// CHECK-NEXT:    npu.launch @k4_y(%b, %d, %y) {block_dim = {{[0-9]+}}}
+// CHECK-NEXT:    npu.launch @k4_y(%b, %d, %y) {block_dim = {{[0-9]+}}, npu.writes = {"2" = "y"}}
 // CHECK-NEXT:    func.return
 
 // EAGER:       module attributes {npu.gm_arena_bytes = 16384 : i64
@@ -30,11 +30,11 @@
 // EAGER-NEXT:    %b = npu.gm_buffer {offset = 4096}
 // EAGER-NEXT:    %c = npu.gm_buffer {offset = 8192}
 // EAGER-NEXT:    %d = npu.gm_buffer {offset = 12288}
-// EAGER-NEXT:    npu.launch @k0_a(%x, %a) {block_dim = {{[0-9]+}}}
-// EAGER-NEXT:    npu.launch @k1_b(%a, %b) {block_dim = {{[0-9]+}}}
-// EAGER-NEXT:    npu.launch @k2_c(%x, %c) {block_dim = {{[0-9]+}}}
-// EAGER-NEXT:    npu.launch @k3_d(%c, %d) {block_dim = {{[0-9]+}}}
-// EAGER-NEXT:    npu.launch @k4_y(%b, %d, %y) {block_dim = {{[0-9]+}}}
+// EAGER-NEXT:    npu.launch @k0_a(%x, %a) {block_dim = {{[0-9]+}}, npu.writes = {"1" = "a"}}
+// EAGER-NEXT:    npu.launch @k1_b(%a, %b) {block_dim = {{[0-9]+}}, npu.writes = {"1" = "b"}}
+// EAGER-NEXT:    npu.launch @k2_c(%x, %c) {block_dim = {{[0-9]+}}, npu.writes = {"1" = "c"}}
+// EAGER-NEXT:    npu.launch @k3_d(%c, %d) {block_dim = {{[0-9]+}}, npu.writes = {"1" = "d"}}
+// EAGER-NEXT:    npu.launch @k4_y(%b, %d, %y) {block_dim = {{[0-9]+}}, npu.writes = {"2" = "y"}}
 // EAGER-NEXT:    func.return
 
 // OK: check: ok
