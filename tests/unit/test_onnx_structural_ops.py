@@ -345,3 +345,23 @@ def test_dilated_max_pool_is_one_native_pool():
     module = import_model(model_from_proto(_model("MaxPool", {"x": x}, kernel_shape=[5, 5], dilations=[3, 2])))
     names = [op.name for op in module.walk()]
     assert names.count("ge.max_pool2d") == 1 and names.count("ge.slice") <= 1
+
+
+# ---- ArgMax / ArgMin / TopK -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+@pytest.mark.parametrize("axis,keepdims,last", [(0, 1, 0), (1, 0, 1), (-1, 1, 1)])
+def test_arg_extremum(op, dtype, axis, keepdims, last):
+    x = rng.integers(-3, 4, size=(3, 17)).astype(dtype)  # ties on purpose
+    _check(_model(op, {"x": x}, axis=axis, keepdims=keepdims, select_last_index=last), {"x": x})
+
+
+@pytest.mark.parametrize("largest", [1, 0])
+@pytest.mark.parametrize("k,axis", [(1, -1), (3, 1), (3, 0)])
+def test_top_k(largest, k, axis):
+    x = rng.integers(-5, 6, size=(3, 17)).astype(np.float32)  # ties go to the lower index
+    model = _model("TopK", {"x": x}, n_outputs=2, initializers=[("k", np.array([k], np.int64))],
+                   axis=axis, largest=largest)
+    _check(model, {"x": x})
