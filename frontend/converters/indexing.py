@@ -15,8 +15,9 @@ gather with a constant index table and a `ge.where` over a constant mask:
 * OneHot: a constant mask selecting `values[1]` over `values[0]` (`ge.where`).
 * Trilu: `ge.where` of a constant triangular mask, x or zero.
 
-Indices computed at run time are refused with an error naming the input (they
-must be import-time constants).
+GatherElements also takes indices computed at run time (the flat positions are
+then computed by ge ops); the other ops refuse them with an error naming the
+input (they must be import-time constants).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import math
 import numpy as np
 
 from ...core import dtypes
-from ...dialects.ge import AddOp, GatherOp, MaximumOp, MinimumOp, MulOp, WhereOp
+from ...dialects.ge import AddOp, CompareOp, ConstOp, GatherOp, MaximumOp, MinimumOp, MulOp, WhereOp
 from .. import ops
 from ..builder import Tensor, slice_
 from .context import NodeContext
@@ -60,14 +61,38 @@ def _element_positions(c: NodeContext, shape: tuple[int, ...], indices: np.ndarr
     return np.ravel_multi_index(coordinates, shape) if indices.size else np.zeros(indices.shape, np.int64)
 
 
-@converts("GatherElements", static=(1,))
+@converts("GatherElements")
 def gather_elements(c: NodeContext):
+    """Constant indices: their flat positions computed here. Run-time ones: the
+    same positions computed by ge ops (negative indices wrapped with a where,
+    times the axis' stride, plus a constant of the other coordinates' part)."""
     data = c.input(0, "data")
-    indices = c.constant(1, "indices")
+    indices = c.input(1, "indices")
     axis = _axis(c, c.int("axis", 0), data.rank)
-    positions = _element_positions(c, data.shape, indices, axis)
     flat = ops.reshape(data, [math.prod(data.shape)])
-    return c.g.op(GatherOp, flat, c.g.const(positions.astype(np.int64)), axis=0)
+    known = _constant_value(indices)
+    if known is not None:
+        positions = _element_positions(c, data.shape, known, axis)
+        return c.g.op(GatherOp, flat, c.g.const(positions.astype(np.int64)), axis=0)
+    if indices.rank != data.rank or any(
+        i > d for a, (i, d) in enumerate(zip(indices.shape, data.shape)) if a != axis
+    ):
+        raise c.fail(f"indices {indices.type} do not fit data {data.type}")
+    zeros = np.zeros(indices.shape, dtype=np.int64)
+    others = _element_positions(c, data.shape, zeros, axis)  # the index part set to 0
+    stride = math.prod(data.shape[axis + 1 :])
+    size = data.shape[axis]
+    wide = indices if str(indices.dtype) == "i64" else ops.cast(indices, "i64")
+    negative = c.g.op(CompareOp, wide, c.g.const(np.array(0, np.int64)), predicate="lt")
+    wrapped = c.g.op(WhereOp, negative, wide + c.g.const(np.array(size, np.int64)), wide)
+    positions = wrapped * c.g.const(np.array(stride, np.int64)) + c.g.const(others)
+    return c.g.op(GatherOp, flat, positions, axis=0)
+
+
+def _constant_value(t: Tensor) -> np.ndarray | None:
+    """The value of `t` if it is a `ge.const` (an initializer, a folded subgraph)."""
+    owner = t.value.owner
+    return owner.as_array() if isinstance(owner, ConstOp) else None
 
 
 _REDUCE = {"add": AddOp, "mul": MulOp, "max": MaximumOp, "min": MinimumOp}

@@ -157,10 +157,17 @@ def test_one_hot(axis):
     _check(model, {"v": values})
 
 
-def test_run_time_indices_are_refused_with_the_input_named():
-    x = _rand(3, 4)
+@pytest.mark.parametrize("axis", [0, -1])
+def test_gather_elements_run_time_indices(axis):
+    x = _rand(3, 17)
+    indices = rng.integers(-x.shape[axis], x.shape[axis], size=(2, 5)).astype(np.int32)
+    _check(_model("GatherElements", {"x": x, "i": indices}, axis=axis), {"x": x, "i": indices})
+
+
+def test_run_time_scatter_indices_are_refused_with_the_input_named():
+    data, updates = _rand(3, 4), _rand(3, 4)
     indices = np.zeros((3, 4), np.int64)
-    model = _model("GatherElements", {"x": x, "i": indices})
+    model = _model("ScatterElements", {"d": data, "i": indices, "u": updates})
     with pytest.raises(CompileError, match="indices.*graph input 'i'"):
         import_model(model_from_proto(model))
 
@@ -318,7 +325,11 @@ def test_gru_linear_before_reset_and_lstm_options():
     lambda: (_model("Einsum", {"a": (a := _rand(2, 3, 4)), "b": (b := _rand(2, 5, 4))}, equation="bik,bjk->bij"),
              {"a": a, "b": b}),
     lambda: _recurrent("LSTM", 4, "bidirectional", 0, True, seq=3, batch=1, width=3, hidden=4),
-], ids=["tile", "cumsum", "scatter", "resize", "conv_transpose", "einsum", "lstm"])
+    lambda: (_model("GatherElements", {"x": (x := _rand(3, 5)), "i": (i := np.array([[4, -1], [0, 2]]))}, axis=1),
+             {"x": x, "i": i}),
+    lambda: (_model("TopK", {"x": (x := _rand(3, 17))}, n_outputs=2, initializers=[("k", np.array([2], np.int64))]),
+             {"x": x}),
+], ids=["tile", "cumsum", "scatter", "resize", "conv_transpose", "einsum", "lstm", "gather_elements", "top_k"])
 def test_compiled(build):
     model, inputs = build()
     _check(model, inputs, atol=1e-4, compiled=True)
