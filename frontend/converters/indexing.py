@@ -32,12 +32,7 @@ from .. import ops
 from ..builder import Tensor, slice_
 from .context import NodeContext
 from .registry import converts
-
-
-def _axis(c: NodeContext, axis: int, rank: int) -> int:
-    if not -rank <= axis < rank:
-        raise c.fail(f"axis {axis} is out of range for rank {rank}")
-    return axis % rank
+from .shape import _axis
 
 
 def _normalized(c: NodeContext, indices: np.ndarray, size: int, what: str) -> np.ndarray:

@@ -23,12 +23,7 @@ from ..builder import Tensor
 from .context import NodeContext
 from .reduction import _flip
 from .registry import converts
-
-
-def _axis(c: NodeContext, axis: int, rank: int) -> int:
-    if not -rank <= axis < rank:
-        raise c.fail(f"axis {axis} is out of range for rank {rank}")
-    return axis % rank
+from .shape import _axis
 
 
 def _positions(x: Tensor, axis: int) -> np.ndarray:
