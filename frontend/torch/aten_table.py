@@ -54,6 +54,7 @@ from ...dialects.ge import (
     ReduceMeanOp,
     ReduceSumOp,
     ReluOp,
+    ReshapeOp,
     RsqrtOp,
     SigmoidOp,
     SiluOp,
@@ -65,6 +66,7 @@ from ...dialects.ge import (
     TransposeOp,
     WhereOp,
 )
+from ...dialects.ge.canonicalization import splat_scalar
 from .. import builder, ops
 from ..builder import Tensor
 
@@ -219,9 +221,49 @@ def copy(c, x, dtype=None, **_layout):
 # ---- matrix products and convolution ------------------------------------------------------
 
 
-@converts(aten.mm.default, aten.bmm.default)
+@converts(aten.mm.default)
 def mm(c, a, b):
     return builder.matmul(*c.operands(a, b))
+
+
+@converts(aten.bmm.default)
+def bmm(c, a, b):
+    """PyTorch's matmul of rank > 3 decomposes into views merging the batch dims, a
+    3-D bmm and a view back; scaled-dot-product attention also scales q and k by
+    sqrt(scale) each. Looking through both gives the product as written
+    (`batch_matmul(q, k^T) * scale` on the unmerged batch), the form ONNX
+    exporters emit and attention fusion recognises; the views left unused vanish."""
+    a, b = c.operands(a, b)
+    a4, b4 = _unmerged_batch(a), _unmerged_batch(b)
+    if a4 is None or b4 is None or a4.shape[:-2] != b4.shape[:-2]:
+        return builder.matmul(a, b)
+    (a4, scale_a), (b4, scale_b) = _scalar_factor(a4), _scalar_factor(b4)
+    y = builder.matmul(a4, b4)
+    if scale_a is not None or scale_b is not None:
+        y = y * c.scalar((1.0 if scale_a is None else scale_a) * (1.0 if scale_b is None else scale_b))
+    return ops.reshape(y, [a.shape[0], *y.shape[-2:]])
+
+
+def _unmerged_batch(x: Tensor) -> Tensor | None:
+    """The tensor `x` (B, M, N) was reshaped from, when that had the batch B split
+    into several dims and the same last two."""
+    op = x.value.owner
+    if not isinstance(op, ReshapeOp):
+        return None
+    source = Tensor(x.graph, op.input)
+    if source.rank <= 3 or source.shape[-2:] != x.shape[-2:] or int(np.prod(source.shape[:-2])) != x.shape[0]:
+        return None
+    return source
+
+
+def _scalar_factor(x: Tensor) -> tuple[Tensor, float | None]:
+    """`x` = y * scalar constant -> (y, scalar); else (x, None)."""
+    op = x.value.owner
+    if isinstance(op, MulOp) and op.rhs.has_one_use():
+        factor = splat_scalar(op.rhs)
+        if isinstance(factor, float) and tuple(op.rhs.type.get_shape()) == ():
+            return Tensor(x.graph, op.lhs), factor
+    return x, None
 
 
 @converts(aten.addmm.default)
