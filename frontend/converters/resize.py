@@ -142,8 +142,8 @@ def _resize(c: NodeContext, x: Tensor, targets, mode: str, coordinates: str, nea
         identity = np.eye(y.shape[axis])
         options = dict(roi=None if roi is None else list(roi), extrapolation_value=extrapolation_value,
                        coordinate_transformation_mode=coordinates, exclude_outside=exclude_outside)
-        matrix = op_resize._interpolate_1d_along_axis(identity, 0, scale, size, coefficients, **options)
-        bias = op_resize._interpolate_1d_along_axis(np.zeros_like(identity), 0, scale, size, coefficients, **options)
+        matrix = _along_axis(op_resize, identity, scale, size, coefficients, options)
+        bias = _along_axis(op_resize, np.zeros_like(identity), scale, size, coefficients, options)
         y = _apply(c, y, axis, matrix - bias, bias[:, 0], mode == "nearest")
     return ops.identity(x) if y is x else y
 
@@ -156,6 +156,18 @@ def _reference():
     from onnx.reference.ops import op_resize
 
     return op_resize
+
+
+def _along_axis(op_resize, data: np.ndarray, scale: float, size: int, coefficients, options) -> np.ndarray:
+    """The reference's resize of `data`'s axis 0 to `size`: its vectorised form
+    (onnx 1.18+), or its per-position form in older onnx releases."""
+    if hasattr(op_resize, "_interpolate_1d_along_axis"):
+        return op_resize._interpolate_1d_along_axis(data, 0, scale, size, coefficients, **options)
+    return np.array([
+        [op_resize._interpolate_1d_with_x(data[:, j], scale, size, x, coefficients, **options)
+         for j in range(data.shape[1])]
+        for x in range(size)
+    ])
 
 
 def _coefficients(op_resize, mode: str, nearest: str, a: float, antialias: bool):
