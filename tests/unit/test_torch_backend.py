@@ -187,3 +187,16 @@ def test_importable_as_gecomp_torch():
     from gecomp import torch as alias
 
     assert alias.backend is gtorch.backend
+
+
+def test_attention_from_sdpa_fuses_as_the_onnx_form_does():
+    """SDPA's decomposition (views merging the heads into one batch, q and k each
+    scaled by sqrt(scale)) converts to batch_matmul(q, k^T) * scale, which fusion
+    turns into flash attention."""
+    from gecomp.frontend.torch.backend import compile_module
+
+    model, inputs = bert()
+    module = gtorch.export_module(model.eval(), inputs)
+    fused = str(compile_module(module, "ge-graph-opt,ge-fuse"))
+    assert fused.count("fused.flash_attention") == 1
+    assert "ge.softmax" not in fused
