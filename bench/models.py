@@ -53,8 +53,9 @@ COLUMNS = [
 
 
 def measure(name: str, compile_too: bool, hw: str) -> None:
-    """Print the row of `name` as JSON lines, one after every step (the parent keeps
-    the last line it got, so a step that runs out of time leaves the earlier ones)."""
+    """Print the row of `name` as JSON lines, one after every step, `step` naming
+    the one under way ("" when done): the parent keeps the last line it got, so a
+    step that runs out of time leaves the earlier ones and is named."""
     from gecomp.bench import models
     from gecomp.bench.models import run
 
@@ -64,41 +65,41 @@ def measure(name: str, compile_too: bool, hw: str) -> None:
         row.update(values)
         print(json.dumps(row), flush=True)
 
-    emit(note="loading")
+    emit(step="loading")
     proto = models.load(name)
     inputs = models.inputs(name)
-    emit(note="import")
+    emit(step="import")
     start = time.perf_counter()
     try:
         module = run.import_proto(proto)
     except Exception as e:  # noqa: BLE001 - the row says why
-        emit(imports=_why(e), t_import=time.perf_counter() - start, note="")
+        emit(imports=_why(e), t_import=time.perf_counter() - start, step="")
         return
-    emit(imports="ok", t_import=time.perf_counter() - start, note="reference")
+    emit(imports="ok", t_import=time.perf_counter() - start, step="reference")
     reference = run.reference(module, inputs)
-    emit(note="onnxruntime")
+    emit(step="onnxruntime")
     want = run.onnxruntime_outputs(proto, inputs)
     error, relative = run.max_errors(want, reference)
-    emit(ref_err=error, ref_rel=relative, note="compile" if compile_too else "")
+    emit(ref_err=error, ref_rel=relative, step="compile" if compile_too else "")
     if not compile_too:
         return
     start = time.perf_counter()
     try:
         run.compile_module(module, hw)
     except Exception as e:  # noqa: BLE001
-        emit(compiles=_why(e), t_compile=time.perf_counter() - start, note="")
+        emit(compiles=_why(e), t_compile=time.perf_counter() - start, step="")
         return
-    emit(compiles="ok", t_compile=time.perf_counter() - start, note="simulate")
+    emit(compiles="ok", t_compile=time.perf_counter() - start, step="simulate")
     start = time.perf_counter()
     try:
         sim = run.simulate(module, inputs, want, hw)
     except Exception as e:  # noqa: BLE001
-        emit(sim_check=_why(e), t_simulate=time.perf_counter() - start, note="")
+        emit(sim_check=_why(e), t_simulate=time.perf_counter() - start, step="")
         return
     emit(
         sim_check=sim.worst_ratio, kernels=sim.kernels, cycles=sim.cycles, roofline=sim.roofline_cycles,
         ratio=sim.roofline_cycles / sim.cycles if sim.cycles else None,
-        t_simulate=time.perf_counter() - start, note=sim.worst if sim.worst_ratio > 1 else "",
+        t_simulate=time.perf_counter() - start, note=sim.worst if sim.worst_ratio > 1 else "", step="",
     )
 
 
@@ -128,16 +129,22 @@ def guarded_row(name: str, compile_too: bool, hw: str, timeout_s: float) -> dict
         out, err, code, timed_out = _text(e.stdout), _text(e.stderr), None, True
     lines = [line for line in out.splitlines() if line.startswith("{")]
     row = json.loads(lines[-1]) if lines else {"model": name}
-    step = row.get("note", "")
-    if timed_out:
+    step = row.pop("step", "")  # the step under way; "" once the last one is done
+    if timed_out and (step or not lines):
         row["note"] = f"{step or 'run'}: did not finish in {timeout_s:.0f} s"
         if step == "simulate":
             row["t_simulate"] = None
-    elif code != 0:
+    elif not timed_out and code != 0:
         last = [line for line in err.strip().splitlines() if line.strip()]
         row["note"] = f"crash in {step or 'run'}: {last[-1] if last else f'exit {code}'}"
     row["seconds"] = time.perf_counter() - start
     return row
+
+
+def _progress(row: dict) -> str:
+    """One line per finished model on standard error, while the table waits for all."""
+    steps = [f"{key}={_cell(key, row[key])}" for key, _ in COLUMNS[1:] if row.get(key) not in (None, "")]
+    return f"  {row['model']} ({row['seconds']:.0f} s): {', '.join(steps)}"
 
 
 def _text(data) -> str:
@@ -219,8 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in args.only or known:
         rows.append(guarded_row(name, compile_too, args.hw, args.timeout_s))
-        if not args.markdown:
-            print(f"  {name}: {rows[-1]['seconds']:.0f} s", file=sys.stderr, flush=True)
+        print(_progress(rows[-1]), file=sys.stderr, flush=True)
     print(format_table(rows, args.markdown))
     print("\n" + summary(rows, compile_too))
     return 0

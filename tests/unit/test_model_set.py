@@ -24,12 +24,12 @@ from gecomp.bench.models import run, stored  # noqa: E402
 COMMITTED = models.names(zoo=False)
 ZOO = models.names(committed=False)
 
-# Small enough to compile and simulate in CI in seconds (bench/models.py runs all).
+# Small enough to compile and simulate in CI in seconds (bench/models.py runs all;
+# the LSTM, LLaMA and the CNNs take minutes to compile today).
 COMPILED = [
     "transformer_encoder_layer.dynamo",
     "bert.torchscript",
-    "lstm.torchscript",
-    "wav2vec2_features.torchscript",
+    "distilbert.dynamo",
 ]
 
 SET_BUDGET_BYTES = 5 * 1024 * 1024
