@@ -460,12 +460,13 @@ def _emit_mod(v: VectorEmitter, x: Operand, y: Operand, dst: Tile, c_semantics: 
         _emit_integer_divide(v, x, y, remainder)
         v.binary(npu.VMulOp, remainder, y, remainder)
         v.binary(npu.VSubOp, x, remainder, remainder)
-        y_tile = _materialized(v, y, dst.element_type)
         if not c_semantics and not dtypes.is_unsigned(dst.element_type):
+            y_tile = _materialized(v, y, dst.element_type)
             _to_divisor_sign(v, remainder, y_tile)
+            if y_tile is not y:
+                v.release(y_tile)
         v.cast(remainder, dst)
-        for t in (remainder, *([y_tile] if y_tile is not y else [])):
-            v.release(t)
+        v.release(remainder)
         return
     xw, yw = (_materialized(v, o, f64) if not isinstance(o, Tile) else v.widened_to(o, f64) for o in (x, y))
     quotient, remainder, finite, infinite = v.temp(f64), v.temp(f64), v.temp(i1), v.temp(i1)
