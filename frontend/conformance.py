@@ -333,11 +333,12 @@ def format_table(rows: Sequence[OpRow], markdown: bool = False, first: str = "op
             name = f"**{r.op_type}**" if r.op_type == "total" else r.op_type
             lines.append(f"| {name} | {r.cases} | {r.passed} | {r.failed} | {r.unsupported} |")
         return "\n".join(lines)
-    lines.append(f"{header[0]:<20}{header[1]:>7}{header[2]:>8}{header[3]:>8}{header[4]:>13}")
+    width = max([20, *(len(r.op_type) + 2 for r in rows)])
+    lines.append(f"{header[0]:<{width}}{header[1]:>7}{header[2]:>8}{header[3]:>8}{header[4]:>13}")
     for r in rows:
         if r.op_type == "total":
-            lines.append("-" * 56)
-        lines.append(f"{r.op_type:<20}{r.cases:>7}{r.passed:>8}{r.failed:>8}{r.unsupported:>13}")
+            lines.append("-" * (width + 36))
+        lines.append(f"{r.op_type:<{width}}{r.cases:>7}{r.passed:>8}{r.failed:>8}{r.unsupported:>13}")
     return "\n".join(lines)
 
 
