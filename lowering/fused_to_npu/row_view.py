@@ -131,7 +131,7 @@ def row_view(k: KernelContext, output_roles: Sequence[Role] | None = None) -> Ro
         inputs = [_role(t, shape, k, merged) for t in k.inputs]
     cols = math.prod(shape[-merged:]) if shape else 1
     rows = math.prod(shape[:-merged]) if shape else 1
-    split = _split(cols, k.hw.capacity("ub") // _WIDEST_ROW_FRACTION) if output_roles is None else 1
+    split = wide_row_pieces(cols, k.hw) if output_roles is None else 1
     if split > 1:  # rows too wide for UB: each cut into `split` rows (ROW operands repeat with that period)
         inputs = [_role(t, shape, k, merged, split) for t in k.inputs]
         rows, cols = rows * split, cols // split
@@ -221,6 +221,11 @@ def operand_role(k: KernelContext, t: GmTensor, shape: Sequence[int]) -> RowOper
 _WIDEST_ROW_FRACTION = 64
 """An elementwise row wider than UB / this many elements is cut (its buffers,
 double-buffered, and the temporaries of a gelu would not leave room for rows)."""
+
+
+def wide_row_pieces(cols: int, hw) -> int:
+    """Into how many rows an elementwise row of `cols` elements is cut on `hw` (1: it fits)."""
+    return _split(cols, hw.capacity("ub") // _WIDEST_ROW_FRACTION)
 
 
 def _split(cols: int, widest: int) -> int:

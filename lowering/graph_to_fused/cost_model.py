@@ -249,9 +249,11 @@ def _row_dims(part: Part, anchor: SSAValue) -> tuple[int, ...]:
 
 
 def _broadcast_along_rows(v: SSAValue, anchor: SSAValue, row_rank: int) -> bool:
-    """`v`, aligned to the right of `anchor`, is 1 in every row dim: each tile
-    needs all of it."""
+    """`v`, aligned to the right of `anchor`, is 1 in every row dim where the
+    anchor has more than one row: each tile needs all of it. (With one row, such as
+    a (1, N) value, nothing is broadcast: the value is split like the anchor.)"""
     shape = tuple(v.type.get_shape())
+    rows = tuple(anchor.type.get_shape())[:row_rank]
     aligned = (1,) * (len(anchor.type.get_shape()) - len(shape)) + shape
-    return all(d == 1 for d in aligned[:row_rank])
+    return any(r > 1 for r in rows) and all(d == 1 for d, r in zip(aligned, rows) if r > 1)
 

@@ -77,6 +77,21 @@ func.func @main(%x: tensor<6x31x8xf16>) -> tensor<6x31x5xf16> {
   %y = ge.batch_matmul %s, %w : (tensor<6x31x8xf16>, tensor<8x5xf16>) -> tensor<6x31x5xf16>
   return %y : tensor<6x31x5xf16>
 }""",
+    # An exact-erf GELU (as ONNX exports it) over one long row: one group, whose
+    # rows are cut to fit UB as an elementwise kernel's are (it used to be grouped,
+    # then split back into five kernels by fused-ungroup).
+    "erf-gelu-over-a-long-row": """
+func.func @main(%x: tensor<1x32768xf32>) -> tensor<1x32768xf32> {
+  %s2 = ge.const dense<1.41421354> : tensor<f32>
+  %one = ge.const dense<1.0> : tensor<f32>
+  %half = ge.const dense<0.5> : tensor<f32>
+  %d = ge.div %x, %s2 : (tensor<1x32768xf32>, tensor<f32>) -> tensor<1x32768xf32>
+  %e = ge.erf %d : (tensor<1x32768xf32>) -> tensor<1x32768xf32>
+  %a = ge.add %e, %one : (tensor<1x32768xf32>, tensor<f32>) -> tensor<1x32768xf32>
+  %m = ge.mul %x, %a : (tensor<1x32768xf32>, tensor<1x32768xf32>) -> tensor<1x32768xf32>
+  %y = ge.mul %m, %half : (tensor<1x32768xf32>, tensor<f32>) -> tensor<1x32768xf32>
+  return %y : tensor<1x32768xf32>
+}""",
 }
 
 PRESETS = ("ascend910", "tiny")
@@ -118,3 +133,10 @@ def test_fusion_only_makes_kernels_that_exist(case: str, hw: str):
     made = [op for op in module.walk() if op.dialect_name() == "fused" and not isinstance(op, fused.YieldOp)]
     for op in made:
         assert kernel_problem(op, load_preset(hw)) is None, op.name
+
+
+@pytest.mark.parametrize("hw", PRESETS)
+def test_a_long_elementwise_row_is_one_group(hw: str):
+    module = _compiled(CASES["erf-gelu-over-a-long-row"], f"ge-graph-opt,ge-fuse{{hw={hw}}}")
+    groups = [op for op in module.walk() if isinstance(op, fused.GroupOp)]
+    assert len(groups) == 1 and len(groups[0].body_ops()) >= 5

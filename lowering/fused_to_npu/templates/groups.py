@@ -38,6 +38,7 @@ from ....dialects.ge.formats import Format, format_of
 from ..context import GmTensor, KernelContext, kernel_for
 from ..nz_rows import NzRows
 from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel
+from ..row_view import wide_row_pieces
 from ..vector_emitter import UB_ALIGN_BYTES, Operand, Tile, VectorEmitter, VectorUnsupported, emit_elementwise
 from .normalization import layer_norm_rows, softmax_rows
 from .reduction import reduce_into
@@ -196,11 +197,35 @@ class _GroupKernel:
 
     def emit(self) -> None:
         plan, k = self.plan, self.k
+        pieces = self._pieces()
+        if pieces > 1:  # rows too wide for UB: each cut into `pieces` rows
+            for value in plan.values.values():
+                if value.kind == "full":
+                    value.width //= pieces
+            plan.width //= pieces
         inputs = [self._operand(t, plan.values[a]) for t, a in zip(k.inputs, self.args)]
         outputs = [self._output(t, plan.values[y]) for t, y in zip(k.outputs, self.yields)]
-        view = RowView(max(1, plan.rows), plan.width, inputs, outputs, flat=False)
-        k.explain(f"group of {len(self.op.body_ops())} ops on rows {list(plan.lead)}, widest value {plan.width}")
+        view = RowView(max(1, plan.rows) * pieces, plan.width, inputs, outputs, flat=False)
+        k.explain(
+            f"group of {len(self.op.body_ops())} ops on rows {list(plan.lead)}"
+            + (f", each cut into {pieces}" if pieces > 1 else "")
+            + f", widest value {plan.width}"
+        )
         emit_row_kernel(k, view, self._body)
+
+    def _pieces(self) -> int:
+        """Into how many rows each row is cut when it is too wide for UB (as the
+        elementwise kernels cut theirs, `row_view.wide_row_pieces`): only when every
+        op is elementwise, every value is a whole row or a scalar, and every GM
+        tensor is ND, so a piece of a row is computed like a row."""
+        plan, k = self.plan, self.k
+        if any(not (o.name in _ELEMENTWISE_NAMES or isinstance(o, (*_ALIASES, ge.ConstOp))) for o in self.op.body_ops()):
+            return 1
+        if any(v.kind == "row" or (v.kind == "full" and v.width != plan.width) for v in plan.values.values()):
+            return 1
+        if any(t.format != Format.ND and t.numel > 1 for t in [*k.inputs, *k.outputs]):
+            return 1
+        return wide_row_pieces(plan.width, k.hw)
 
     def _operand(self, t: GmTensor, value: Value) -> RowOperand:
         self._check_format(t, value)
