@@ -93,6 +93,11 @@ class GEOptMain(xDSLOptMain):
             "--list-passes", action="store_true", help="list the passes with their options and exit"
         )
         arg_parser.add_argument(
+            "--graph",
+            metavar="FILE.dot|png|svg",
+            help="write the graph of @main after the passes (Graphviz DOT; PNG / SVG need the dot program)",
+        )
+        arg_parser.add_argument(
             "--load-patterns",
             metavar="FILE.py",
             action="append",
@@ -124,6 +129,10 @@ class GEOptMain(xDSLOptMain):
                 verify_module(module)
                 self._apply(passes, module)
                 outputs.append(self._print(module))
+                if self.args.graph:
+                    from ..simulator.npu.plots import write_graph
+
+                    write_graph(module, self.args.graph)
                 diagnostics = []
             except CompileError as e:
                 if not self.args.verify_diagnostics:

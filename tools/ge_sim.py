@@ -52,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", action="store_true", help="print the execution report")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome trace (npu level)")
+    p.add_argument("--plot-timeline", "--plot", metavar="FILE.png|svg",
+                   help="picture of cores x pipes over time, launches and phases marked (npu level)")
+    p.add_argument("--plot-roofline", metavar="FILE.png|svg",
+                   help="picture of each kernel's simulated cycles against its roofline bound")
+    p.add_argument("--plot-memory", metavar="FILE.png|svg",
+                   help="picture of the GM memory plan: buffers as offset x lifetime rectangles")
     p.add_argument(
         "--compare-each",
         action="store_true",
@@ -108,10 +114,11 @@ def run(args: argparse.Namespace) -> int:
     check_allocatable(module)
     specs = input_specs(main_function(module))
     inputs = load_inputs(args.inputs, specs) if args.inputs else random_inputs(specs, args.seed)
-    execution = execute(module, inputs, hw=args.hw, trace=bool(args.trace))
-    if execution.report is None and (args.json or args.trace):
+    pictures = {"timeline": args.plot_timeline, "roofline": args.plot_roofline, "memory": args.plot_memory}
+    execution = execute(module, inputs, hw=args.hw, trace=bool(args.trace or args.plot_timeline))
+    if execution.report is None and (args.json or args.trace or any(pictures.values())):
         raise CompileError(
-            f"--json and --trace need an npu-level module; this one is at the "
+            f"--json, --trace and --plot-* need an npu-level module; this one is at the "
             f"{execution.level} level (compile it with --pipeline ge-compile)"
         )
 
@@ -125,11 +132,26 @@ def run(args: argparse.Namespace) -> int:
         _write(args.json, execution.report.json_text())
     if args.trace:
         _write(args.trace, execution.report.trace_text())
+    _draw(pictures, module, execution.report)
 
     if reference_module is not None:
         expected = execute(reference_module, inputs).results
         return _check(execution.outputs, expected, execution.results, precision_floor(reference_module))
     return 0
+
+
+def _draw(pictures: dict[str, str | None], module, report) -> None:
+    """The --plot-* pictures (matplotlib is imported only when one is asked for)."""
+    if not any(pictures.values()):
+        return
+    from ..simulator.npu import plots
+
+    if pictures["timeline"]:
+        plots.timeline(report, pictures["timeline"])
+    if pictures["roofline"]:
+        plots.roofline(report, pictures["roofline"])
+    if pictures["memory"]:
+        plots.memory_plan(module, report, pictures["memory"])
 
 
 def _compare_each(args: argparse.Namespace, source, compiled, graph_types) -> int:
