@@ -111,8 +111,10 @@ def _format_default(f: dataclasses.Field) -> str:
 _MODULE_WRAPPER = re.compile(r"^\s*builtin\.module\s*\((.*)\)\s*$", re.S)
 
 
-def parse_pass_pipeline(text: str) -> list[ModulePass]:
-    """`a,b{opt=1}` or MLIR's `builtin.module(a,b{opt=1})` into pass instances."""
+def parse_pass_pipeline(text: str, defaults: dict[str, object] | None = None) -> list[ModulePass]:
+    """`a,b{opt=1}` or MLIR's `builtin.module(a,b{opt=1})` into pass instances.
+    `defaults` gives options to every pass that has them and was not given them
+    in `text` (`ge-sim --hw tiny` compiles `ge-compile` for tiny)."""
     match = _MODULE_WRAPPER.match(text)
     if match:
         text = match.group(1)
@@ -130,6 +132,9 @@ def parse_pass_pipeline(text: str) -> list[ModulePass]:
             raise CompileError(f"unknown pass '{spec.name}' (see --list-passes)")
         pass_class = passes[spec.name]()
         known = {f.name.replace("_", "-") for f in dataclasses.fields(pass_class)}
+        for option, value in (defaults or {}).items():
+            if option in known and option not in spec.parameters and option.replace("-", "_") not in spec.parameters:
+                spec.parameters[option] = [value]
         for option in spec.parameters:
             if option.replace("_", "-") not in known:
                 listed = ", ".join(sorted(known)) or "none"

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     ctx = make_context()
     module = load_module(ctx, args.file)
     reference_module = module.clone() if args.check else None
-    passes = parse_pass_pipeline(args.pipeline)
+    passes = parse_pass_pipeline(args.pipeline, {"hw": args.hw} if args.hw else None)
     instrumentation = Instrumentation()
     source_module, graph_types = (module.clone(), {}) if args.compare_each else (None, None)
     if graph_types is not None:
