@@ -26,6 +26,10 @@ def kernel_problem(op: Operation, hw: HardwarePreset) -> str | None:
     template = template_for(op)
     if template is None:
         return "no kernel template"
+    if not op.results:
+        # A group of dead ops (nothing it computes is used): there is no kernel to
+        # build, and nothing to fuse; dead-code elimination erases the ops.
+        return "computes nothing that is used"
     values = [*op.operands, *op.results]
     b = KernelBuilder("scratch", [gm_memref(v.type) for v in values])
     k = KernelContext(op, b, [], [], hw)
