@@ -121,7 +121,12 @@ def _library_step(what: str, function, *args):
 
 def model_from_proto(proto) -> Model:
     """The neutral model of an `onnx.ModelProto`, prepared (`prepare`) first."""
-    proto = prepare(proto)
+    return model_as_read(prepare(proto))
+
+
+def model_as_read(proto) -> Model:
+    """The neutral model of an `onnx.ModelProto` as it is (not prepared): what the
+    textual reader must agree with."""
     return Model(
         graph=graph_from_proto(proto.graph),
         opsets={o.domain: o.version for o in proto.opset_import},

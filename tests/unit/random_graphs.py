@@ -356,6 +356,56 @@ def _make_where(b: _Builder, op_class) -> None:
     b.emit(ge.WhereOp.new(cond, x, y))
 
 
+@_maker(ge.CompareOp, ge.AndOp, ge.OrOp, ge.NotOp)
+def _make_mask(b: _Builder, op_class) -> None:
+    """A mask (comparisons combined by and / or / not) selecting between two values,
+    as attention masks do: the mask is i1, the result of the element type."""
+    x = b.value()
+    shape = tuple(x.type.get_shape())
+
+    def comparison():
+        rhs = b.value(b.partner_shape(shape))
+        predicate = b.choice(tuple(ge.COMPARISONS))
+        return b.emit(ge.CompareOp.new(x, rhs, predicate=predicate), False).result
+
+    mask = comparison()
+    if op_class in (ge.AndOp, ge.OrOp):
+        mask = b.emit(op_class.new(mask, comparison()), False).result
+    elif op_class is ge.NotOp:
+        mask = b.emit(ge.NotOp.new(mask), False).result
+    other = b.value(tuple(mask.type.get_shape()))
+    b.emit(ge.WhereOp.new(mask, x, other))
+
+
+@_maker(ge.ModOp)
+def _make_mod(b: _Builder, op_class) -> None:
+    x = b.value()
+    divisor = b.positive(b.value(b.partner_shape(tuple(x.type.get_shape()))))
+    if b.flag():
+        divisor = b.emit(ge.NegOp.new(divisor), False).result  # the result takes the divisor's sign
+    b.emit(ge.ModOp.new(x, divisor, fmod=b.flag()))
+
+
+@_maker(ge.SignOp)
+def _make_sign(b: _Builder, op_class) -> None:
+    b.emit(ge.SignOp.new(b.value()))
+
+
+@_maker(ge.FloorOp, ge.CeilOp, ge.RoundOp, *ge.TRIGONOMETRIC_OPS, integers=False)
+def _make_rounding_or_trigonometric(b: _Builder, op_class) -> None:
+    """Inputs kept in each function's domain: (-1, 1) for asin / acos / atanh (a
+    scaled tanh), [1, ...) for acosh, |x| < 1 for tan, small for sinh / cosh."""
+    x = b.value()
+    if op_class in (ge.AsinOp, ge.AcosOp, ge.AtanhOp, ge.TanOp, ge.SinhOp, ge.CoshOp):
+        x = b.scale(b.bounded(x), 0.9)
+    elif op_class is ge.AcoshOp:
+        x = b.positive(x)
+        x = b.emit(ge.AddOp.new(x, b.splat(0.5, TensorType(b.element_type, []))), False).result
+    elif op_class in (ge.FloorOp, ge.CeilOp, ge.RoundOp):
+        x = b.scale(x, 3.3)  # values away from the halves most of the time
+    b.emit(op_class.new(x))
+
+
 def _maybe_transposed(b: _Builder, shape: tuple[int, ...], make: Callable[[tuple[int, ...]], SSAValue]) -> SSAValue:
     """A value of `shape`, sometimes produced by a transpose of its last two dims
     (which canonicalisation moves into the matmul's flags)."""

@@ -24,13 +24,13 @@ FILES = [p for p in FILES if "Output" not in p.parts]
 def onnx_reading(text: str):
     """The model as onnx.parser reads it, in our form (None if onnx.parser rejects it)."""
     onnx_parser = pytest.importorskip("onnx.parser")
-    from gecomp.frontend.onnx_proto import model_from_proto
+    from gecomp.frontend.onnx_proto import model_as_read
 
     try:
         proto = onnx_parser.parse_model(text)
     except Exception:  # noqa: BLE001 - onnx.parser raises a bare parse error
         return None
-    return model_from_proto(proto)
+    return model_as_read(proto)
 
 
 def assert_same_as_onnx(text: str) -> None:

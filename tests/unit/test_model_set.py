@@ -132,7 +132,7 @@ def test_strip_records_rows_and_keeps_vectors_small_integer_and_non_finite_tenso
     np.testing.assert_array_equal(restored["big"], again)
     assert restored["big"].dtype == np.float32 and restored["big"].shape == (64, 64)
     # each row keeps its mean and spread (up to the clip to the tensor's range)
-    np.testing.assert_allclose(restored["big"].mean(axis=1), big.mean(axis=1), atol=0.05 * scales.ravel())
+    assert np.all(np.abs(restored["big"].mean(axis=1) - big.mean(axis=1)) <= 0.05 * scales.ravel())
     np.testing.assert_allclose(restored["big"].std(axis=1), big.std(axis=1), rtol=0.05)
     assert big.min() <= restored["big"].min() and restored["big"].max() <= big.max()
     assert not np.array_equal(restored["big"], big)  # regenerated, not stored
