@@ -189,6 +189,17 @@ def test_importable_as_gecomp_torch():
     assert alias.backend is gtorch.backend
 
 
+def test_import_gecomp_torch_works_in_a_fresh_interpreter_and_is_one_module():
+    """`import gecomp.torch` as the first import (an alias, no root torch.py that
+    would shadow the real torch for anyone running Python in the repository)."""
+    check = (
+        "import gecomp.torch, gecomp.frontend.torch as f, torch, sys;"
+        "assert gecomp.torch is f and sys.modules['gecomp.torch'] is f;"
+        "assert hasattr(torch, 'compile')"
+    )
+    subprocess.run([sys.executable, "-c", check], check=True, timeout=300)
+
+
 def test_attention_from_sdpa_fuses_as_the_onnx_form_does():
     """SDPA's decomposition (views merging the heads into one batch, q and k each
     scaled by sqrt(scale)) converts to batch_matmul(q, k^T) * scale, which fusion
