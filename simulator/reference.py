@@ -42,6 +42,9 @@ def evaluate_values(block: Block, args: Sequence[np.ndarray]) -> dict[SSAValue, 
 
 def run_reference(module: ModuleOp, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Outputs of `@main` for positional inputs, checked against the signature."""
+    partitioned = module.attributes.get("ge.devices")
+    if partitioned is not None:
+        raise CompileError(f"the module is partitioned for {partitioned.value.data} devices: run it on all of them (ge-sim --devices)", module)
     main = main_function(module)
     arg_types = main.function_type.inputs.data
     if len(inputs) != len(arg_types):
