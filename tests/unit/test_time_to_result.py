@@ -1,0 +1,47 @@
+"""bench/time_to_result.py: a row of one small model of the set, measured in child
+processes as the bench measures every model, has sane figures; a child that runs
+out of time says so; the table prints."""
+
+import importlib
+import os
+
+import pytest
+
+pytest.importorskip("onnxruntime")
+
+SMALL = "bert.torchscript"  # compiles and simulates in seconds (test_model_set.COMPILED)
+
+
+def _bench():
+    return importlib.import_module("gecomp.bench.time_to_result")
+
+
+def test_row_of_a_small_model_has_sane_figures(tmp_path):
+    bench = _bench()
+    row = bench.measure_row(SMALL, str(tmp_path), str(tmp_path / "cache"), None, timeout=240)
+    cells = row.cells()
+    assert cells["note"] == "", cells["note"]
+    for key in ("t_import", "t_compile", "t_simulate", "rss", "full_simulate", "full_rss"):
+        assert cells[key] is not None and cells[key] >= 0, key
+    assert cells["instructions"] > 0 and cells["cycles"] > 0 and cells["ips"] > 0
+    assert 30 < cells["rss"] < 4096  # MiB: a Python process with numpy, not a parent's inherited peak
+    # outputs checked against onnxruntime, and the full simulation agrees exactly
+    assert row.fast.get("outputs") == 1 and 0 <= cells["check"] <= 1
+    assert row.full.get("cycles") == row.fast.get("cycles")
+    assert row.full.get("digest") == row.fast.get("digest")
+    assert not os.path.exists(tmp_path / f"{SMALL}.onnx")  # the prepared files are removed
+    table = bench.format_table([row], markdown=True)
+    assert table.splitlines()[2].startswith(f"| {SMALL} |")
+
+
+def test_a_child_out_of_time_names_its_step(tmp_path):
+    bench = _bench()
+    model, data = bench.prepare(SMALL, str(tmp_path), str(tmp_path / "cache"))
+    child = bench.run_child(model, data, None, False, timeout=0.5)
+    assert "did not finish in 0.5 s" in child.note
+    assert child.get("cycles") is None
+
+
+def test_unknown_model_is_a_one_line_error(capsys):
+    assert _bench().main(["--models", "no_such_model"]) == 1
+    assert "unknown model(s) no_such_model" in capsys.readouterr().err
