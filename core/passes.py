@@ -41,6 +41,7 @@ _PROJECT_PASSES: dict[str, str] = {
     "ge-constant-fold": ".transforms.graph.constant_fold:ConstantFoldPass",
     "ge-fold-batchnorm": ".transforms.graph.fold_batchnorm:FoldBatchNormPass",
     "ge-layout": ".transforms.graph.layout:LayoutPass",
+    "ge-precision": ".transforms.graph.precision:PrecisionPass",
     "ge-graph-opt": ".transforms.graph.pipeline:GraphOptPipeline",
     # NPU level (transforms/npu)
     "npu-serialize": ".transforms.npu.serialize:SerializePass",

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from xdsl.passes import ModulePass
 
 from ..core.passes import PipelinePass
+from ..core.precision import DEFAULT_MODE, MUST_KEEP_ORIGIN_DTYPE
+from ..transforms.graph.precision import PrecisionPass
 from ..transforms.npu.double_buffer import DoubleBufferPass
 from ..transforms.npu.insert_sync import InsertSyncPass
 from ..transforms.npu.plan_local_memory import PlanLocalMemoryPass
@@ -78,7 +80,10 @@ class LowerToNpuPipeline(PipelinePass):
 class CompilePipeline(PipelinePass):
     """The whole compiler: graph optimisation, fusion, lowering to NPU instructions.
     Eager mode (`fuse=false`) keeps one launch per op: it merges no launches.
-    `tune=N` picks each cube kernel's tiling by simulation (see ge-lower-to-npu)."""
+    `tune=N` picks each cube kernel's tiling by simulation (see ge-lower-to-npu).
+    `precision=MODE` is ATC's --precision_mode (ge-precision, after graph
+    optimisation and before fusion); `precision-keep-fp32=op,op` and
+    `precision-allow-fp16=op,op` adjust its lists."""
 
     name = "ge-compile"
 
@@ -90,12 +95,31 @@ class CompilePipeline(PipelinePass):
     double_buffer: bool = True
     merge: bool = True
     tune: int = 0
+    precision: str = DEFAULT_MODE
+    precision_keep_fp32: tuple[str, ...] = ()
+    precision_allow_fp16: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        self.precision_stage()  # a bad mode or op name is an error when the pipeline is parsed
+
+    def precision_stage(self) -> PrecisionPass:
+        return PrecisionPass(
+            mode=self.precision,
+            keep_fp32=self.precision_keep_fp32,
+            allow_fp16=self.precision_allow_fp16,
+            debug=self.debug,
+        )
 
     def stages(self) -> list[ModulePass]:
         from ..core.passes import available_passes
 
         passes = available_passes()
-        stages: list[ModulePass] = [passes["ge-graph-opt"]()()]
+        graph_opt = passes["ge-graph-opt"]()
+        stages: list[ModulePass] = [graph_opt()]
+        if self.precision != MUST_KEEP_ORIGIN_DTYPE:
+            # Physical formats depend on the element type (C0 = 32 bytes / element):
+            # choose them once the precision is known.
+            stages = [graph_opt(layout=False), self.precision_stage(), graph_opt()]
         if self.fuse:
             stages.append(passes["ge-fuse"]()(hw=self.hw))
         stages.append(

@@ -12,7 +12,11 @@ Integers and booleans must match exactly.
 
 A result is no more precise than the least precise float type it went through:
 an f32 output computed from fp16 tensors is compared at fp16 tolerance
-(`precision_floor` finds that type in a module).
+(`precision_floor` finds that type in a module). That includes the types the
+compiler chose: a module compiled with a precision mode that computed ops in
+f16 (`ge-compile{precision=...}`, recorded on the module, `core/precision.py`)
+is compared with its f32 source at fp16 tolerance (`compiled_floor`), and one
+compiled in its own types at the source's.
 """
 
 from __future__ import annotations
@@ -81,6 +85,19 @@ def precision_floor(module) -> np.dtype | None:
         if isinstance(t, TensorType | MemRefType) and dtypes.is_float(t.element_type)
     }
     return max(found, key=_own_tolerance) if found else None
+
+
+def compiled_floor(source, compiled) -> np.dtype | None:
+    """The tolerance floor for comparing `compiled` with the reference run of
+    `source`: the source's own floor, lowered to f16 when the compiler recorded
+    ops it computed in f16."""
+    from ..core import precision
+
+    floor = precision_floor(source)
+    if not precision.recorded_lowered(compiled):
+        return floor
+    candidates = [np.dtype(np.float16), *([floor] if floor is not None else [])]
+    return max(candidates, key=_own_tolerance)
 
 
 def worst_mismatch(

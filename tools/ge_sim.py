@@ -13,7 +13,8 @@ from ..core.context import make_context
 from ..core.diagnostics import CompileError, argument_error
 from ..core.parsing import load_module
 from ..core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
-from ..simulator.compare import precision_floor, worst_mismatch
+from ..core import precision
+from ..simulator.compare import compiled_floor, worst_mismatch
 from ..simulator.hardware import load_preset
 from ..simulator.limits import check_allocatable
 from ..simulator.npu.localize import compare_each, first_mismatch, named_types, reference_by_name
@@ -128,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
         save_outputs(args.outputs, execution.outputs, execution.results)
     if args.report:
         print(f"level: {execution.level} (reference interpreter)" if execution.report is None else execution.report)
+        if precision.summary(module):
+            print(precision.summary(module))
     if args.json:
         _write(args.json, execution.report.json_text())
     if args.trace:
@@ -136,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
 
     if reference_module is not None:
         expected = execute(reference_module, inputs).results
-        return _check(execution.outputs, expected, execution.results, precision_floor(reference_module))
+        return _check(execution.outputs, expected, execution.results, compiled_floor(reference_module, module))
     return 0
 
 
