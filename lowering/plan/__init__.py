@@ -2,6 +2,7 @@
 
 * `launches.py`: the host plan as the planners see it (buffers, launches, order);
 * `streams.py`: `npu-assign-streams`, streams and events;
+* `timing.py`: the estimated time of a host plan, which automatic streams are chosen by;
 * `lifetimes.py`: buffer lifetimes under the concurrent schedule, the lower bound;
 * `placement.py`: the placement strategies;
 * `in_place.py`: outputs written over inputs that die at the same launch;

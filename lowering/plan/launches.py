@@ -133,6 +133,7 @@ class HostPlanModel:
         self._roots: dict[SSAValue, Buffer] = {}
         self._modes: dict[str, list[tuple[bool, bool]]] = {}
         self._read()
+        self._by_op = {launch.op: launch for launch in self.launches}
         self.compute_clocks()
 
     # ---- reading ------------------------------------------------------------------
@@ -197,6 +198,10 @@ class HostPlanModel:
                     clock = clocks[a.stream]
                     for stream, count in recorded[a.event].items():
                         clock[stream] = max(clock.get(stream, 0), count)
+
+    def launch_of(self, op: npu.LaunchOp) -> Launch:
+        """The model of launch `op` (by identity; the model is read once)."""
+        return self._by_op[op]
 
     def uses(self) -> dict[Buffer, list[Launch]]:
         """The launches using each buffer, in host order."""

@@ -27,11 +27,19 @@ plan, as GE builds it:
    waits for. One record serves every wait on it;
 5. event ids are reused: an id is busy from its record to its last wait (in
    host order), then free again (interval colouring, lowest free id first).
+
+With `streams=0` the pass then weighs that plan against fewer streams: the
+groups of step 2 are merged on, a pair at a time by the same rule, down to one
+stream, and the plan (streams, host order, events, and the launches
+`npu-merge-launches` will join) with the fewest estimated cycles is kept, the
+fewest streams on a tie (`timing.py`: concurrency is worth only what it saves
+over the dispatches that merging would have saved). Streams therefore never
+cost time by the estimate: one stream is always a candidate.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -42,7 +50,9 @@ from ...core.diagnostics import CompileError
 from ...core.passes import record_statistic
 from ...dialects import npu
 from ...dialects.ge.base import Kind, to_attribute
+from ...simulator.hardware import load_preset
 from .launches import EVENTS, HostPlanModel, hoist_definitions
+from .timing import PlanTimer
 
 MAX_AUTO_STREAMS = 16
 """The most streams `streams=0` uses: a cap on the hardware queues one plan may take."""
@@ -50,16 +60,22 @@ MAX_AUTO_STREAMS = 16
 
 @dataclass(frozen=True)
 class AssignStreamsPass(ModulePass):
-    """Assign launches to streams (0: automatic) and insert the events they need."""
+    """Assign launches to streams (0: automatic, the estimated fastest on `hw`, counting
+    the launches that `merge` joins) and insert the events they need."""
 
     name = "npu-assign-streams"
 
     streams: int = 0
+    hw: str = "ascend910"
+    merge: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.streams < 0:
             raise CompileError(f"npu-assign-streams: streams must be >= 0 (0: automatic), got {self.streams}")
-        schedule = assign_streams(op, self.streams)
+        timer = PlanTimer(load_preset(self.hw), self.merge) if self.streams == 0 else None
+        schedule = assign_streams(op, self.streams, timer)
+        if schedule.estimates:
+            record_statistic(self.name, "stream counts weighed", len(schedule.estimates))
         record_statistic(self.name, "streams", schedule.stream_count)
         record_statistic(self.name, "cross-stream dependencies", schedule.cross_dependencies)
         record_statistic(self.name, "events", schedule.records)
@@ -74,20 +90,40 @@ class Schedule:
     records: int
     waits: int
     event_ids: int
+    estimates: dict[int, float] = field(default_factory=dict)  # stream count -> estimated cycles, where weighed
 
 
-def assign_streams(module: ModuleOp, streams: int) -> Schedule:
-    """Streams, host order and events of `module`'s host plan (rewritten in place)."""
+def assign_streams(module: ModuleOp, streams: int, timer: PlanTimer | None = None) -> Schedule:
+    """Streams, host order and events of `module`'s host plan (rewritten in place).
+    With `streams=0` and a `timer`, the estimated fastest of the automatic plan and
+    the plans of fewer streams its groups merge into (see the module docstring);
+    without a timer, the automatic plan itself."""
     plan = HostPlanModel(module)
     preds = plan.dependencies()
-    n = len(plan.launches)
     depth = _depths(preds)
-    chains = _merge(path_cover(n, preds), preds, depth, streams)
+    groups = _merge(path_cover(len(plan.launches), preds), preds, depth, streams)
+    if streams or timer is None:
+        return _apply_groups(plan, groups, depth)
+    estimates: dict[int, float] = {}
+    candidates = [groups]
+    while len(candidates[-1]) > 1:
+        candidates.append(_merge_pair(candidates[-1], preds, depth))
+    for candidate in candidates:
+        _apply_groups(plan, candidate, depth)
+        estimates[len(candidate)] = timer.estimated_cycles(plan)
+    best = min(candidates, key=lambda c: (estimates[len(c)], len(c)))
+    schedule = _apply_groups(plan, best, depth)
+    return replace(schedule, estimates=estimates)
+
+
+def _apply_groups(plan: HostPlanModel, groups: list[list[int]], depth: list[int]) -> Schedule:
+    """A stream per group (numbered by first launch); the host order of step 3."""
+    n = len(plan.launches)
     stream_of = [0] * n
-    for stream, chain in enumerate(sorted(chains, key=min)):
-        for i in chain:
+    for stream, group in enumerate(sorted(groups, key=min)):
+        for i in group:
             stream_of[i] = stream
-    order = list(range(n)) if len(chains) <= 1 else sorted(range(n), key=lambda i: (depth[i], i))
+    order = list(range(n)) if len(groups) <= 1 else sorted(range(n), key=lambda i: (depth[i], i))
     return apply_schedule(plan, order, stream_of)
 
 
@@ -170,15 +206,31 @@ def _depths(preds: list[list[int]]) -> list[int]:
 def _merge(chains: list[list[int]], preds: list[list[int]], depth: list[int], streams: int) -> list[list[int]]:
     """Merge paths into streams (see the module docstring, step 2)."""
     groups = [sorted(c) for c in chains]
-    edges = {(i, j) for j, before in enumerate(preds) for i in before}
+    edges = _edges(preds)
     limit = streams if streams > 0 else MAX_AUTO_STREAMS
     while len(groups) > 1:
         (a, b), shared = _best_pair(groups, edges, depth)
         if len(groups) <= limit and (streams > 0 or shared > 0):
             break
-        groups[a] = sorted(groups[a] + groups[b])
-        del groups[b]
+        groups = _joined(groups, a, b)
     return groups
+
+
+def _merge_pair(groups: list[list[int]], preds: list[list[int]], depth: list[int]) -> list[list[int]]:
+    """`groups` with their best pair (`_best_pair`) on one stream."""
+    (a, b), _ = _best_pair(groups, _edges(preds), depth)
+    return _joined(groups, a, b)
+
+
+def _edges(preds: list[list[int]]) -> set[tuple[int, int]]:
+    return {(i, j) for j, before in enumerate(preds) for i in before}
+
+
+def _joined(groups: list[list[int]], a: int, b: int) -> list[list[int]]:
+    joined = [list(g) for g in groups]
+    joined[a] = sorted(joined[a] + joined[b])
+    del joined[b]
+    return joined
 
 
 def _best_pair(groups: list[list[int]], edges: set[tuple[int, int]], depth: list[int]):

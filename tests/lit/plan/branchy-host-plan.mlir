@@ -3,11 +3,17 @@
 // cross-stream dependency with the event id reused, GM offsets under the
 // concurrent schedule, and in-place reuse where a buffer dies at a kernel that
 // allows it. With one stream the branches are ordered, so more bytes are shared.
-// RUN: ge-opt %s -p 'npu-assign-streams,npu-plan-gm{hw=tiny}' | filecheck %s --check-prefix=AUTO
+// Automatic streams weigh the plan by its estimated time: without launch merging
+// (merge=false, as in eager mode) the two streams hide one chain's dispatches behind
+// the other's; with merging (the default), one stream pays one dispatch and four
+// barriers, and is kept.
+// RUN: ge-opt %s -p 'npu-assign-streams{hw=tiny merge=false},npu-plan-gm{hw=tiny}' | filecheck %s --check-prefix=AUTO
+// RUN: ge-opt %s -p 'npu-assign-streams{hw=tiny},npu-plan-gm{hw=tiny}' | filecheck %s --check-prefix=ONE
+// RUN: ge-opt %s -p 'npu-assign-streams{hw=tiny}' --pass-statistics 2>&1 >/dev/null | filecheck %s --check-prefix=WEIGHED
 // RUN: ge-opt %s -p 'npu-assign-streams{streams=1},npu-plan-gm{hw=tiny}' | filecheck %s --check-prefix=ONE
 // RUN: ge-opt %s -p 'npu-assign-streams{streams=1},npu-plan-gm{hw=tiny reuse=false}' | filecheck %s --check-prefix=NONE
-// RUN: ge-opt %s -p 'npu-assign-streams,npu-plan-gm{hw=tiny}' --pass-statistics 2>&1 >/dev/null | filecheck %s --check-prefix=STATS
-// RUN: ge-opt %s -p 'npu-assign-streams,npu-plan-gm{hw=tiny}' -o %t.mlir
+// RUN: ge-opt %s -p 'npu-assign-streams{hw=tiny merge=false},npu-plan-gm{hw=tiny}' --pass-statistics 2>&1 >/dev/null | filecheck %s --check-prefix=STATS
+// RUN: ge-opt %s -p 'npu-assign-streams{hw=tiny merge=false},npu-plan-gm{hw=tiny}' -o %t.mlir
 // RUN: ge-sim %t.mlir --hw tiny --seed 3 --report --outputs %t.npz --json %t.json | filecheck %s --check-prefix=SIM
 // RUN: python %S/../npu/inputs/expect.py %s %t.npz --seed 3 | filecheck %s --check-prefix=NUMERICS
 // RUN: filecheck %s --check-prefix=JSON < %t.json
@@ -56,8 +62,10 @@
 // NONE-NEXT:    %c = npu.gm_buffer {offset = 4096}
 // NONE-NEXT:    %d = npu.gm_buffer {offset = 6144}
 
-// STATS: npu-assign-streams: 2 streams, 2 cross-stream dependencies, 2 events, 2 waits, 1 event ids
+// STATS: npu-assign-streams: 2 stream counts weighed, 2 streams, 2 cross-stream dependencies, 2 events, 2 waits, 1 event ids
 // STATS: npu-plan-gm: 3 buffers placed, 1 in-place reuses, 6144 arena bytes, 10240 peak_gm_bytes, 10240 gm_lower_bound_bytes, 12288 gm_no_reuse_bytes
+
+// WEIGHED: npu-assign-streams: 2 stream counts weighed, 1 streams, 0 cross-stream dependencies, 0 events
 
 // SIM:      gm: read {{[0-9]+}} B, written {{[0-9]+}} B, peak 10240 B (arena 6144 B)
 // SIM-NEXT: gm plan: peak 10240 B, lower bound 10240 B, no reuse 12288 B (arena 6144 B, lower bound 6144 B, no reuse 8192 B)
