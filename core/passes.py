@@ -43,6 +43,8 @@ _PROJECT_PASSES: dict[str, str] = {
     "ge-layout": ".transforms.graph.layout:LayoutPass",
     "ge-precision": ".transforms.graph.precision:PrecisionPass",
     "ge-graph-opt": ".transforms.graph.pipeline:GraphOptPipeline",
+    # Many devices (transforms/distributed)
+    "ge-partition": ".transforms.distributed.partition:PartitionPass",
     # NPU level (transforms/npu)
     "npu-serialize": ".transforms.npu.serialize:SerializePass",
     "npu-plan-local-memory": ".transforms.npu.plan_local_memory:PlanLocalMemoryPass",

@@ -72,7 +72,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run the input module through the reference interpreter; exit 1 if "
         "the outputs differ beyond tolerance, printing the worst error",
     )
+    p.add_argument("--devices", metavar="N", type=_devices, default=None,
+                   help="run a module partitioned for N devices (ge-partition): each device's outputs; "
+                   "--report / --json / --trace simulate the N chips and their links")
     return p
+
+
+def _devices(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid device count '{text}': expected an integer 1 or more") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"invalid device count {count}: expected an integer 1 or more")
+    return count
 
 
 def _seed(text: str) -> int:
@@ -111,6 +124,10 @@ def run(args: argparse.Namespace) -> int:
         run_pipeline(passes, ctx, module)
     if source_module is not None:
         return _compare_each(args, source_module, module, graph_types)
+    if args.devices is not None:
+        from . import ge_sim_devices
+
+        return ge_sim_devices.run(args, module, reference_module, _check)
 
     check_allocatable(module)
     specs = input_specs(main_function(module))

@@ -1,0 +1,114 @@
+"""ge-partition: every device's outputs equal the single-device reference (data
+parallel MLP, Megatron tensor parallel BERT and LLaMA layers, the reshape rule),
+and strategies that do not apply are errors naming why."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gecomp.core.context import make_context
+from gecomp.core.diagnostics import CompileError
+from gecomp.core.parsing import load_module, parse_module
+from gecomp.core.passes import parse_pass_pipeline, run_pipeline
+from gecomp.simulator.compare import precision_floor, worst_mismatch
+from gecomp.simulator.devices import device_functions, run_devices
+from gecomp.simulator.reference import run_reference
+from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.transforms.distributed.sharding import reshaped_axis
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+def partitioned(path_or_text, pipeline: str):
+    """(single-device module, partitioned module)."""
+    ctx = make_context()
+    if isinstance(path_or_text, Path):
+        source = load_module(ctx, str(path_or_text))
+    else:
+        source = parse_module(ctx, path_or_text, "<test>")
+    module = source.clone()
+    run_pipeline(parse_pass_pipeline(pipeline), ctx, module)
+    module.verify()
+    return source, module
+
+
+def assert_devices_match_reference(source, module, expect_outputs_on=None):
+    inputs = random_inputs(input_specs(main_function(source)), 0)
+    expected = run_reference(source, inputs)
+    results = run_devices(module, inputs)
+    holders = range(len(results)) if expect_outputs_on is None else expect_outputs_on
+    for device in holders:
+        assert len(results[device]) == len(expected), f"device {device} returns {len(results[device])} outputs"
+        for i, (want, got) in enumerate(zip(expected, results[device])):
+            mismatch = worst_mismatch(f"device {device} output {i}", want, got, precision_floor(source))
+            assert mismatch is None or mismatch.ratio <= 1.0, str(mismatch)
+    return results
+
+
+def collectives(module) -> Counter:
+    return Counter(op.name for op in module.walk() if op.name in ("ge.all_reduce", "ge.all_gather", "ge.send", "ge.recv"))
+
+
+def test_mlp_data_parallel_gathers_the_outputs():
+    source, module = partitioned(EXAMPLES / "mlp.mlir", "ge-partition{devices=2 strategy=dp}")
+    assert collectives(module) == {"ge.all_gather": 2}
+    assert_devices_match_reference(source, module)
+
+
+@pytest.mark.parametrize("devices", [2, 4])
+def test_bert_layer_tensor_parallel_one_all_reduce_per_block(devices):
+    source, module = partitioned(EXAMPLES / "bert_layer.mlir", f"ge-partition{{devices={devices} strategy=tp}}")
+    # Attention and FFN: one all_reduce each per device, nothing gathered.
+    assert collectives(module) == {"ge.all_reduce": 2 * devices}
+    heads = [op for op in device_functions(module)[0].walk() if op.name == "ge.softmax"]
+    assert heads[0].results[0].type.get_shape()[0] == 12 // devices
+    assert_devices_match_reference(source, module)
+
+
+@pytest.mark.parametrize("devices", [2, 4])
+def test_llama_layer_tensor_parallel(devices):
+    source, module = partitioned(EXAMPLES / "llama_layer.mlir", f"ge-partition{{devices={devices} strategy=tp}}")
+    assert collectives(module) == {"ge.all_reduce": 2 * devices}
+    assert_devices_match_reference(source, module)
+
+
+def test_mlp_tensor_parallel():
+    source, module = partitioned(EXAMPLES / "mlp.mlir", "ge-partition{devices=4 strategy=tp}")
+    assert collectives(module) == {"ge.all_reduce": 4}
+    assert_devices_match_reference(source, module)
+
+
+def test_bert_layer_with_more_devices_than_heads_divide_splits_the_ffn_only():
+    source, module = partitioned(EXAMPLES / "bert_layer.mlir", "ge-partition{devices=8 strategy=tp}")
+    assert collectives(module) == {"ge.all_reduce": 8}
+    assert_devices_match_reference(source, module)
+
+
+def test_reshape_keeps_a_split_whose_dim_survives():
+    assert reshaped_axis((128, 768), (128, 12, 64), 1, 4) == 1
+    assert reshaped_axis((128, 768), (128, 12, 64), 1, 8) is None
+    assert reshaped_axis((12, 128, 64), (1536, 64), 0, 4) == 0
+    assert reshaped_axis((8, 6), (2, 4, 6), 0, 2) == 0
+    assert reshaped_axis((8, 6), (2, 4, 6), 0, 4) is None
+
+
+def test_bert_layer_is_not_data_parallel():
+    with pytest.raises(CompileError, match="'ge.batch_matmul' op ge-partition: strategy dp does not apply"):
+        partitioned(EXAMPLES / "bert_layer.mlir", "ge-partition{devices=2 strategy=dp}")
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ("devices=1", "devices must be 2 or more"),
+        ("devices=2 strategy=xp", "strategy must be one of dp, tp, pp"),
+        ("devices=2 strategy=tp micro-batches=2", "micro-batches apply to strategy pp only"),
+    ],
+)
+def test_bad_options(options, message):
+    with pytest.raises(CompileError, match=message):
+        partitioned(EXAMPLES / "mlp.mlir", f"ge-partition{{{options}}}")

@@ -1,0 +1,1 @@
+"""Passes that cut a graph over many devices (ge-partition) and their layout rules."""

@@ -1,0 +1,244 @@
+"""`ge-partition{devices=N strategy=dp|tp|pp}`: cut a single-device graph into N
+device programs with collectives at the cut edges (GE's distributed partitioning,
+seed 003 §6: HcomAllReduce, HcomAllGather, HcomSend / HcomReceive inserted where
+the strategy cuts).
+
+* `dp` (data parallel): every input's leading dim is the batch; each device takes
+  its part of it, the whole graph runs on every device on its part, and the
+  outputs are gathered. It applies when no op mixes values along the batch
+  (`sharding.py`'s rules say which do); the first op that does is the error.
+* `tp` (tensor parallel, Megatron style): matmuls whose weight is a constant
+  split it by columns when that split flows, through ops that keep it (bias,
+  activation, the head reshape and transposes of attention, per-head softmax
+  and batched products), into a matmul that contracts it: that one splits its
+  weight by rows and leaves partial sums, reduced by one all_reduce. The pairs
+  are found by trying each candidate's column split and keeping it only if no
+  value has to be gathered whole: the graph's structure decides, never names.
+* `pp` (pipeline parallel): see `pipeline.py`.
+
+The result is a multi-device module (`simulator/devices.py` describes it): one
+`func.func @device<k>` per device, each taking @main's inputs and returning its
+outputs. A strategy that does not apply is a one-line error naming the op and
+the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from ...core.diagnostics import CompileError, op_error
+from ...core.passes import record_statistic
+from ...dialects import ge
+from ...simulator.devices import DEVICE_ATTR, DEVICES_ATTR
+from ...simulator.signature import main_function
+from .sharding import PARTIAL, REPLICATED, Layout, Plan, is_split, propagate, shard_type, split, splittable
+
+STRATEGIES = ("dp", "tp", "pp")
+
+
+@dataclass(frozen=True)
+class PartitionPass(ModulePass):
+    """Partition @main over `devices` devices with strategy dp, tp or pp (one function per device)."""
+
+    name = "ge-partition"
+
+    devices: int = 2
+    strategy: str = "tp"
+    micro_batches: int = 1
+    hw: str = "ascend910"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.devices < 2:
+            raise CompileError(f"ge-partition: devices must be 2 or more, got {self.devices}")
+        if self.strategy not in STRATEGIES:
+            raise CompileError(f"ge-partition: strategy must be one of {', '.join(STRATEGIES)}, got '{self.strategy}'")
+        if DEVICES_ATTR in op.attributes:
+            raise CompileError("ge-partition: the module is already partitioned", op)
+        main = main_function(op)
+        if self.strategy == "pp":
+            from .pipeline import pipeline_functions
+
+            functions = pipeline_functions(main, self.devices, self.micro_batches, self.hw)
+        else:
+            if self.micro_batches != 1:
+                raise CompileError("ge-partition: micro-batches apply to strategy pp only")
+            plan = data_parallel_plan(main, self.devices) if self.strategy == "dp" else tensor_parallel_plan(main, self.devices)
+            functions = [build_device_function(main, plan, d) for d in range(self.devices)]
+            record_statistic(self.name, "column-parallel-matmuls", len(plan.columns))
+            record_statistic(self.name, "all-reduces", plan.reductions)
+            record_statistic(self.name, "all-gathers", len(plan.gathers))
+        replace_main(op, main, functions, self.devices)
+
+
+def replace_main(module: ModuleOp, main: func.FuncOp, functions: list[func.FuncOp], devices: int) -> None:
+    for d, f in enumerate(functions):
+        f.attributes[DEVICE_ATTR] = IntegerAttr(d, i64)
+    module.body.block.insert_ops_after(functions, main)
+    module.body.block.erase_op(main)
+    module.attributes[DEVICES_ATTR] = IntegerAttr(devices, i64)
+
+
+# ---- strategies ------------------------------------------------------------------------------
+
+
+def data_parallel_plan(main: func.FuncOp, devices: int) -> Plan:
+    """Inputs split on their leading dim where it divides; an op that then needs a
+    split value whole means the graph mixes the batch: dp does not apply."""
+    args = main.body.block.args
+    layouts = [split(0) if splittable(a, 0, devices) else REPLICATED for a in args]
+    if not any(is_split(layout) for layout in layouts):
+        raise CompileError(f"ge-partition: strategy dp does not apply: no input has a leading (batch) dim divisible by {devices}", main)
+    plan = propagate(main, devices, layouts)
+    inside = [c for c in plan.gathers if not isinstance(c.op, func.ReturnOp)]
+    if inside:
+        c = inside[0]
+        raise op_error(
+            c.op,
+            f"ge-partition: strategy dp does not apply: operand #{c.operand} carries the inputs' "
+            f"leading dim ({c.source}) and {c.why}, so the graph mixes values across it",
+        )
+    return plan
+
+
+def is_weight(value: SSAValue) -> bool:
+    """A value computed from constants alone (a weight, maybe transposed or cast)."""
+    owner = value.owner
+    if isinstance(owner, ge.ConstOp):
+        return True
+    return isinstance(owner, Operation) and bool(owner.operands) and all(is_weight(v) for v in owner.operands)
+
+
+def tensor_parallel_plan(main: func.FuncOp, devices: int) -> Plan:
+    """Megatron pairs by trial: a candidate (a matmul with a weight operand) keeps
+    its column split if the plan then gathers no more values than before."""
+    args = main.body.block.args
+    replicated = [REPLICATED] * len(args)
+    candidates = [
+        op for op in main.body.block.ops if isinstance(op, (ge.MatmulOp, ge.BatchMatmulOp)) and is_weight(op.rhs)
+    ]
+    columns: set[Operation] = set()
+    plan = propagate(main, devices, replicated)
+    for candidate in candidates:
+        if plan.layouts[candidate.lhs] != REPLICATED:
+            continue
+        trial = propagate(main, devices, replicated, columns | {candidate})
+        if len(trial.gathers) <= len(plan.gathers) and trial.layouts[candidate.result] != REPLICATED:
+            columns.add(candidate)
+            plan = trial
+    plan.columns = frozenset(columns)
+    if not columns:
+        reason = "no matmul has a constant weight" if not candidates else (
+            f"no column split of a weight reaches a matmul contracting it over {devices} devices "
+            "without gathering a value whole"
+        )
+        raise CompileError(f"ge-partition: strategy tp does not apply: {reason}", main)
+    return plan
+
+
+# ---- building the device functions -----------------------------------------------------------
+
+
+class DeviceBuilder:
+    """Writes device `device`'s function from the plan: each op on its operands in
+    the required layouts, conversions made once per value and layout."""
+
+    def __init__(self, main: func.FuncOp, plan: Plan, device: int):
+        self.plan = plan
+        self.device = device
+        self.devices = plan.devices
+        types = main.function_type
+        self.block = Block(arg_types=types.inputs.data)
+        self.values: dict[tuple[SSAValue, Layout], SSAValue] = {}
+        for old, new in zip(main.body.block.args, self.block.args):
+            # Every device receives the whole inputs and slices its part.
+            new.name_hint = old.name_hint
+            self.values[(old, REPLICATED)] = new
+            layout = plan.layouts[old]
+            if is_split(layout):
+                self.values[(old, layout)] = self._slice(old, new, layout.axis)
+                self.values[(old, layout)].name_hint = old.name_hint
+
+    def add(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def convert(self, value: SSAValue, target: Layout) -> SSAValue:
+        """`value` in layout `target`: all_reduce a partial, all_gather a split,
+        slice a whole value into this device's part (a constant is sliced now)."""
+        key = (value, target)
+        if key in self.values:
+            return self.values[key]
+        source = self.plan.layouts[value]
+        if isinstance(value.owner, ge.ConstOp) and is_split(target):
+            current = self._slice(value, None, target.axis)
+            current.name_hint = value.name_hint
+            self.values[key] = current
+            return current
+        if (value, source) not in self.values:
+            # A constant is written where it is first used whole.
+            self.values[(value, source)] = self.add(value.owner.clone()).result
+        current = self.values[(value, source)]
+        if source == PARTIAL:
+            current = self.add(ge.AllReduceOp.new(current, devices=self.devices)).result
+        elif is_split(source):
+            current = self.add(ge.AllGatherOp.new(current, devices=self.devices, axis=source.axis)).result
+        self.values[(value, REPLICATED)] = current
+        if is_split(target):
+            current = self._slice(value, current, target.axis)
+        current.name_hint = value.name_hint
+        self.values[key] = current
+        return current
+
+    def _slice(self, value: SSAValue, whole: SSAValue | None, axis: int) -> SSAValue:
+        dims = list(value.type.get_shape())
+        part = dims[axis] // self.devices
+        starts = [0] * len(dims)
+        ends = list(dims)
+        starts[axis], ends[axis] = self.device * part, (self.device + 1) * part
+        if isinstance(value.owner, ge.ConstOp):
+            array = value.owner.as_array()[tuple(slice(s, e) for s, e in zip(starts, ends))]
+            return self.add(ge.ConstOp.from_array(np.ascontiguousarray(array), shard_type(value.type, split(axis), self.devices))).result
+        return self.add(ge.SliceOp.new(whole, starts=starts, ends=ends, steps=[1] * len(dims))).result
+
+    def copy(self, op: Operation) -> None:
+        requires = self.plan.requires[op]
+        operands = [self.convert(v, layout) for v, layout in zip(op.operands, requires)]
+        if isinstance(op, func.ReturnOp):
+            self.add(func.ReturnOp(*operands))
+            return
+        if isinstance(op, ge.ConstOp):
+            return
+        if isinstance(op, ge.GEOp):
+            types = [shard_type(r.type, self.plan.layouts[r], self.devices) for r in op.results]
+            new = self.add(type(op).new(*operands, result_type=types, attributes=dict(op.attributes), **vars(op.attr_values())))
+        else:
+            raise op_error(op, "ge-partition handles ge ops only")
+        for old, result in zip(op.results, new.results):
+            result.name_hint = old.name_hint
+            self.values[(old, self.plan.layouts[old])] = result
+
+
+def build_device_function(main: func.FuncOp, plan: Plan, device: int) -> func.FuncOp:
+    builder = DeviceBuilder(main, plan, device)
+    for op in main.body.block.ops:
+        builder.copy(op)
+    return device_function(main, builder.block, device)
+
+
+def device_function(main: func.FuncOp, block: Block, device: int) -> func.FuncOp:
+    """A function named @device<k> with @main's argument and result attributes."""
+    outputs = [v.type for v in block.last_op.operands]
+    return func.FuncOp(
+        f"device{device}",
+        (main.function_type.inputs.data, outputs),
+        Region(block),
+        arg_attrs=main.arg_attrs,
+        res_attrs=main.res_attrs if outputs else None,
+    )
