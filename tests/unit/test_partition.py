@@ -112,3 +112,68 @@ def test_bert_layer_is_not_data_parallel():
 def test_bad_options(options, message):
     with pytest.raises(CompileError, match=message):
         partitioned(EXAMPLES / "mlp.mlir", f"ge-partition{{{options}}}")
+
+
+@pytest.mark.parametrize("pipeline", ["ge-partition{devices=4 strategy=dp}", "ge-partition{devices=2 strategy=tp}"])
+def test_onnx_classifier_partitioned_matches_onnxruntime(pipeline):
+    """The ONNX example imported (batch 32), partitioned, and every device's
+    probabilities equal to onnxruntime's on the original model."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import parser as onnx_parser
+
+    from gecomp.frontend.importer import translate_file
+
+    path = EXAMPLES / "classifier.onnxtxt"
+    source = translate_file(str(path), {"N": 32}, {})
+    module = source.clone()
+    run_pipeline(parse_pass_pipeline(pipeline), make_context(), module)
+    results = assert_devices_match_reference(source, module)
+    features = random_inputs(input_specs(main_function(source)), 0)[0]
+    model = onnx_parser.parse_model(path.read_text())
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, {"features": features})
+    for outputs in results:
+        np.testing.assert_allclose(outputs[0], expected, rtol=1e-5, atol=1e-6)
+
+
+def repeated_layer(path: Path, layers: int) -> str:
+    """@main of `path` applied `layers` times in sequence (one input, one output of
+    the same type): the layer's values renamed per copy, each copy's input the
+    previous copy's output."""
+    import re
+
+    lines = path.read_text().splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("func.func @main"))
+    ret = next(i for i, line in enumerate(lines) if "func.return" in line)
+    argument = re.search(r"@main\((%\w+)", lines[header]).group(1)
+    output = re.search(r"func.return (%\w+)", lines[ret]).group(1)
+    body = []
+    previous = argument
+    for k in range(layers):
+        def rename(match, k=k, previous=previous):
+            return previous if match.group(0) == argument else f"{match.group(0)}_l{k}"
+        body += [re.sub(r"%\w+", rename, line) for line in lines[header + 1 : ret]]
+        previous = f"{output}_l{k}"
+    return "\n".join([lines[header], *body, lines[ret].replace(output, previous), "}"])
+
+
+def test_four_stage_pipeline_of_the_bert_layer_repeated():
+    text = repeated_layer(EXAMPLES / "bert_layer.mlir", 4)
+    source, module = partitioned(text, "ge-partition{devices=4 strategy=pp}")
+    functions = device_functions(module)
+    # Balanced stages: each device computes one layer's worth of matmuls.
+    assert [sum(op.name == "ge.matmul" for op in f.walk()) for f in functions] == [6, 6, 6, 6]
+    assert [len(f.function_type.outputs.data) for f in functions] == [0, 0, 0, 1]
+    assert_devices_match_reference(source, module, expect_outputs_on=[3])
+
+
+def test_pipeline_with_micro_batches_sends_each_part():
+    source, module = partitioned(EXAMPLES / "mlp.mlir", "ge-partition{devices=2 strategy=pp micro-batches=4}")
+    assert collectives(module) == {"ge.send": 4, "ge.recv": 4}
+    assert_devices_match_reference(source, module, expect_outputs_on=[1])
+
+
+def test_pipeline_micro_batches_need_a_batch():
+    with pytest.raises(CompileError, match="strategy pp with 2 micro-batches does not apply"):
+        partitioned(EXAMPLES / "bert_layer.mlir", "ge-partition{devices=2 strategy=pp micro-batches=2}")

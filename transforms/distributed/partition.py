@@ -88,20 +88,20 @@ def replace_main(module: ModuleOp, main: func.FuncOp, functions: list[func.FuncO
 # ---- strategies ------------------------------------------------------------------------------
 
 
-def data_parallel_plan(main: func.FuncOp, devices: int) -> Plan:
+def data_parallel_plan(main: func.FuncOp, devices: int, strategy: str = "dp") -> Plan:
     """Inputs split on their leading dim where it divides; an op that then needs a
     split value whole means the graph mixes the batch: dp does not apply."""
     args = main.body.block.args
     layouts = [split(0) if splittable(a, 0, devices) else REPLICATED for a in args]
     if not any(is_split(layout) for layout in layouts):
-        raise CompileError(f"ge-partition: strategy dp does not apply: no input has a leading (batch) dim divisible by {devices}", main)
+        raise CompileError(f"ge-partition: strategy {strategy} does not apply: no input has a leading (batch) dim divisible by {devices}", main)
     plan = propagate(main, devices, layouts)
     inside = [c for c in plan.gathers if not isinstance(c.op, func.ReturnOp)]
     if inside:
         c = inside[0]
         raise op_error(
             c.op,
-            f"ge-partition: strategy dp does not apply: operand #{c.operand} carries the inputs' "
+            f"ge-partition: strategy {strategy} does not apply: operand #{c.operand} carries the inputs' "
             f"leading dim ({c.source}) and {c.why}, so the graph mixes values across it",
         )
     return plan
