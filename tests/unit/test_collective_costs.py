@@ -1,0 +1,69 @@
+"""Link costs of the collectives against their closed forms (simulator/collectives.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gecomp.simulator.collectives import Interconnect, collective_cost, load_interconnect, transfer_cost
+from gecomp.simulator.hardware import load_preset
+
+LINK = Interconnect(mesh_size=4, link_gb_s=30.0, link_latency_us=2.0, bridge_gb_s=32.0, bridge_latency_us=5.0)
+B = 30.0e3  # bytes per us
+A = 2.0
+S = 8 * 2**20
+
+
+def with_algorithm(name):
+    return Interconnect(**{**LINK.__dict__, "algorithm": name})
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_ring_all_reduce(n):
+    cost = collective_cost("all_reduce", tuple(range(n)), S, with_algorithm("ring"))
+    assert cost.time_us == pytest.approx(2 * (n - 1) * (A + S / (n * B)))
+    assert cost.steps == 2 * (n - 1)
+    # Every ring link carried 2 (N-1)/N S bytes.
+    assert cost.link_bytes[(0, 1)] == pytest.approx(2 * (n - 1) / n * S)
+    assert len(cost.link_bytes) == n
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_halving_doubling_all_reduce(n):
+    cost = collective_cost("all_reduce", tuple(range(n)), S, with_algorithm("halving_doubling"))
+    assert cost.time_us == pytest.approx(2 * math.log2(n) * A + 2 * (n - 1) / n * S / B)
+    assert cost.steps == 2 * int(math.log2(n))
+
+
+def test_mesh_all_reduce_uses_every_link_at_once():
+    cost = collective_cost("all_reduce", (0, 1, 2, 3), S, LINK)
+    assert cost.algorithm == "mesh"
+    assert cost.time_us == pytest.approx(2 * (A + S / (4 * B)))
+    assert len(cost.link_bytes) == 12
+
+
+def test_all_gather_and_reduce_scatter_are_halves_of_all_reduce():
+    ring = with_algorithm("ring")
+    gather = collective_cost("all_gather", (0, 1, 2, 3), S / 4, ring)
+    scatter = collective_cost("reduce_scatter", (0, 1, 2, 3), S, ring)
+    whole = collective_cost("all_reduce", (0, 1, 2, 3), S, ring)
+    assert gather.time_us == pytest.approx(3 * (A + S / (4 * B)))
+    assert gather.time_us + scatter.time_us == pytest.approx(whole.time_us)
+
+
+def test_eight_devices_cross_the_bridge():
+    cost = collective_cost("all_reduce", tuple(range(8)), S, LINK)
+    assert cost.algorithm == "ring"
+    # The ring crosses the bridge twice (3->4 and 7->0): each step waits for it.
+    bridge = 32.0e3
+    assert cost.time_us == pytest.approx(2 * 7 * (5.0 + S / (8 * bridge)))
+
+
+def test_send_is_latency_plus_bytes_over_bandwidth():
+    assert transfer_cost(0, 1, S, LINK).time_us == pytest.approx(A + S / B)
+
+
+def test_preset_has_the_interconnect():
+    link = load_interconnect(load_preset("ascend910"))
+    assert link.mesh_size == 4 and link.link_gb_s == 30.0
