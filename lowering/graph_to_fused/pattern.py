@@ -51,14 +51,17 @@ from .graph import (
 class Match:
     """What a pattern found: the `ge` ops to replace and how to replace them.
 
-    `replaces[i]` is the value result i of the built op stands for (None when the
-    result replaces nothing). `build` returns the new ops, the fused op last
-    (a pattern may need a small helper op before it, such as a transpose);
-    it is only called once the checks passed."""
+    `replaces[i]` is the value result i of the last built op stands for (None
+    when the result replaces nothing). `build` returns the new ops, the fused op
+    at `fused_at` (last by default; a pattern may need a small helper op before
+    it, such as a transpose, or a view of its result after it, such as a
+    reshape to the shape the replaced value had); it is only called once the
+    checks passed."""
 
     ops: list[Operation]
     replaces: list[SSAValue | None]
     build: Callable[[], list[Operation]]
+    fused_at: int = -1
 
 
 class FusionPattern:
@@ -100,7 +103,7 @@ def build_checked(m: Match, hw: HardwarePreset) -> tuple[list[Operation], str | 
     its kernel reads (module docstring); or no ops and why the fused op has no
     kernel on `hw`. The IR is not modified."""
     new_ops = m.build()
-    problem = read_through_format_changes(new_ops[-1], hw)
+    problem = read_through_format_changes(new_ops[m.fused_at], hw)
     if problem is not None:
         for op in reversed(new_ops):
             op.erase()
@@ -122,8 +125,8 @@ def apply_match(m: Match, block: Block, new_ops: list[Operation] | None = None) 
         # Diagnostics at later levels point at the source line of the fused chain.
         new_op.location = root.location
     block.insert_ops_before(new_ops, root)
-    fused = new_ops[-1]
-    for old, new in zip(m.replaces, fused.results):
+    fused = new_ops[m.fused_at]
+    for old, new in zip(m.replaces, new_ops[-1].results):
         if old is not None:
             old.replace_all_uses_with(new)
     for op in sorted(m.ops, key=order.__getitem__, reverse=True):

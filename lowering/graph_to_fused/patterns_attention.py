@@ -18,9 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from ...dialects import ge
+from ...dialects.ge.formats import Format, format_of
 from ...dialects.fused import FlashAttentionOp
 from .chains import mask_step, scale_step, transparent_tail
 from .graph import producer, shape, skip_back, skip_forward, sole_user, through_format_changes
@@ -29,11 +33,22 @@ from .pattern import FusionPattern, Match
 
 @dataclass
 class _Heads:
-    """A head split `transpose(reshape(source))` or merge, and its ops."""
+    """A head split `transpose(reshape(source))` or merge, and its ops. `shape` is
+    the (*b, S, N*D) the fused op sees; `source` may be another flattening of
+    the same rows (a 2-D GEMM's (prod(b) S, N*D)), viewed as `shape` by a
+    reshape the pattern adds."""
 
     source: SSAValue
     heads: int
     ops: list[Operation]
+    shape: tuple[int, ...] = ()
+
+    def viewed(self) -> tuple[list[Operation], SSAValue]:
+        """(the reshape giving `source` its (*b, S, N*D) shape, or none; that value)."""
+        if shape(self.source) == self.shape:
+            return [], self.source
+        view = ge.ReshapeOp.new(self.source, result_type=TensorType(self.source.type.element_type, self.shape))
+        return [view], view.result
 
 
 def _head_perm(rank: int, key_transposed: bool) -> tuple[int, ...]:
@@ -41,6 +56,16 @@ def _head_perm(rank: int, key_transposed: bool) -> tuple[int, ...]:
     batch = tuple(range(rank - 3))
     tail = (rank - 2, rank - 1, rank - 3) if key_transposed else (rank - 2, rank - 3, rank - 1)
     return (*batch, *tail)
+
+
+def _rows_of(flat: tuple[int, ...], split: tuple[int, ...]) -> bool:
+    """`flat` holds the rows of the (*b, S, N, D) `split` with heads merged:
+    (*b, S, N*D) itself, or any reshaping of its rows (*b, S) as long as the
+    tensor is ND (a reshape of it is then a view, no kernel)."""
+    hidden = split[-2] * split[-1]
+    if tuple(flat) == (*split[:-2], hidden):
+        return True
+    return len(flat) >= 1 and flat[-1] == hidden and math.prod(flat[:-1]) == math.prod(split[:-2])
 
 
 def _split_heads(value: SSAValue, key_transposed: bool = False) -> _Heads | None:
@@ -54,15 +79,17 @@ def _split_heads(value: SSAValue, key_transposed: bool = False) -> _Heads | None
     if reshape is None or not reshape.result.has_one_use():
         return None
     flat, split = shape(reshape.input), shape(reshape.result)
-    if len(split) < 3 or len(split) != len(flat) + 1 or split[:-2] != flat[:-1]:
+    if len(split) < 3 or not _rows_of(flat, split) or transpose.attr_value("perm") != _head_perm(len(split), key_transposed):
         return None
-    if split[-2] * split[-1] != flat[-1] or transpose.attr_value("perm") != _head_perm(len(split), key_transposed):
+    merged = (*split[:-2], split[-2] * split[-1])
+    if flat != merged and not _is_nd(reshape.input):
         return None
-    return _Heads(reshape.input, split[-2], [*ops, reshape, transpose])
+    return _Heads(reshape.input, split[-2], [*ops, reshape, transpose], merged)
 
 
 def _merge_heads(value: SSAValue) -> _Heads | None:
-    """`value` (*b, N, S, Dv) merged back to (*b, S, N*Dv) by transpose + reshape."""
+    """`value` (*b, N, S, Dv) merged back to (*b, S, N*Dv) by transpose + reshape
+    (or to another ND flattening of those rows)."""
     ops: list[Operation] = []
     transpose = sole_user(skip_forward(value, ops))
     if not isinstance(transpose, ge.TransposeOp):
@@ -74,11 +101,18 @@ def _merge_heads(value: SSAValue) -> _Heads | None:
     reshape = sole_user(skip_forward(transpose.result, ops))
     if not isinstance(reshape, ge.ReshapeOp):
         return None
-    merged, split = shape(reshape.result), shape(transpose.result)
-    if merged != (*split[:-2], split[-2] * split[-1]):
+    result, split = shape(reshape.result), shape(transpose.result)
+    merged = (*split[:-2], split[-2] * split[-1])
+    if not _rows_of(result, split) or (result != merged and not _is_nd(reshape.result)):
         return None
     ops.append(reshape)
-    return _Heads(skip_forward(reshape.result, ops), split[-2], ops)
+    if result != merged:  # the view after the fused op keeps the format changes after it
+        return _Heads(reshape.result, split[-2], ops, merged)
+    return _Heads(skip_forward(reshape.result, ops), split[-2], ops, merged)
+
+
+def _is_nd(value: SSAValue) -> bool:
+    return format_of(value.type) == Format.ND
 
 
 @dataclass
@@ -145,17 +179,9 @@ class FlashAttentionPattern(FusionPattern):
         bsh = self._bsh(a)
         if bsh is not None:
             q, k, v, out = bsh
-            heads = q.heads
-            return Match(
-                [*a.ops, *q.ops, *k.ops, *v.ops, *out.ops],
-                [out.source],
-                lambda: [
-                    FlashAttentionOp.new(
-                        q.source, k.source, v.source, mask=a.mask, layout="BSH", num_heads=heads,
-                        result_type=out.source.type, **attrs,
-                    )
-                ],
-            )
+            ops = [*a.ops, *q.ops, *k.ops, *v.ops, *out.ops]
+            viewed_out = shape(out.source) != out.shape
+            return Match(ops, [out.source], lambda: self._bsh_ops(a, bsh, attrs), fused_at=-2 if viewed_out else -1)
         out = skip_forward(a.out, a.ops)
         return Match(a.ops, [out], lambda: self._bnsd(a, out, attrs))
 
@@ -165,6 +191,26 @@ class FlashAttentionPattern(FusionPattern):
         if any(p is None for p in parts) or len({p.heads for p in parts}) != 1:
             return None
         return parts
+
+    @staticmethod
+    def _bsh_ops(a: _Attention, bsh: tuple[_Heads, _Heads, _Heads, _Heads], attrs: dict) -> list[Operation]:
+        """Views of q, k, v as (*b, S, N*D) where their producers flattened the rows
+        differently, the fused op, and the view of its result as the value the
+        merge gave (the fused op is then last but one: `Match.fused_at`)."""
+        q, k, v, out = bsh
+        new_ops: list[Operation] = []
+        viewed = []
+        for heads in (q, k, v):
+            views, value = heads.viewed()
+            new_ops += views
+            viewed.append(value)
+        same = shape(out.source) == out.shape
+        result_type = out.source.type if same else TensorType(out.source.type.element_type, out.shape)
+        fused_op = FlashAttentionOp.new(*viewed, mask=a.mask, layout="BSH", num_heads=q.heads, result_type=result_type, **attrs)
+        new_ops.append(fused_op)
+        if not same:
+            new_ops.append(ge.ReshapeOp.new(fused_op.result, result_type=out.source.type))
+        return new_ops
 
     @staticmethod
     def _bnsd(a: _Attention, out: SSAValue, attrs: dict) -> list[Operation]:

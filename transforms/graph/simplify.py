@@ -2,8 +2,10 @@
 
 Applies the canonicalization patterns the `ge` ops carry (x + 0, x * 1, no-op
 reshapes and casts, dropout at inference, transposes folded into matmul flags,
-inverse transdata pairs, ...; see `dialects/ge/canonicalize_*.py`) greedily
-until none applies, and erases the ops left dead. Upstream `canonicalize` runs
+inverse transdata pairs, ...; see `dialects/ge/canonicalize_*.py`) and the
+exporters' idioms of `exported_idioms.py` (GELU written out as its formula, a
+batched product with an unbatched weight) greedily until none applies, and
+erases the ops left dead. Upstream `canonicalize` runs
 the same patterns; this pass differs in running only the `ge` patterns and in
 counting each rewrite by name for `--pass-statistics`, so one can see what an
 exported model actually contained.
@@ -28,6 +30,7 @@ from xdsl.pattern_rewriter import (
 
 from ...core.passes import record_statistic
 from ...dialects.ge.canonicalization import Canonicalize, GEPattern
+from .exported_idioms import idiom_patterns
 
 
 PatternSource = Callable[[Operation], Iterable[RewritePattern]]
@@ -37,6 +40,12 @@ def canonicalization_patterns(op: Operation) -> tuple[RewritePattern, ...]:
     """The patterns the op's `Canonicalize` trait registers (none for other ops)."""
     trait = op.get_trait(Canonicalize)
     return trait.get_patterns(type(op)) if trait is not None else ()
+
+
+def simplify_patterns(op: Operation) -> tuple[RewritePattern, ...]:
+    """What `ge-simplify` tries on `op`: its canonicalization patterns, then the
+    exporters' idioms anchored on it."""
+    return (*canonicalization_patterns(op), *idiom_patterns(op))
 
 
 class CountingPatterns(RewritePattern):
@@ -76,6 +85,6 @@ class SimplifyPass(ModulePass):
     name = "ge-simplify"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        counts = apply_counted(op)
+        counts = apply_counted(op, simplify_patterns)
         record_statistic(self.name, "rewrites", sum(counts.values()))
         record_counts(self.name, counts)

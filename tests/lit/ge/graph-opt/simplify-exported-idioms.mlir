@@ -1,0 +1,156 @@
+// Exporters' idioms ge-simplify rewrites (transforms/graph/exported_idioms.py):
+// GELU written out as its formula (exact and tanh, either association of the
+// 0.5), a batched product with an unbatched weight as a 2-D GEMM, and the views
+// back to (*b, M, N) moved below the epilogue so that it sits on the GEMM.
+// RUN: ge-opt %s -p ge-simplify --split-input-file | filecheck %s
+
+// TorchScript's nn.GELU(): x * (1 + erf(x / sqrt 2)) * 0.5.
+// CHECK-LABEL: func.func @gelu_erf_torchscript
+// CHECK-NEXT:    %g = ge.gelu %x : (tensor<4x32xf32>) -> tensor<4x32xf32>
+// CHECK-NEXT:    func.return %g
+func.func @gelu_erf_torchscript(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %sqrt2 = ge.const dense<1.41421354> : tensor<f32>
+  %one = ge.const dense<1.0> : tensor<f32>
+  %half = ge.const dense<0.5> : tensor<f32>
+  %d = ge.div %x, %sqrt2 : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  %e = ge.erf %d : (tensor<4x32xf32>) -> tensor<4x32xf32>
+  %a = ge.add %e, %one : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  %m = ge.mul %x, %a : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %g = ge.mul %m, %half : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  func.return %g : tensor<4x32xf32>
+}
+
+// -----
+
+// The 0.5 on x first, 1 / sqrt 2 as a product, the sum the other way round.
+// CHECK-LABEL: func.func @gelu_erf_other_order
+// CHECK-NEXT:    %g = ge.gelu %x : (tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+// CHECK-NEXT:    func.return %g
+func.func @gelu_erf_other_order(%x: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  %rsqrt2 = ge.const dense<0.707106769> : tensor<f32>
+  %one = ge.const dense<1.0> : tensor<f32>
+  %half = ge.const dense<0.5> : tensor<f32>
+  %h = ge.mul %half, %x : (tensor<f32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  %d = ge.mul %x, %rsqrt2 : (tensor<2x8x16xf32>, tensor<f32>) -> tensor<2x8x16xf32>
+  %e = ge.erf %d : (tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  %a = ge.add %one, %e : (tensor<f32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  %g = ge.mul %h, %a : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  func.return %g : tensor<2x8x16xf32>
+}
+
+// -----
+
+// GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 pow(x, 3)))).
+// CHECK-LABEL: func.func @gelu_tanh_gpt2
+// CHECK-NEXT:    %g = ge.gelu %x {approximate = "tanh"} : (tensor<4x32xf32>) -> tensor<4x32xf32>
+// CHECK-NEXT:    func.return %g
+func.func @gelu_tanh_gpt2(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %half = ge.const dense<0.5> : tensor<f32>
+  %three = ge.const dense<3.0> : tensor<f32>
+  %c = ge.const dense<0.0447149985> : tensor<f32>
+  %k = ge.const dense<0.797884583> : tensor<f32>
+  %one = ge.const dense<1.0> : tensor<f32>
+  %h = ge.mul %x, %half : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  %p = ge.pow %x, %three : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  %pc = ge.mul %p, %c : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  %s = ge.add %x, %pc : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %u = ge.mul %s, %k : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  %t = ge.tanh %u : (tensor<4x32xf32>) -> tensor<4x32xf32>
+  %a = ge.add %t, %one : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  %g = ge.mul %h, %a : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  func.return %g : tensor<4x32xf32>
+}
+
+// -----
+
+// The cube as x * x * x.
+// CHECK-LABEL: func.func @gelu_tanh_cube_as_products
+// CHECK-NEXT:    %g = ge.gelu %x {approximate = "tanh"} : (tensor<4x32xf32>) -> tensor<4x32xf32>
+// CHECK-NEXT:    func.return %g
+func.func @gelu_tanh_cube_as_products(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %half = ge.const dense<0.5> : tensor<f32>
+  %c = ge.const dense<0.0447149985> : tensor<f32>
+  %k = ge.const dense<0.797884583> : tensor<f32>
+  %one = ge.const dense<1.0> : tensor<f32>
+  %x2 = ge.mul %x, %x : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %x3 = ge.mul %x2, %x : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %pc = ge.mul %c, %x3 : (tensor<f32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %s = ge.add %pc, %x : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %u = ge.mul %k, %s : (tensor<f32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %t = ge.tanh %u : (tensor<4x32xf32>) -> tensor<4x32xf32>
+  %a = ge.add %t, %one : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  %m = ge.mul %x, %a : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %g = ge.mul %m, %half : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  func.return %g : tensor<4x32xf32>
+}
+
+// -----
+
+// Not a GELU: the scale of erf's argument is not 1 / sqrt 2; nothing changes.
+// CHECK-LABEL: func.func @not_gelu
+// CHECK:         ge.erf
+// CHECK-NOT:     ge.gelu
+func.func @not_gelu(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %two = ge.const dense<2.0> : tensor<f32>
+  %one = ge.const dense<1.0> : tensor<f32>
+  %half = ge.const dense<0.5> : tensor<f32>
+  %d = ge.div %x, %two : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  %e = ge.erf %d : (tensor<4x32xf32>) -> tensor<4x32xf32>
+  %a = ge.add %e, %one : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  %m = ge.mul %x, %a : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %g = ge.mul %m, %half : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  func.return %g : tensor<4x32xf32>
+}
+
+// -----
+
+// The dynamo exporter's seq-first input projection (batch on the lhs only):
+// one 2-D GEMM between views; the bias add moves above the view back.
+// CHECK-LABEL: func.func @lhs_batched
+// CHECK:         %{{.*}} = ge.reshape %x : (tensor<64x1x32xf32>) -> tensor<64x32xf32>
+// CHECK-NEXT:    %{{.*}} = ge.matmul %{{.*}}, %w : (tensor<64x32xf32>, tensor<32x96xf32>) -> tensor<64x96xf32>
+// CHECK-NEXT:    %{{.*}} = ge.add %{{.*}}, %b : (tensor<64x96xf32>, tensor<96xf32>) -> tensor<64x96xf32>
+// CHECK-NEXT:    %{{.*}} = ge.reshape %{{.*}} : (tensor<64x96xf32>) -> tensor<64x1x96xf32>
+// CHECK-NEXT:    func.return
+func.func @lhs_batched(%x: tensor<64x1x32xf32>, %w: tensor<32x96xf32>) -> tensor<64x1x96xf32> {
+  %b = ge.const dense<0.25> : tensor<96xf32>
+  %y = ge.batch_matmul %x, %w : (tensor<64x1x32xf32>, tensor<32x96xf32>) -> tensor<64x1x96xf32>
+  %z = ge.add %y, %b : (tensor<64x1x96xf32>, tensor<96xf32>) -> tensor<64x1x96xf32>
+  func.return %z : tensor<64x1x96xf32>
+}
+
+// -----
+
+// A batched weight stays a batched product.
+// CHECK-LABEL: func.func @both_batched
+// CHECK-NEXT:    %y = ge.batch_matmul %x, %w
+func.func @both_batched(%x: tensor<2x8x32xf32>, %w: tensor<2x32x16xf32>) -> tensor<2x8x16xf32> {
+  %y = ge.batch_matmul %x, %w : (tensor<2x8x32xf32>, tensor<2x32x16xf32>) -> tensor<2x8x16xf32>
+  func.return %y : tensor<2x8x16xf32>
+}
+
+// -----
+
+// BERT's feed-forward as TorchScript writes it: 3-D MatMul, bias Add, erf GELU:
+// a 2-D GEMM with the bias and the GELU on it, one view at the end.
+// CHECK-LABEL: func.func @bert_ffn
+// CHECK:         %{{.*}} = ge.reshape %x : (tensor<1x16x32xf32>) -> tensor<16x32xf32>
+// CHECK-NEXT:    %{{.*}} = ge.matmul
+// CHECK-NEXT:    %{{.*}} = ge.add %b, %{{.*}} : (tensor<64xf32>, tensor<16x64xf32>) -> tensor<16x64xf32>
+// CHECK-NEXT:    %{{.*}} = ge.gelu %{{.*}} : (tensor<16x64xf32>) -> tensor<16x64xf32>
+// CHECK-NEXT:    %{{.*}} = ge.reshape %{{.*}} : (tensor<16x64xf32>) -> tensor<1x16x64xf32>
+// CHECK-NEXT:    func.return
+func.func @bert_ffn(%x: tensor<1x16x32xf32>, %w: tensor<32x64xf32>) -> tensor<1x16x64xf32> {
+  %b = ge.const dense<0.125> : tensor<64xf32>
+  %sqrt2 = ge.const dense<1.41421354> : tensor<f32>
+  %one = ge.const dense<1.0> : tensor<f32>
+  %half = ge.const dense<0.5> : tensor<f32>
+  %y = ge.batch_matmul %x, %w : (tensor<1x16x32xf32>, tensor<32x64xf32>) -> tensor<1x16x64xf32>
+  %yb = ge.add %b, %y : (tensor<64xf32>, tensor<1x16x64xf32>) -> tensor<1x16x64xf32>
+  %d = ge.div %yb, %sqrt2 : (tensor<1x16x64xf32>, tensor<f32>) -> tensor<1x16x64xf32>
+  %e = ge.erf %d : (tensor<1x16x64xf32>) -> tensor<1x16x64xf32>
+  %a = ge.add %e, %one : (tensor<1x16x64xf32>, tensor<f32>) -> tensor<1x16x64xf32>
+  %m = ge.mul %yb, %a : (tensor<1x16x64xf32>, tensor<1x16x64xf32>) -> tensor<1x16x64xf32>
+  %g = ge.mul %m, %half : (tensor<1x16x64xf32>, tensor<f32>) -> tensor<1x16x64xf32>
+  func.return %g : tensor<1x16x64xf32>
+}
