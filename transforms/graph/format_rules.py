@@ -21,7 +21,8 @@ ND data. Pooling and batch_norm run natively in NC1HWC0 (each channel is
 independent and only H, W are reduced), as in CANN.
 
 Only float cube ops (f16, f32) get cube formats; integer matmuls stay ND, and
-so do grouped convolutions whose groups are not whole C0-channel blocks.
+so do grouped convolutions whose groups are not whole C0-channel blocks, but for
+depthwise ones, which the vector unit computes in NC1HWC0 (weights in ND).
 """
 
 from __future__ import annotations
@@ -63,8 +64,19 @@ def cube_formats(op: Operation) -> tuple[tuple[Format, ...], Format] | None:
     if isinstance(op, MatmulOp | BatchMatmulOp):
         return (Format.FRACTAL_NZ, Format.FRACTAL_NZ), Format.FRACTAL_NZ
     if isinstance(op, Conv2DOp):
+        if _depthwise(op):
+            return (Format.NC1HWC0, Format.ND), Format.NC1HWC0
         return None if _unaligned_groups(op) else ((Format.NC1HWC0, Format.FRACTAL_Z), Format.NC1HWC0)
     return None
+
+
+def _depthwise(conv: Conv2DOp) -> bool:
+    """One input and one output channel per group: the vector unit computes it with
+    channels along its lanes, a C0 block of NC1HWC0 (the weights stay (C, 1, KH,
+    KW), read per block; `lowering/fused_to_npu/templates/depthwise_conv.py`)."""
+    groups = conv.attr_value("groups")
+    c, o = conv.operands[0].type.get_shape()[1], conv.results[0].type.get_shape()[1]
+    return groups > 1 and c == groups and o == groups
 
 
 def _unaligned_groups(conv: Conv2DOp) -> bool:

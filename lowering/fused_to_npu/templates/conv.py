@@ -34,17 +34,17 @@ import math
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from ....dialects import fused, ge, npu
+from ....dialects import fused, npu
 from ....dialects.ge import formats
 from ....dialects.ge.formats import Format
 from ....simulator.hardware import HardwarePreset
 from ....simulator.npu.costs import transfer_cycles
 from ...tiling import FRACTAL, GemmShape, round_up
-from ..context import GmTensor, KernelContext, kernel_for
+from ..context import GmTensor, KernelContext
 from ..kernel_builder import Index, KernelBuilder
 from .cube import RATES, bias_act_epilogue
 from .cube_epilogue import EpilogueInput
-from .cube_kernel import CubeProblem, emit_cube_kernel
+from .cube_kernel import CubeProblem
 from .cube_operands import ND, NZ, BatchMap, MatrixView
 
 
@@ -388,21 +388,23 @@ def _fz_weights(w: GmTensor, g: ConvGeometry, transposed: bool) -> MatrixView:
     return MatrixView(w, rows, cols, NZ, transposed, stride, batches, block=g.c0)
 
 
-def _image_view(t: GmTensor, g: ConvGeometry, pixels_as_rows: bool) -> MatrixView:
+def _image_view(t: GmTensor, g: ConvGeometry, pixels_as_rows: bool, channels: tuple[int, int] | None = None) -> MatrixView:
     """An (N, O, OH, OW) tensor as the product tile sees it: (P x O/groups) when
     pixels are rows, else (O/groups x P); NC1HWC0 is the NZ image of (P x O) in
-    blocks of C0 channels."""
-    p, og, c0 = g.p, g.og, g.c0
+    blocks of C0 channels. `channels` (all, per group) other than the result's
+    (O, O/groups): the input of a 1x1 convolution, whose pixels are the output's."""
+    p, c0 = g.p, g.c0
+    o, og = channels or (g.o, g.og)
     rows, cols = (p, og) if pixels_as_rows else (og, p)
     if t.format == Format.NC1HWC0:
         if g.groups > 1 and og % c0:
-            raise ValueError(f"groups of {og} channels in an NC1HWC0 result (a multiple of {c0} is needed)")
-        batches = BatchMap(((g.n, -(-g.o // c0) * p * c0), (g.groups, og // c0 * p * c0)))
+            raise ValueError(f"groups of {og} channels in an NC1HWC0 tensor (a multiple of {c0} is needed)")
+        batches = BatchMap(((g.n, -(-o // c0) * p * c0), (g.groups, og // c0 * p * c0)))
         return MatrixView(t, rows, cols, NZ, not pixels_as_rows, p * c0, batches, block=c0)
     if t.format == Format.ND:
-        batches = BatchMap(((g.n, g.o * p), (g.groups, og * p)))
+        batches = BatchMap(((g.n, o * p), (g.groups, og * p)))
         return MatrixView(t, rows, cols, ND, pixels_as_rows, p, batches)
-    raise ValueError(f"a {t.format.value} convolution result")
+    raise ValueError(f"a {t.format.value} convolution tensor")
 
 
 def _channel_input(t: GmTensor | None, g: ConvGeometry, pixels_as_rows: bool) -> EpilogueInput | None:
@@ -429,44 +431,90 @@ def _residual_input(t: GmTensor | None, g: ConvGeometry, pixels_as_rows: bool, k
     raise k.unsupported(f"a residual of shape {list(t.shape)} (the convolution takes full or per-channel ones)")
 
 
-# ---- the templates ------------------------------------------------------------------------------
+# ---- the cube implementations ------------------------------------------------------------------
 
 
-@kernel_for(ge.Conv2DOp, fused.Conv2DBiasActOp)
-def lower_conv2d(op, k: KernelContext) -> None:
+@dataclass(frozen=True)
+class ConvCase:
+    """One convolution as each implementation sees it (`conv_select.py`)."""
+
+    k: KernelContext
+    g: ConvGeometry
+    x: GmTensor
+    w: GmTensor
+    bias: GmTensor | None
+    residual: GmTensor | None
+    out: GmTensor
+    act: str
+
+    @property
+    def element_type(self):
+        return self.x.element_type
+
+
+def conv_case(op, k: KernelContext) -> ConvCase:
     names = op.present_operand_names() if hasattr(op, "present_operand_names") else ("input", "weight")
     t = SimpleNamespace(**{"bias": None, "residual": None, **dict(zip(names, k.inputs))})
     act = op.attr_values().act if isinstance(op, fused.Conv2DBiasActOp) else "none"
     out = k.outputs[0]
-    element_type = t.input.element_type
-    if element_type not in RATES or t.weight.element_type != element_type:
-        raise k.unsupported(f"convolution of {element_type} by {t.weight.element_type} (the cube takes f16 or f32)")
-    g = geometry(op, t.input, t.weight, out)
-    fz = t.weight.format == Format.FRACTAL_Z
-    pixels_as_rows = out.format == Format.NC1HWC0 or not fz
-    try:
-        image = ImageOperand(t.input, g, transposed=not pixels_as_rows)
-        if fz:
-            weights = _fz_weights(t.weight, g, transposed=pixels_as_rows)
-        elif t.weight.format == Format.ND:
-            weights = OihwWeights(t.weight, g)
-        else:
-            raise ValueError(f"{t.weight.format.value} weights")
-        output = _image_view(out, g, pixels_as_rows)
-        inputs = [
-            i
-            for i in (
-                None if t.bias is None else _channel_input(t.bias, g, pixels_as_rows),
-                _residual_input(t.residual, g, pixels_as_rows, k),
-            )
-            if i is not None
-        ]
-    except ValueError as e:
-        raise k.unsupported(str(e)) from None
+    return ConvCase(k, geometry(op, t.input, t.weight, out), t.input, t.weight, t.bias, t.residual, out, act)
 
-    epilogue = bias_act_epilogue([output], inputs, act)
+
+def _check_cube_types(c: ConvCase) -> None:
+    if c.element_type not in RATES or c.w.element_type != c.element_type:
+        raise ValueError(f"convolution of {c.element_type} by {c.w.element_type} (the cube takes f16 or f32)")
+
+
+def _cube_problem(c: ConvCase, pixels_as_rows: bool, image, weights) -> CubeProblem:
+    """The product of `image` (P x K, or K x P) and `weights` with the bias /
+    residual / activation epilogue."""
+    g = c.g
+    output = _image_view(c.out, g, pixels_as_rows)
+    inputs = [
+        i
+        for i in (
+            None if c.bias is None else _channel_input(c.bias, g, pixels_as_rows),
+            _residual_input(c.residual, g, pixels_as_rows, c.k),
+        )
+        if i is not None
+    ]
+    epilogue = bias_act_epilogue([output], inputs, c.act)
     a, b = (image, weights) if pixels_as_rows else (weights, image)
     m, n = (g.p, g.og) if pixels_as_rows else (g.og, g.p)
-    shape = GemmShape(g.n * g.groups, m, n, g.k, 1, False, t.input.itemsize, RATES[element_type])
-    emit_cube_kernel(k, CubeProblem(shape, a, [b], epilogue, element_type))
+    shape = GemmShape(g.n * g.groups, m, n, g.k, 1, False, c.x.itemsize, RATES[c.element_type])
+    return CubeProblem(shape, a, [b], epilogue, c.element_type)
 
+
+def img2col_problem(c: ConvCase) -> CubeProblem:
+    """The implicit GEMM: the img2col matrix gathered into L1 per K chunk
+    (`ImageOperand`). ValueError says why it does not apply."""
+    _check_cube_types(c)
+    g = c.g
+    fz = c.w.format == Format.FRACTAL_Z
+    pixels_as_rows = c.out.format == Format.NC1HWC0 or not fz
+    image = ImageOperand(c.x, g, transposed=not pixels_as_rows)
+    if fz:
+        weights = _fz_weights(c.w, g, transposed=pixels_as_rows)
+    elif c.w.format == Format.ND:
+        weights = OihwWeights(c.w, g)
+    else:
+        raise ValueError(f"{c.w.format.value} weights")
+    return _cube_problem(c, pixels_as_rows, image, weights)
+
+
+def gemm_1x1_problem(c: ConvCase) -> CubeProblem:
+    """A 1x1 convolution of stride 1 and no padding is a plain matrix product: an
+    NC1HWC0 input IS the FRACTAL_NZ image of its (P x C) matrix in blocks of C0
+    channels, read by the cube straight from GM (no UB slab, no img2col copies);
+    FRACTAL_Z weights are the (K x O) B. ValueError says why it does not apply."""
+    _check_cube_types(c)
+    g = c.g
+    if (g.kh, g.kw) != (1, 1):
+        raise ValueError(f"a {g.kh}x{g.kw} window (a GEMM needs 1x1)")
+    if g.strides != (1, 1) or any(g.pads):
+        raise ValueError(f"strides {list(g.strides)} and pads {list(g.pads)} (a GEMM needs stride 1, no padding)")
+    if c.x.format != Format.NC1HWC0 or c.w.format != Format.FRACTAL_Z:
+        raise ValueError(f"a {c.x.format.value} input with {c.w.format.value} weights (it reads NC1HWC0 and FRACTAL_Z)")
+    pixels_as_rows = c.out.format == Format.NC1HWC0
+    image = _image_view(c.x, g, pixels_as_rows, channels=(g.c, g.cg))
+    return _cube_problem(c, pixels_as_rows, image, _fz_weights(c.w, g, transposed=pixels_as_rows))

@@ -201,7 +201,7 @@ class _PoolKernel:
         k.block_dim = min(total, k.hw.core_count)
         row_spans, col_spans = _spans(rows), _spans(cols)
         k.explain(
-            f"{'max' if self.is_max else 'avg'} pool {self.n}x{self.c}x{rows.size}x{cols.size} -> {rows.out}x{cols.out}: "
+            f"{self._title()} {self.n}x{self.c}x{rows.size}x{cols.size} -> {rows.out}x{cols.out}: "
             f"{planes} plane(s) of {self.lanes} channels x {rows.count}x{cols.count} tile(s) of {rows.tile}x{cols.tile} "
             f"outputs; UB pitch {self.pitch} pixels in, {self.out_pitch} out; "
             f"{len(row_spans)}x{len(col_spans)} tile bodies"
@@ -216,6 +216,9 @@ class _PoolKernel:
                             first_row = rs.index * rows.tile if rs.index is not None else b.mul(row_tile, rows.tile)
                             first_col = cs.index * cols.tile if cs.index is not None else b.mul(col_tile, cols.tile)
                             self._tile(image, block, channels, rs, cs, first_row, first_col)
+
+    def _title(self) -> str:
+        return "max pool" if self.is_max else "avg pool"
 
     def _channel_cases(self, block: Index) -> list[tuple[int, SSAValue | bool]]:
         """NCHW: the last block of channels may hold fewer than C0."""

@@ -6,11 +6,11 @@
 // RUN: ge-opt %s --split-input-file -p 'ge-graph-opt,ge-fuse{hw=tiny}' | filecheck %s
 
 // A depthwise convolution after a convolution: the first conv writes NC1HWC0,
-// which the depthwise one (groups of 1 channel, not whole C0 blocks) cannot
-// read, so its conv2d_bias_act reads the ND conversion.
+// which the depthwise one reads as it is (its vector kernel takes channels
+// along the lanes of C0 blocks), with no conversion between them.
 // CHECK-LABEL: func.func @depthwise
-// CHECK:         %[[ND:.*]] = ge.transdata %{{.*}} {src_format = "NC1HWC0", dst_format = "ND"}
-// CHECK:         fused.conv2d_bias_act %[[ND]], %w bias %b {pads = [1, 1, 1, 1], groups = 16} : (tensor<1x16x8x8xf32>,
+// CHECK-NOT:     src_format = "NC1HWC0", dst_format = "ND"
+// CHECK:         fused.conv2d_bias_act %{{.*}}, %w bias %b {pads = [1, 1, 1, 1], groups = 16} : (tensor<1x16x8x8xf32, #ge.format<NC1HWC0>>, tensor<16x1x3x3xf32>,
 func.func @depthwise(%x: tensor<1x3x8x8xf32>) -> tensor<1x16x8x8xf32> {
   %w0 = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.3> : tensor<16x3x3x3xf32>
   %c0 = ge.conv2d %x, %w0 {pads = [1, 1, 1, 1]} : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x8x8xf32>
