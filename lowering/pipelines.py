@@ -121,6 +121,8 @@ class CompilePipeline(PipelinePass):
             # choose them once the precision is known.
             stages = [graph_opt(layout=False), self.precision_stage(), graph_opt()]
         if self.fuse:
+            # Expert MLPs as batched products before layout gives them formats.
+            stages.insert(0, passes["ge-group-matmuls"]()())
             stages.append(passes["ge-fuse"]()(hw=self.hw))
         stages.append(
             LowerToNpuPipeline(
