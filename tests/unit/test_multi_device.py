@@ -1,0 +1,103 @@
+"""The multi-device simulator: communication hidden by independent compute is not
+exposed, communication the next compute waits for is, a pipeline's stages
+overlap across micro-batches, and the trace has a process per device."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gecomp.core.context import make_context
+from gecomp.core.parsing import parse_module
+from gecomp.core.passes import parse_pass_pipeline, run_pipeline
+from gecomp.simulator.collectives import collective_cost, load_interconnect
+from gecomp.simulator.hardware import load_preset
+from gecomp.simulator.multi_device import device_tasks, exposed, simulate_devices
+
+T = "tensor<128x128xf16>"
+
+
+def two_devices(body: str) -> str:
+    functions = []
+    for d in range(2):
+        functions.append(f"""  func.func @device{d}(%x: {T}, %w: {T}) -> {T} attributes {{ge.device = {d} : i64}} {{
+{body}
+  }}""")
+    return "builtin.module attributes {ge.devices = 2 : i64} {\n" + "\n".join(functions) + "\n}"
+
+
+HIDDEN = f"""    %r = ge.all_reduce %x {{devices = 2}} : ({T}) -> {T}
+    %a = ge.matmul %w, %w : ({T}, {T}) -> {T}
+    %b = ge.matmul %a, %w : ({T}, {T}) -> {T}
+    %c = ge.matmul %b, %w : ({T}, {T}) -> {T}
+    %s = ge.add %c, %r : ({T}, {T}) -> {T}
+    func.return %s : {T}"""
+
+EXPOSED = f"""    %a = ge.matmul %w, %w : ({T}, {T}) -> {T}
+    %r = ge.all_reduce %a {{devices = 2}} : ({T}) -> {T}
+    %s = ge.add %r, %x : ({T}, {T}) -> {T}
+    func.return %s : {T}"""
+
+
+def simulate(text: str):
+    return simulate_devices(parse_module(make_context(), text, "<test>"), hw="tiny")
+
+
+def test_a_collective_overlapped_by_independent_compute_is_not_exposed():
+    report = simulate(two_devices(HIDDEN))
+    link = load_interconnect(load_preset("tiny"))
+    expected = collective_cost("all_reduce", (0, 1), 128 * 128 * 2, link).time_us
+    for s in report.summaries:
+        assert s.comm_us == pytest.approx(expected)
+        assert s.exposed_comm_us == 0.0
+        assert s.time_us == pytest.approx(s.compute_us)
+
+
+def test_a_collective_the_next_compute_waits_for_is_exposed():
+    report = simulate(two_devices(EXPOSED))
+    for s in report.summaries:
+        assert s.exposed_comm_us == pytest.approx(s.comm_us)
+        assert s.time_us == pytest.approx(s.compute_us + s.comm_us)
+
+
+def test_runs_are_cut_where_a_collective_result_is_needed():
+    module = parse_module(make_context(), two_devices(HIDDEN), "<test>")
+    tasks = device_tasks(next(iter(module.ops)), 0)
+    assert [(t.kind, [op.name for op in t.ops]) for t in tasks] == [
+        ("comm", ["ge.all_reduce"]),
+        ("compute", ["ge.matmul", "ge.matmul", "ge.matmul"]),
+        ("compute", ["ge.add"]),
+    ]
+
+
+def test_exposed_is_communication_minus_compute():
+    assert exposed([(0, 10)], [(2, 5), (4, 8)]) == pytest.approx(4)
+    assert exposed([(0, 4), (6, 9)], []) == pytest.approx(7)
+
+
+MLP = f"""func.func @main(%x: tensor<64x128xf16>) -> tensor<64x128xf16> {{
+  %w1 = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.05> : {T}
+  %h = ge.matmul %x, %w1 : (tensor<64x128xf16>, {T}) -> tensor<64x128xf16>
+  %a = ge.gelu %h : (tensor<64x128xf16>) -> tensor<64x128xf16>
+  %w2 = ge.const #ge.random<normal, seed = 2, mean = 0.0, std = 0.05> : {T}
+  %y = ge.matmul %a, %w2 : (tensor<64x128xf16>, {T}) -> tensor<64x128xf16>
+  %z = ge.gelu %y : (tensor<64x128xf16>) -> tensor<64x128xf16>
+  func.return %z : tensor<64x128xf16>
+}}"""
+
+
+def test_pipeline_stages_overlap_across_micro_batches(tmp_path: Path):
+    module = parse_module(make_context(), MLP, "<test>")
+    run_pipeline(parse_pass_pipeline("ge-partition{devices=2 strategy=pp micro-batches=4 hw=tiny}"), make_context(), module)
+    report = simulate_devices(module, hw="tiny")
+    stage0, stage1 = report.summaries
+    # Stage 1 starts on micro-batch 0 before stage 0 has finished micro-batch 3.
+    first_of_stage1 = min(t.start for t in report.tasks if t.device == 1 and t.kind == "compute")
+    assert first_of_stage1 < stage0.time_us
+    assert report.time_us < stage0.compute_us + stage1.compute_us
+    trace = json.loads(report.trace_text())
+    processes = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name"}
+    assert processes == {"device 0", "device 1"}
+    assert json.loads(report.json_text())["devices"] == 2
