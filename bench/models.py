@@ -5,6 +5,7 @@ bench/models/ with both exporters, and ONNX's light zoo).
     python bench/models.py --only bert.dynamo --only zoo.resnet50
     python bench/models.py --no-compile --markdown # import and reference only
     python bench/models.py --timeout-s 60          # per-model budget (seconds)
+    python bench/models.py --precision force_fp16  # ge-compile{precision=...} (ATC's modes)
 
 Columns: imports (ok, or the one-line error), the reference interpreter against
 onnxruntime (max abs error, and relative to the largest output), ge-compile
@@ -52,7 +53,7 @@ COLUMNS = [
 # ---- one model (in the child process) --------------------------------------------------
 
 
-def measure(name: str, compile_too: bool, hw: str) -> None:
+def measure(name: str, compile_too: bool, hw: str, precision: str | None = None) -> None:
     """Print the row of `name` as JSON lines, one after every step, `step` naming
     the one under way ("" when done): the parent keeps the last line it got, so a
     step that runs out of time leaves the earlier ones and is named."""
@@ -85,7 +86,7 @@ def measure(name: str, compile_too: bool, hw: str) -> None:
         return
     start = time.perf_counter()
     try:
-        run.compile_module(module, hw)
+        run.compile_module(module, hw, precision)
     except Exception as e:  # noqa: BLE001
         emit(compiles=_why(e), t_compile=time.perf_counter() - start, step="")
         return
@@ -116,11 +117,13 @@ def _why(e: BaseException) -> str:
 # ---- the table (in the parent) ---------------------------------------------------------
 
 
-def guarded_row(name: str, compile_too: bool, hw: str, timeout_s: float) -> dict:
+def guarded_row(name: str, compile_too: bool, hw: str, timeout_s: float, precision: str | None = None) -> dict:
     """The row of `name`, measured in a child process within `timeout_s`."""
     command = [sys.executable, os.path.abspath(__file__), "--row", name, "--hw", hw]
     if not compile_too:
         command.append("--no-compile")
+    if precision:
+        command += ["--precision", precision]
     start = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
@@ -203,12 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--markdown", action="store_true", help="print the table in Markdown")
     p.add_argument("--timeout-s", type=float, default=300.0, help="time budget per model (default 300)")
     p.add_argument("--hw", default="ascend910", help="hardware preset (default ascend910)")
+    p.add_argument("--precision", metavar="MODE", help="ge-compile's precision mode (force_fp16, "
+                   "allow_fp32_to_fp16, must_keep_origin_dtype, allow_mix_precision; default: ge-compile's)")
     p.add_argument("--list", action="store_true", help="list the models and exit")
     p.add_argument("--row", metavar="NAME", help=argparse.SUPPRESS)  # the child process
     args = p.parse_args(argv)
     compile_too = not args.no_compile
     if args.row:
-        measure(args.row, compile_too, args.hw)
+        measure(args.row, compile_too, args.hw, args.precision)
         return 0
     from gecomp.bench import models
 
@@ -223,9 +228,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.timeout_s <= 0:
         print("error: --timeout-s must be positive", file=sys.stderr)
         return 1
+    if args.precision:
+        from gecomp.core.diagnostics import CompileError
+        from gecomp.transforms.graph.precision import check_mode
+
+        try:
+            check_mode(args.precision, "--precision")
+        except CompileError as e:
+            print(e.format(), file=sys.stderr)
+            return 1
     rows = []
     for name in args.only or known:
-        rows.append(guarded_row(name, compile_too, args.hw, args.timeout_s))
+        rows.append(guarded_row(name, compile_too, args.hw, args.timeout_s, args.precision))
         print(_progress(rows[-1]), file=sys.stderr, flush=True)
     print(format_table(rows, args.markdown))
     print("\n" + summary(rows, compile_too))

@@ -5,6 +5,13 @@
     python bench/roofline.py --check              # also compare the numbers with the reference
     python bench/roofline.py --pipeline 'ge-compile{fuse=false}'
     python bench/roofline.py --only BERT --pipeline 'ge-compile{tune=4}'   # tilings tuned by simulation (~45 s)
+    python bench/roofline.py --precision force_fp16   # each case as an f32 export, compiled in that mode
+
+`--precision MODE` turns every case into the f32 model a framework would export
+(each f16 type f32) and compiles it with `precision=MODE` (ATC's precision modes,
+docs/compiling.md); the roofline is then the compiled module's own
+(`roofline_cycles` of ge-sim's report: its kernels' work at the precision they
+compute in), since the cases' closed forms assume fp16.
 
 For a case the roofline is a lower bound on its time: for a matrix product
 max(flops / cube peak, compulsory GM bytes / HBM bandwidth), the compulsory
@@ -43,7 +50,7 @@ from gecomp.core.diagnostics import CompileError
 from gecomp.core.dtypes import tensor_bytes
 from gecomp.core.parsing import parse_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
-from gecomp.simulator.compare import worst_mismatch
+from gecomp.simulator.compare import compiled_floor, worst_mismatch
 from gecomp.simulator.hardware import HardwarePreset, load_preset
 from gecomp.simulator.npu import simulate
 from gecomp.dialects import npu
@@ -211,29 +218,36 @@ class Row:
         return max(self.roofline, self.ports) / self.simulated if self.simulated else 0.0
 
 
-def run_case(case: Case, hw: str, pipeline: str, check: bool, seed: int = 0) -> Row:
+def as_f32(text: str) -> str:
+    """The case as an f32 export: every f16 element type f32."""
+    return re.sub(r"(?<=[<x])f16>", "f32>", text)
+
+
+def run_case(case: Case, hw: str, pipeline: str, check: bool, seed: int = 0, precision: str | None = None) -> Row:
     ctx = make_context()
-    module = parse_module(ctx, case.module(), case.name)
+    module = parse_module(ctx, as_f32(case.module()) if precision else case.module(), case.name)
     main = main_function(module)
     inputs = random_inputs(input_specs(main), seed)
+    source = module.clone()
     expected = run_reference(module.clone(), inputs) if check else None
     names = [s.name for s in output_specs(main)]
     start = time.perf_counter()
-    run_pipeline(parse_pass_pipeline(pipeline), ctx, module)
+    run_pipeline(parse_pass_pipeline(pipeline, {"precision": precision} if precision else None), ctx, module)
     compiled = time.perf_counter()
     simulation = simulate(module, inputs, hw=hw, check_races=check)
     simulated = time.perf_counter()
     report = simulation.report
     verdict = ""
     if expected is not None:
-        worst = [worst_mismatch(n, np.asarray(e), np.asarray(g)) for n, e, g in zip(names, expected, simulation.outputs)]
+        floor = compiled_floor(source, module)
+        worst = [worst_mismatch(n, np.asarray(e), np.asarray(g), floor) for n, e, g in zip(names, expected, simulation.outputs)]
         bad = [w for w in worst if w is not None and w.ratio > 1.0]
         verdict = "ok" if not bad else f"MISMATCH {bad[0]}"
     return Row(
         case,
         report.total_cycles,
         sum(k.cycles for k in report.kernels),
-        case.roofline(load_preset(hw), report, module),
+        report.roofline_cycles if precision else case.roofline(load_preset(hw), report, module),
         sum(k.port_cycles for k in report.kernels),
         compiled - start,
         simulated - compiled,
@@ -247,10 +261,11 @@ def main(argv=None) -> None:
     parser.add_argument("--only", default="", help="run the cases whose name contains this")
     parser.add_argument("--pipeline", default="ge-compile")
     parser.add_argument("--check", action="store_true", help="compare with the reference and check races")
+    parser.add_argument("--precision", metavar="MODE", help="compile each case as an f32 export in this precision mode")
     args = parser.parse_args(argv)
-    try:  # a bad preset or pipeline is a one-line error before any case runs
+    try:  # a bad preset, pipeline or mode is a one-line error before any case runs
         load_preset(args.hw)
-        parse_pass_pipeline(args.pipeline)
+        parse_pass_pipeline(args.pipeline, {"precision": args.precision} if args.precision else None)
     except CompileError as e:
         print(e.format(), file=sys.stderr)
         sys.exit(1)
@@ -258,12 +273,12 @@ def main(argv=None) -> None:
         f"{'case':<40}{'simulated':>11}{'kernels':>10}{'roofline':>10}{'achieved':>10}{'ports':>8}{'of bound':>10}"
         f"{'compile s':>11}{'sim s':>8}"
     )
-    print(f"preset {args.hw}, pipeline {args.pipeline}")
+    print(f"preset {args.hw}, pipeline {args.pipeline}" + (f", f32 cases, precision {args.precision}" if args.precision else ""))
     print(header)
     for case in CASES:
         if args.only not in case.name:
             continue
-        row = run_case(case, args.hw, args.pipeline, args.check)
+        row = run_case(case, args.hw, args.pipeline, args.check, precision=args.precision)
         print(
             f"{case.name:<40}{row.simulated:>11}{row.kernels:>10}{row.roofline:>10.0f}{100 * row.achieved:>9.1f}%"
             f"{row.ports:>8.0f}{100 * row.of_bound:>9.1f}%"

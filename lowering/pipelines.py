@@ -9,7 +9,7 @@ from xdsl.passes import ModulePass
 
 from ..core.passes import PipelinePass
 from ..core.precision import DEFAULT_MODE, MUST_KEEP_ORIGIN_DTYPE
-from ..transforms.graph.precision import PrecisionPass
+from ..transforms.graph.precision import PrecisionPass, check_mode, op_names
 from ..transforms.npu.double_buffer import DoubleBufferPass
 from ..transforms.npu.insert_sync import InsertSyncPass
 from ..transforms.npu.plan_local_memory import PlanLocalMemoryPass
@@ -70,7 +70,7 @@ class LowerToNpuPipeline(PipelinePass):
             DoubleBufferPass(enable=self.double_buffer, hw=self.hw),
             PlanLocalMemoryPass(hw=self.hw),
             InsertSyncPass(hw=self.hw),
-            AssignStreamsPass(streams=self.streams, hw=self.hw, merge=self.merge),
+            AssignStreamsPass(streams=self.streams),
             PlanGmPass(hw=self.hw, reuse=self.reuse),
             *([MergeLaunchesPass(hw=self.hw), PrefetchConstantsPass(hw=self.hw)] if self.merge else []),
         ]
@@ -100,7 +100,10 @@ class CompilePipeline(PipelinePass):
     precision_allow_fp16: tuple[str, ...] = ()
 
     def __post_init__(self):
-        self.precision_stage()  # a bad mode or op name is an error when the pipeline is parsed
+        # A bad mode or op name is an error when the pipeline is parsed.
+        check_mode(self.precision, f"{self.name} precision")
+        op_names(self.precision_keep_fp32, f"{self.name} precision-keep-fp32")
+        op_names(self.precision_allow_fp16, f"{self.name} precision-allow-fp16")
 
     def precision_stage(self) -> PrecisionPass:
         return PrecisionPass(

@@ -55,14 +55,16 @@ def max_errors(want: Sequence[np.ndarray], got: Sequence[np.ndarray]) -> tuple[f
     return worst, worst / scale if scale else worst
 
 
-def compile_module(module, hw: str = "ascend910") -> None:
+def compile_module(module, hw: str = "ascend910", precision: str | None = None) -> None:
     """ge-compile `module` in place through the pass driver, verifying after every
-    pass (what `ge-opt -p ge-compile` does)."""
+    pass (what `ge-opt -p ge-compile` does); `precision`: ge-compile's precision
+    mode (None: its default)."""
     from gecomp.core.context import make_context
     from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 
+    options = f"hw={hw}" + (f" precision={precision}" if precision else "")
     with instrumented(Instrumentation(verify_each=True)):
-        run_pipeline(parse_pass_pipeline(f"ge-compile{{hw={hw}}}"), make_context(), module)
+        run_pipeline(parse_pass_pipeline(f"ge-compile{{{options}}}"), make_context(), module)
 
 
 @dataclass

@@ -68,6 +68,7 @@ from ...core.passes import record_statistic
 from ...dialects.ge import GE_OPS, CastOp, ConstOp, GEOp
 from ...dialects.ge.canonicalization import constant_from_array, defining_op, retyped_constant
 from ...dialects.ge.const import RandomAttr, constant_value
+from ...dialects.ge.formats import block_shape, format_of
 
 CUBE_OPS = frozenset({"ge.matmul", "ge.batch_matmul", "ge.conv2d"})
 """The allow list: computed by the cube."""
@@ -105,7 +106,8 @@ def op_names(names: tuple[str, ...], option: str) -> frozenset[str]:
     return frozenset(full)
 
 
-def check_mode(mode: str, option: str = "precision") -> None:
+def check_mode(mode: str, option: str) -> None:
+    """A one-line error naming `option` and the modes unless `mode` is one."""
     if mode not in precision.MODES:
         raise CompileError(f"{option}: unknown precision mode '{mode}'; expected one of {', '.join(precision.MODES)}")
 
@@ -175,7 +177,16 @@ class Policy:
 
 
 def _in_f16(t: TensorType) -> TensorType:
-    """`t` with f16 elements, its physical format (encoding) kept."""
+    """`t` with f16 elements, its physical format (encoding) kept: FRACTAL_NZ's
+    blocks are 16 x 16 either way, but NC1HWC0's and FRACTAL_Z's C0 is 32 bytes
+    of elements, so those are chosen after this pass (ge-compile runs ge-layout
+    after it)."""
+    fmt = format_of(t)
+    if block_shape(fmt, f16) != block_shape(fmt, f32):
+        raise CompileError(
+            f"ge-precision: {t} is already in {fmt.value}, whose blocks depend on the element type; "
+            f"run ge-precision before ge-layout (ge-compile{{precision=...}} does)"
+        )
     return TensorType(f16, t.get_shape(), t.encoding)
 
 
