@@ -12,7 +12,7 @@ from ..core.context import make_context
 from ..core.diagnostics import CompileError, argument_error
 from ..core.parsing import load_module
 from ..core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
-from ..simulator.compare import precision_floor, worst_mismatch
+from ..simulator.compare import compiled_floor, worst_mismatch
 from ..simulator.hardware import load_preset
 from ..simulator.limits import check_allocatable
 from ..simulator.npu.profile import comparison_table, write_op_summary
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         execution = execute(module, inputs, hw=args.hw)
         if execution.report is None:
             raise CompileError(f"the {name} pipeline '{modes[name]}' does not reach the npu level")
-        _check(name, execution, expected, precision_floor(source))
+        _check(name, execution, expected, compiled_floor(source, module))
         reports[name] = execution.report
     print(comparison_table(reports, markdown=args.markdown))
     if args.csv:
