@@ -111,19 +111,17 @@ class DepthwiseKernel(_PoolKernel):
 
     def _tile(self, image: Index, block: Index, channels: int, rs: _Span, cs: _Span, first_row: Index, first_col: Index) -> None:
         self._load(image, block, channels, rs, cs, first_row, first_col)
-        self._load_channel_values(block, channels)
+        self._load_channel_values(block)
         acc = self._convolve(rs, cs)
         self._epilogue(acc, rs, cs)
         self._store(image, block, channels, rs, cs, first_row, first_col)
 
-    def _load_channel_values(self, block: Index, channels: int) -> None:
+    def _load_channel_values(self, block: Index) -> None:
         """The plane's weights as (KH*KW x C0) rows and its bias as one C0 row, in
         the accumulation type; lanes past the last channel are zeros."""
         b, lanes, window = self.b, self.lanes, self.g.window
         raw, w = self.buf["wraw"], self.buf["w"]
-        if channels < lanes:
-            b.emit(npu.VDupOp, raw, 0, cols=lanes * window, value=0.0)
-        b.emit(npu.CopyOp, self.w.value, b.mul(block, lanes * window), raw, 0, cols=channels * window)
+        self._per_block_copy(self.w.value, block, window, raw)
         if self.acc_type == self.dtype:
             b.emit(npu.VTransposeOp, raw, 0, w, 0, rows=lanes, cols=window, strides=[window, lanes])
         else:
@@ -133,10 +131,30 @@ class DepthwiseKernel(_PoolKernel):
         if "bias" not in self.buf:
             return
         braw, bias = self.buf["braw"], self.buf["bias"]
-        if channels < lanes:
-            b.emit(npu.VDupOp, braw, 0, cols=lanes, value=0.0)
-        b.emit(npu.CopyOp, self.bias_t.value, b.mul(block, lanes), braw, 0, cols=channels)
+        self._per_block_copy(self.bias_t.value, block, 1, braw)
         b.emit(npu.VCastOp if self.acc_type != self.dtype else npu.VCopyOp, braw, 0, bias, 0, cols=lanes)
+
+    def _per_block_copy(self, src, block: Index, per_channel: int, dst) -> None:
+        """The `per_channel` values of each channel of `block` from GM -> `dst`; the
+        last block of fewer channels is zero-filled first (a branch when the block is
+        known at run time only)."""
+        b, lanes = self.b, self.lanes
+        tail = self.c - (self.blocks - 1) * lanes
+        offset = b.mul(block, lanes * per_channel)
+
+        def copy(channels: int) -> None:
+            if channels < lanes:
+                b.emit(npu.VDupOp, dst, 0, cols=lanes * per_channel, value=0.0)
+            b.emit(npu.CopyOp, src, offset, dst, 0, cols=channels * per_channel)
+
+        if tail == lanes or self.blocks == 1 or isinstance(block, int):
+            last = self.blocks == 1 or (isinstance(block, int) and block == self.blocks - 1)
+            copy(tail if last else lanes)
+            return
+        with b.when(b.less_than(block, self.blocks - 1)):
+            copy(lanes)
+        with b.when(b.equals(block, self.blocks - 1)):
+            copy(tail)
 
     def _convolve(self, rs: _Span, cs: _Span):
         """acc = sum over the taps of input(tap) * weights(tap): one `vmul` per tap

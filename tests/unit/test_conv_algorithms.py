@@ -1,0 +1,161 @@
+"""The convolution implementations chosen by cost (`templates/conv_select.py`):
+each algorithm, pinned with `npu.conv_algorithm`, on random shapes (groups,
+strides, dilations, pads, 1x1, depthwise, odd sizes) compiled and simulated
+against the reference interpreter; the chooser's choice and its refusals."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from cube_lowering_testing import check_lowering, compile_module, main_module, parse, tensor
+from test_lower_cube_conv import conv_module
+
+from gecomp.core.diagnostics import CompileError
+from gecomp.dialects import fused, ge
+from gecomp.lowering.fused_to_npu.templates.conv_select import pin_algorithm
+
+
+def _conv_ops(module):
+    return [op for op in module.walk() if isinstance(op, ge.Conv2DOp | fused.Conv2DBiasActOp)]
+
+
+def estimates(line: str) -> tuple[dict[str, int], str | None]:
+    """The chooser's debug note: estimate per legal algorithm, and the chosen one."""
+    found = re.findall(r"([\w-]+) estimated (\d+) cycles( \(chosen\))?", line)
+    return {name: int(cycles) for name, cycles, _ in found}, next((n for n, _, c in found if c), None)
+
+
+def check_pinned(text: str, algorithm: str, capsys, hw: str = "tiny") -> None:
+    """Compile `text` with its first convolution pinned to `algorithm`, simulate,
+    compare with the reference (check_lowering), and check the kernel is that one."""
+    module = parse(text)
+    pin_algorithm(_conv_ops(module)[0], algorithm)
+    check_lowering(module, hw, pipeline=f"ge-lower-to-npu{{hw={hw} debug=true}}")
+    notes = [line for line in capsys.readouterr().err.splitlines() if "estimated" in line and ", groups " in line]
+    assert estimates(notes[0])[1] == algorithm, notes
+
+
+def random_depthwise(seed: int) -> dict:
+    """A depthwise convolution of random odd sizes, window, strides, dilations, pads."""
+    r = random.Random(seed)
+    kh, kw = r.choice([(3, 3), (5, 5), (3, 1), (1, 3), (2, 3)])
+    dilations = (r.choice([1, 2]), r.choice([1, 2]))
+    strides = (r.choice([1, 2]), r.choice([1, 2, 3]))
+    pads = tuple(r.randint(0, k - 1) for k in (kh, kw, kh, kw))
+    c = r.choice([3, 8, 13, 24, 40])
+    h, w = r.randint((kh - 1) * dilations[0] + 1, 17), r.randint((kw - 1) * dilations[1] + 1, 17)
+    return dict(
+        n=r.choice([1, 2]), c=c, o=c, groups=c, h=h, w=w, kh=kh, kw=kw, strides=strides, pads=pads,
+        dilations=dilations, bias=r.random() < 0.5, act=r.choice([None, "relu", "silu", "gelu"]),
+        dtype=r.choice(["f16", "f32"]),
+    )
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_depthwise_vector_random_nchw(seed, capsys):
+    """NCHW in and out (the vector kernel transposes to and from C0 lanes)."""
+    check_pinned(conv_module(**random_depthwise(seed)), "depthwise-vector", capsys)
+
+
+@pytest.mark.parametrize("seed", range(8, 12))
+def test_depthwise_vector_random_5hd(seed, capsys):
+    """NC1HWC0 in and out, as ge-layout lays depthwise convolutions out; the result
+    goes on through a 1x1 convolution (the GEMM)."""
+    params = {**random_depthwise(seed), "x_format": "NC1HWC0", "y_format": "NC1HWC0"}
+    check_pinned(conv_module(**params), "depthwise-vector", capsys)
+
+
+def test_depthwise_vector_ascend910(capsys):
+    params = dict(n=2, c=96, o=96, groups=96, h=28, w=28, kh=3, kw=3, strides=(2, 2), pads=(1, 1, 1, 1),
+                  bias=True, act="relu", dtype="f32", x_format="NC1HWC0", y_format="NC1HWC0")
+    check_pinned(conv_module(**params), "depthwise-vector", capsys, "ascend910")
+
+
+def test_depthwise_on_the_cube_still_computes_the_same(capsys):
+    """img2col on a depthwise convolution (NCHW, OIHW weights: its only legal form)."""
+    check_pinned(conv_module(**random_depthwise(3)), "img2col", capsys)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(n=2, c=24, o=40, h=7, w=5, dtype="f32"),
+        dict(n=1, c=20, o=33, h=9, w=11, bias=True, act="relu", dtype="f16"),
+        dict(n=2, c=32, o=32, groups=2, h=6, w=6, dtype="f16"),
+        dict(n=1, c=64, o=16, h=4, w=13, residual=True, act="silu", dtype="f32"),
+    ],
+    ids=["f32", "f16-bias-relu", "groups", "residual"],
+)
+@pytest.mark.parametrize("algorithm", ["gemm-1x1", "img2col"])
+def test_1x1(params, algorithm, capsys):
+    """A 1x1 convolution of an NC1HWC0 input with FRACTAL_Z weights: both the GEMM
+    and img2col compute it."""
+    text = conv_module(**params, kh=1, kw=1, pads=(0, 0, 0, 0), x_format="NC1HWC0", w_format="FRACTAL_Z",
+                       y_format="NC1HWC0")
+    check_pinned(text, algorithm, capsys)
+
+
+def test_1x1_ascend910(capsys):
+    text = conv_module(n=1, c=256, o=64, h=14, w=14, kh=1, kw=1, pads=(0, 0, 0, 0), x_format="NC1HWC0",
+                       w_format="FRACTAL_Z", y_format="NC1HWC0", bias=True, act="relu", dtype="f32")
+    check_pinned(text, "gemm-1x1", capsys, "ascend910")
+
+
+def random_general(seed: int) -> dict:
+    r = random.Random(seed)
+    kh, kw = r.choice([(3, 3), (1, 1), (5, 3), (7, 7), (2, 1)])
+    groups = r.choice([1, 1, 2])
+    # K chunks are whole channel blocks: a 7x7 window of 16 channels does not fit tiny's L1.
+    c, o = groups * (8 if kh * kw > 9 else r.choice([8, 16])), groups * r.choice([8, 16])
+    dilations = (r.choice([1, 2]), r.choice([1, 2]))
+    strides = (r.choice([1, 2]), r.choice([1, 2, 3]))
+    pads = tuple(r.randint(0, k - 1) for k in (kh, kw, kh, kw))
+    h, w = r.randint((kh - 1) * dilations[0] + 1, 15), r.randint((kw - 1) * dilations[1] + 1, 15)
+    return dict(n=r.choice([1, 2]), c=c, o=o, groups=groups, h=h, w=w, kh=kh, kw=kw, strides=strides, pads=pads,
+                dilations=dilations, dtype=r.choice(["f16", "f32"]), x_format="NC1HWC0", w_format="FRACTAL_Z",
+                y_format="NC1HWC0", bias=r.random() < 0.5)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_img2col_random(seed, capsys):
+    check_pinned(conv_module(**random_general(seed)), "img2col", capsys)
+
+
+def test_a_pinned_algorithm_that_does_not_apply_is_a_located_error():
+    module = parse(conv_module(c=16, o=16, kh=3, kw=3, x_format="NC1HWC0", w_format="FRACTAL_Z"))
+    pin_algorithm(_conv_ops(module)[0], "gemm-1x1")
+    with pytest.raises(CompileError, match=r"npu.conv_algorithm = gemm-1x1: a 3x3 window") as error:
+        compile_module(module, "ge-lower-to-npu{hw=tiny}")
+    assert "test.mlir:" in str(error.value)
+
+
+def test_the_chooser_keeps_the_estimated_fastest(capsys):
+    """Unpinned, the kernel is the legal plan of least estimate."""
+    module = parse(conv_module(**{**random_depthwise(5), "x_format": "NC1HWC0", "y_format": "NC1HWC0"}))
+    check_lowering(module, "tiny", pipeline="ge-lower-to-npu{hw=tiny debug=true}")
+    lines = [x for x in capsys.readouterr().err.splitlines() if ", groups " in x and "estimated" in x]
+    assert len(lines) == 2
+    for line in lines:
+        cycles, chosen = estimates(line)
+        assert cycles[chosen] == min(cycles.values()), line
+
+
+def test_compiled_depthwise_reads_nc1hwc0_and_runs_on_the_vector_unit(capsys):
+    """Through ge-compile: ge-layout puts depthwise convolutions in NC1HWC0 and the
+    chooser takes the vector kernel (a few instructions per tile, no mmad)."""
+    x, w, y = tensor((1, 24, 12, 12), "f32"), tensor((24, 1, 3, 3), "f32"), tensor((1, 24, 12, 12), "f32")
+    w0 = tensor((24, 24, 1, 1), "f32")
+    lines = [
+        f"%w0 = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.3> : {w0}",
+        f"%w = ge.const #ge.random<normal, seed = 2, mean = 0.0, std = 0.3> : {w}",
+        f"%a = ge.conv2d %x, %w0 : ({x}, {w0}) -> {y}",
+        f"%r = ge.relu %a : ({y}) -> {y}",
+        f"%d = ge.conv2d %r, %w {{pads = [1, 1, 1, 1], groups = 24}} : ({y}, {w}) -> {y}",
+        f"%o = ge.relu %d : ({y}) -> {y}",
+    ]
+    text = main_module([f'%x: {x} {{ge.name = "x"}}'], lines, "%o", y)
+    check_lowering(text, "ascend910", pipeline="ge-compile{hw=ascend910 debug=true}")
+    line = next(x for x in capsys.readouterr().err.splitlines() if "groups 24:" in x)
+    assert estimates(line)[1] == "depthwise-vector", line
