@@ -78,25 +78,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _devices(text: str) -> int:
-    try:
-        count = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid device count '{text}': expected an integer 1 or more") from None
-    if count < 1:
-        raise argparse.ArgumentTypeError(f"invalid device count {count}: expected an integer 1 or more")
-    return count
+def _integer_at_least(minimum: int, what: str):
+    """An argparse type: an integer `minimum` or more, else a message naming `what`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {what} '{text}': expected an integer {minimum} or more") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"invalid {what} {value}: expected an integer {minimum} or more")
+        return value
+
+    return parse
 
 
-def _seed(text: str) -> int:
-    """numpy seeds are non-negative integers."""
-    try:
-        seed = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid seed '{text}': expected an integer 0 or more") from None
-    if seed < 0:
-        raise argparse.ArgumentTypeError(f"invalid seed {seed}: expected an integer 0 or more")
-    return seed
+_devices = _integer_at_least(1, "device count")
+_seed = _integer_at_least(0, "seed")
+"""numpy seeds are non-negative integers."""
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
@@ -127,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     if args.devices is not None:
         from . import ge_sim_devices
 
-        return ge_sim_devices.run(args, module, reference_module, _check)
+        return ge_sim_devices.run(args, module, reference_module, _check, _write)
 
     check_allocatable(module)
     specs = input_specs(main_function(module))

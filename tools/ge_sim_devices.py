@@ -18,9 +18,9 @@ from ..simulator.reference import run_reference
 from ..simulator.signature import input_specs, load_inputs, output_specs, random_inputs, summarize
 
 
-def run(args: argparse.Namespace, module: ModuleOp, source: ModuleOp | None, check) -> int:
+def run(args: argparse.Namespace, module: ModuleOp, source: ModuleOp | None, check, write) -> int:
     """`source` is the module before the pipeline (the single-device reference for
-    --check), `check` ge-sim's comparison of outputs."""
+    --check); `check` and `write` are ge-sim's comparison of outputs and file writer."""
     count = device_count(module)
     if count is None:
         raise CompileError(
@@ -43,9 +43,9 @@ def run(args: argparse.Namespace, module: ModuleOp, source: ModuleOp | None, che
         if args.report:
             print(report)
         if args.json:
-            _write(args.json, report.json_text())
+            write(args.json, report.json_text())
         if args.trace:
-            _write(args.trace, report.trace_text())
+            write(args.trace, report.trace_text())
     if args.check:
         if source is None or device_count(source) is not None:
             raise CompileError("--check with --devices needs a single-device input partitioned by --pipeline")
@@ -57,11 +57,3 @@ def run(args: argparse.Namespace, module: ModuleOp, source: ModuleOp | None, che
                 status |= check(output_specs(f), expected, outputs, precision_floor(source))
         return status
     return 0
-
-
-def _write(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    except OSError as e:
-        raise CompileError(f"cannot write '{path}': {e.strerror}") from None
