@@ -4,7 +4,8 @@ memory it takes, from an ONNX file to checked simulated outputs.
     python bench/time_to_result.py                          # every model of the set, then BERT-base
     python bench/time_to_result.py --models zoo.resnet50 --models bert_base
     python bench/time_to_result.py --models bert.torchscript --baseline ccf40d8 --markdown
-    python bench/time_to_result.py --timeout 120            # seconds per child run
+    python bench/time_to_result.py --timeout 120            # CPU seconds per child run
+    python bench/time_to_result.py --no-full                # skip the run with the shortcuts off
     python bench/time_to_result.py --list
 
 Rows: every model of the project's set (`gecomp.bench.models.names()`: the
@@ -35,8 +36,10 @@ memory (the child's VmHWM) is the model's alone:
   over this tree's, so > 1 is faster (smaller) now. Both run in the same
   invocation, so the load of a shared machine largely cancels.
 
-A child that runs out of `--timeout` keeps the columns it reached and its note
-names the step that did not finish; a crash is a one-line note.
+A child that runs out of `--timeout` (CPU seconds, so that a loaded machine does
+not time a row out; also stopped after `WALL_FACTOR` times as many wall seconds)
+keeps the columns it reached and its note names the step that did not finish; a
+crash is a one-line note.
 """
 
 from __future__ import annotations
@@ -44,7 +47,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
+import resource
+import signal
 import shutil
 import subprocess
 import sys
@@ -59,6 +65,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BERT_BASE = "bert_base"
 BERT_BASE_SEQUENCE = 128
+WALL_FACTOR = 10  # wall seconds allowed per CPU second of --timeout (a machine loaded ten times over)
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "gecomp", "time_to_result")
 
 
@@ -235,8 +242,9 @@ class Child:
 
 def run_child(model_file: str, data_file: str, hw: str | None, full: bool, timeout: float,
               pythonpath: str | None = None) -> Child:
-    """`measure` in a child process within `timeout` seconds; with `pythonpath`, the
-    `gecomp` the child imports is the one found there (a baseline tree)."""
+    """`measure` in a child process within `timeout` CPU seconds (RLIMIT_CPU: the
+    kernel stops it with SIGXCPU) and `WALL_FACTOR` times as many wall seconds; with
+    `pythonpath`, the `gecomp` the child imports is the one found there (a baseline tree)."""
     command = [sys.executable, os.path.abspath(__file__), "--row", model_file, data_file]
     command += ["--hw", hw] if hw else []
     command += ["--full"] if full else []
@@ -244,19 +252,29 @@ def run_child(model_file: str, data_file: str, hw: str | None, full: bool, timeo
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
-        out, err, code, timed_out = done.stdout, done.stderr, done.returncode, False
+        done = subprocess.run(command, capture_output=True, text=True, timeout=WALL_FACTOR * timeout, env=env,
+                              cwd=ROOT, preexec_fn=lambda: _limit_cpu(timeout))
+        out, err, code = done.stdout, done.stderr, done.returncode
+        timed_out = code == -signal.SIGXCPU
     except subprocess.TimeoutExpired as e:
-        out, err, code, timed_out = _text(e.stdout), _text(e.stderr), None, True
+        out, err, code, timed_out = _text(e.stdout), _text(e.stderr), None, False
     lines = [line for line in out.splitlines() if line.startswith("{")]
     values = json.loads(lines[-1]) if lines else {}
     step = values.pop("step", "import")
     if timed_out:
-        return Child(values, f"{step or 'run'}: did not finish in {timeout:g} s")
+        return Child(values, f"{step or 'run'}: did not finish in {timeout:g} CPU s")
+    if code is None:
+        return Child(values, f"{step or 'run'}: did not finish in {WALL_FACTOR * timeout:g} s (wall)")
     if code != 0:
         last = [line.strip() for line in err.splitlines() if line.strip()]
         return Child(values, f"crash in {step or 'run'}: {last[-1] if last else f'exit {code}'}")
     return Child(values)
+
+
+def _limit_cpu(seconds: float) -> None:
+    """In the child, before exec: SIGXCPU once it has used `seconds` of CPU."""
+    limit = max(1, math.ceil(seconds))
+    resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
 
 
 @dataclass
@@ -292,7 +310,7 @@ class Row:
             yield f"outside tolerance: {self.fast.get('worst')}"
         if self.fast.get("outputs") == -1:
             yield "output count differs from onnxruntime"
-        yield f"full: {self.full.note}" if self.full.note else ""
+        yield f"full: {self.full.note}" if self.full.note else ""  # also "not run (--no-full)"
         if self.fast.get("cycles") is not None and self.full.get("cycles") is not None:
             if self.fast.get("cycles") != self.full.get("cycles"):
                 yield f"full simulation gives {self.full.get('cycles')} cycles"
@@ -319,7 +337,7 @@ def _ratio(old, new) -> float | None:
 
 
 def measure_row(name: str, folder: str, cache: str, hw: str | None, timeout: float,
-                baseline_path: str | None = None) -> Row:
+                baseline_path: str | None = None, full: bool = True) -> Row:
     """The row of `name`: its files prepared once, then a child with the shortcuts,
     one with them off and, given `baseline_path`, one with the baseline's code."""
     try:
@@ -328,7 +346,7 @@ def measure_row(name: str, folder: str, cache: str, hw: str | None, timeout: flo
         return Row(name, Child(), Child(), None if baseline_path is None else Child(), f"not prepared: {_one_line(e)}")
     try:
         fast = run_child(model_file, data_file, hw, False, timeout)
-        full = run_child(model_file, data_file, hw, True, timeout)
+        full = run_child(model_file, data_file, hw, True, timeout) if full else Child(note="not run (--no-full)")
         base = None if baseline_path is None else run_child(model_file, data_file, hw, False, timeout, baseline_path)
     finally:
         for path in (model_file, data_file, model_file + ".data"):
@@ -428,7 +446,9 @@ def _one_line(e: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", action="append", metavar="NAME", help="only this model (repeatable; see --list)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per child run (default 600)")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help=f"CPU seconds per child run (default 600; also {WALL_FACTOR}x as many wall seconds)")
+    p.add_argument("--no-full", action="store_true", help="skip the run with every simulator shortcut off")
     p.add_argument("--baseline", metavar="COMMIT", help="also run the rows with this commit's code; print ratios")
     p.add_argument("--markdown", action="store_true", help="print the table in Markdown")
     p.add_argument("--hw", default=None, help="hardware preset (default: ge-compile's)")
@@ -457,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for name in args.models or known:
             start = time.perf_counter()
-            rows.append(measure_row(name, folder, args.cache, args.hw, args.timeout, baseline_path))
+            rows.append(measure_row(name, folder, args.cache, args.hw, args.timeout, baseline_path, not args.no_full))
             print(f"  {name}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
     print(format_table(rows, args.markdown, args.baseline))
     return 0

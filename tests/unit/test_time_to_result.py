@@ -37,9 +37,15 @@ def test_row_of_a_small_model_has_sane_figures(tmp_path):
 def test_a_child_out_of_time_names_its_step(tmp_path):
     bench = _bench()
     model, data = bench.prepare(SMALL, str(tmp_path), str(tmp_path / "cache"))
-    child = bench.run_child(model, data, None, False, timeout=0.5)
-    assert "did not finish in 0.5 s" in child.note
+    child = bench.run_child(model, data, None, False, timeout=0.5)  # one CPU second: not even the import
+    assert child.note.endswith(("did not finish in 0.5 CPU s", "did not finish in 5 s (wall)")), child.note
     assert child.get("cycles") is None
+
+
+def test_no_full_skips_the_second_run(tmp_path):
+    bench = _bench()
+    row = bench.Row("m", bench.Child({"t_import": 1.0}), bench.Child(note="not run (--no-full)"))
+    assert row.cells()["full_simulate"] is None and row.cells()["note"] == "full: not run (--no-full)"
 
 
 def test_unknown_model_is_a_one_line_error(capsys):
