@@ -149,3 +149,37 @@ def test_ge_sim_check_and_report_name_the_precision(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "precision: allow_mix_precision; computed in f16: bias_add x2, gelu x2, matmul x2" in out
     assert "check: ok" in out
+
+
+def test_softmax_on_the_allow_list_gives_the_flash_attention_back():
+    """Mixed precision keeps softmax in f32, which splits the attention; moving it
+    to the allow list fuses it into one fused.flash_attention again."""
+
+    def fused(options: str) -> list[str]:
+        module = source("bert_layer").clone()
+        pipeline = f"ge-graph-opt{{layout=false}},ge-precision{{mode=allow_mix_precision{options}}},ge-graph-opt,ge-fuse"
+        run_pipeline(parse_pass_pipeline(pipeline), make_context(), module)
+        return [op.name for op in module.walk()]
+
+    assert "fused.flash_attention" not in fused("")
+    assert "fused.flash_attention" in fused(" allow-fp16=softmax")
+
+
+def test_force_fp16_overflow_is_caught_by_the_check(tmp_path, capsys):
+    """Values computed beyond fp16's range (65504) overflow in force_fp16, as on
+    the NPU, and --check says so instead of passing; a constant beyond it keeps
+    its op in f32 (the compiler never rounds a weight to inf)."""
+    path = tmp_path / "big.mlir"
+    path.write_text("""func.func @main(%x: tensor<4x64xf32>) -> (tensor<4x64xf32>, tensor<4x64xf32>) {
+  %c = ge.const dense<3.000000e+02> : tensor<f32>
+  %y = ge.mul %x, %c : (tensor<4x64xf32>, tensor<f32>) -> tensor<4x64xf32>
+  %z = ge.mul %y, %c : (tensor<4x64xf32>, tensor<f32>) -> tensor<4x64xf32>
+  %big = ge.const dense<7.000000e+04> : tensor<f32>
+  %w = ge.mul %x, %big : (tensor<4x64xf32>, tensor<f32>) -> tensor<4x64xf32>
+  func.return %z, %w : tensor<4x64xf32>, tensor<4x64xf32>
+}""")
+    assert ge_sim.main([str(path), "--pipeline", "ge-compile{precision=force_fp16}", "--check", "--report"]) == 1
+    captured = capsys.readouterr()
+    assert "check: FAILED result0" in captured.err and "got inf" in captured.err
+    assert "check: FAILED result1" not in captured.err
+    assert "computed in f16: mul x2" in captured.out
