@@ -38,6 +38,7 @@ from gecomp.frontend.conformance import (
     format_table,
     pass_rates,
     run_conformance,
+    run_function_cases,
     run_refusals,
     run_suite,
     summarize,
@@ -55,14 +56,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-multi-node", action="store_true",
                    help="skip the multi-node cases (expanded ONNX functions)")
     p.add_argument("--suite", choices=SUITES, help="run every case of a whole suite, whatever its ops")
+    p.add_argument("--function-ops", action="store_true",
+                   help="the cases of ops without a converter that ONNX defines by a function body "
+                        "(Attention, RotaryEmbedding, the losses...), which the importer expands")
     args = p.parse_args(argv)
     if args.suite:
         return _run_suite(args)
+    if args.function_ops:
+        return _run_function_ops(args)
     start = time.perf_counter()
-    try:
-        results = run_conformance(args.backend, args.ops, multi_node=not (args.no_multi_node or args.ops))
-    except CompileError as e:
-        print(f"error: {e.message}", file=sys.stderr)
+    results = _run_or_report(run_conformance, args.backend, args.ops, not (args.no_multi_node or args.ops))
+    if results is None:
         return 1
     rows = summarize(results, args.ops)
     print(format_table(rows, markdown=args.markdown))
@@ -80,19 +84,28 @@ def main(argv: list[str] | None = None) -> int:
             f"unsupported ops: {len(refusals)} cases of {len({r.op_type for r in refusals})} ops, "
             f"{clean} refused at import with a one-line error, {len(refusals) - clean} not"
         )
-    if args.verbose:
-        for r in [*results, *(r for r in refusals if r.status != UNSUPPORTED)]:
-            if r.status != "passed":
-                print(f"  {r.status:<12}{r.name}: {r.reason}")
+    _list_failures(args, [*results, *(r for r in refusals if r.status != UNSUPPORTED)])
+    return 0
+
+
+def _run_function_ops(args) -> int:
+    start = time.perf_counter()
+    results = _run_or_report(run_function_cases, args.backend, args.ops)
+    if results is None:
+        return 1
+    rows = summarize(results, args.ops)
+    print(format_table(rows, markdown=args.markdown))
+    total = total_row(rows)
+    print(f"\nfunction ops: passed {total.passed} of {total.cases} [{args.backend} backend, "
+          f"{time.perf_counter() - start:.1f} s]")
+    _list_failures(args, results)
     return 0
 
 
 def _run_suite(args) -> int:
     start = time.perf_counter()
-    try:
-        results = run_suite(args.suite, args.backend)
-    except CompileError as e:
-        print(f"error: {e.message}", file=sys.stderr)
+    results = _run_or_report(run_suite, args.suite, args.backend)
+    if results is None:
         return 1
     rows = summarize_categories(results) if args.suite == "node" else summarize(results, [args.suite])[:1]
     print(format_table(rows, markdown=args.markdown, first="category" if args.suite == "node" else "suite",
@@ -100,11 +113,24 @@ def _run_suite(args) -> int:
     passed = sum(r.status == "passed" for r in results)
     print(f"\n{args.suite}: passed {passed} of {len(results)} ({passed / max(len(results), 1):.1%}) "
           f"[{args.backend} backend, {time.perf_counter() - start:.1f} s]")
+    _list_failures(args, results)
+    return 0
+
+
+def _run_or_report(run, *args):
+    """`run(*args)`, or None after printing its CompileError (a bad backend name)."""
+    try:
+        return run(*args)
+    except CompileError as e:
+        print(f"error: {e.message}", file=sys.stderr)
+        return None
+
+
+def _list_failures(args, results) -> None:
     if args.verbose:
         for r in results:
             if r.status != "passed":
                 print(f"  {r.status:<12}{r.name}: {r.reason}")
-    return 0
 
 
 if __name__ == "__main__":

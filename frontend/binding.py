@@ -15,6 +15,7 @@ import numpy as np
 
 from ..core.diagnostics import CompileError
 from .converters import CONVERTERS
+from .converters.registry import has_converter
 from .onnx_model import Model, Node, TensorValue, ValueInfo, element_type_name, element_type_of_dtype
 
 
@@ -77,7 +78,7 @@ def _element_type(info: ValueInfo, array: np.ndarray) -> int:
 
 def converter_of(node: Node):
     """The converter of `node`, None if it has none (or is of another domain)."""
-    return CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+    return CONVERTERS[node.op_type] if has_converter(node.domain, node.op_type) else None
 
 
 def _computed_from(names: Iterable[str], nodes: list[Node]) -> set[str]:

@@ -60,6 +60,7 @@ from ..simulator.run import execute
 from .binding import bind_inputs, inputs_read_at_import
 from .converters import CONVERTERS, UnsupportedError
 from .importer import import_model
+from .onnx_functions import has_function_body
 from .onnx_model import Model, numpy_dtype_of
 from .onnx_proto import model_from_proto, require_onnx
 
@@ -137,14 +138,34 @@ def _supported(node) -> bool:
     return node.domain in ("", "ai.onnx") and node.op_type in CONVERTERS
 
 
+def function_cases(op_types: Iterable[str] | None = None) -> dict[str, list]:
+    """ONNX's node test cases of one op that has no converter but an ONNX function
+    body (Attention, the losses...: the importer expands them), by op."""
+    by_op: dict[str, list] = {}
+    for case in _collected():
+        nodes = case.model.graph.node
+        if len(nodes) != 1 or _supported(nodes[0]) or not has_function_body(case.model, nodes[0]):
+            continue
+        if op_types is None or nodes[0].op_type in op_types:
+            by_op.setdefault(nodes[0].op_type, []).append(case)
+    return by_op
+
+
+def run_function_cases(backend: str = "reference", op_types: Iterable[str] | None = None) -> list[CaseResult]:
+    """`function_cases` run on `backend` (one CaseResult per case, filed under its op)."""
+    chosen = backend_named(backend)
+    return [run_case(case, chosen, op) for op, cases in function_cases(op_types).items() for case in cases]
+
+
 def run_refusals(progress: Callable[[CaseResult], None] | None = None) -> list[CaseResult]:
-    """ONNX's node test cases that use an op gecomp does not import (LSTM, NonZero,
-    com.microsoft ops...), each filed under its first such op: every one must be
+    """ONNX's node test cases that use an op gecomp does not import (neither a
+    converter nor an ONNX function body: Loop, NonZero, com.microsoft ops...),
+    each filed under its first such op: every one must be
     refused at import with a one-line `UnsupportedError` (status unsupported);
     anything else (another error, a crash, a model that imports) is a failed case."""
     results = []
     for case in _collected():
-        unsupported = [n for n in case.model.graph.node if not _supported(n)]
+        unsupported = [n for n in case.model.graph.node if not (_supported(n) or has_function_body(case.model, n))]
         if not unsupported:
             continue
         node = unsupported[0]
@@ -184,7 +205,7 @@ def _collected() -> tuple:
 def run_case(case, backend: Backend, op_type: str = "") -> CaseResult:
     """Import, run and compare every data set of one test case."""
     model = model_from_proto(case.model)
-    ulps = NARROW_FLOAT_ULPS if len(case.model.graph.node) > 1 else 0
+    ulps = NARROW_FLOAT_ULPS if len(model.graph.nodes) > 1 else 0
     for inputs, expected in case.data_sets:
         inputs, expected = _arrays(inputs), _arrays(expected)
         result = _run_data_set(model, inputs, expected, backend, (case.rtol, case.atol, ulps))
@@ -270,8 +291,9 @@ NARROW_FLOAT_ULPS = 2
 ONNX's: ONNX computes the expected values in that type, rounding after every
 step (a float16 softmax's exp, its sum, then the product with V), where ge ops
 compute in float32 and round once, so the two differ by an ulp or two however
-right both are. A single op's case keeps its own tolerance (a cast must round
-exactly)."""
+right both are. So do the cases of one node that the importer expands into its
+ONNX function body (Attention, the losses). A single op's case keeps its own
+tolerance (a cast must round exactly)."""
 
 
 @dataclass

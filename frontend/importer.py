@@ -64,16 +64,15 @@ def import_model(model: Model, dims: Mapping[str, int] | None = None) -> ModuleO
 
 def load_model(path: str) -> Model:
     """Read `.onnx` (binary, needs the onnx package) or `.onnxtxt` (text) by extension;
-    standard input (`-`) is read as text. A text model with an opset older than
-    OLDEST_OPSET or with model-local functions is read again by onnx's parser, so
-    that onnx's converter and inliner prepare it as they prepare binary models."""
+    standard input (`-`) is read as text. A text model that needs onnx's
+    preparation (`_prepared_by_onnx`) is read again by onnx's parser, so that it
+    is prepared as binary models are."""
     if path == "-" or path.endswith(".onnxtxt"):
         from .onnxtxt import parse_onnxtxt
 
         text = read_source(path)
         model = parse_onnxtxt(text, "<stdin>" if path == "-" else path)
-        opset = model.opset("")
-        if model.functions or (opset is not None and opset < OLDEST_OPSET):
+        if _prepared_by_onnx(model):
             from .onnx_proto import parse_onnx_text
 
             return parse_onnx_text(text)
@@ -85,6 +84,21 @@ def load_model(path: str) -> Model:
             raise CompileError(f"cannot open '{path}': No such file or directory")
         return load_onnx(path)
     raise CompileError(f"'{path}': expected a .onnx or .onnxtxt file")
+
+
+def _prepared_by_onnx(model: Model) -> bool:
+    """Whether a text model needs onnx's preparation (`onnx_proto.prepare`): it has
+    model-local functions, an old opset, or ops without a converter that may be
+    ONNX function ops to expand (only if onnx is installed: without it, those
+    are refused as unsupported)."""
+    opset = model.opset("")
+    if model.functions or (opset is not None and opset < OLDEST_OPSET):
+        return True
+    if all(converter_of(node) is not None for node in model.graph.nodes):
+        return False
+    import importlib.util
+
+    return importlib.util.find_spec("onnx") is not None
 
 
 def translate_file(path: str, dims: Mapping[str, int] | None = None,

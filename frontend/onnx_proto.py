@@ -6,7 +6,9 @@ it, importing a binary model is a one-line error saying how to install it.
 Models come as exporters write them, so before reading one this brings it into
 the form the converters know, with onnx's own tools (`prepare`): model-local
 functions (the dynamo exporter's) are inlined by `onnx.inliner`, and opsets
-older than the converters handle are upgraded by `onnx.version_converter`.
+older than the converters handle are upgraded by `onnx.version_converter`, and
+ops ONNX defines as functions (Attention, the losses...) that have no converter
+are expanded into their schema's body (`onnx_functions.py`).
 External data (weights in files beside the model) is loaded by `onnx.load`.
 """
 
@@ -91,9 +93,10 @@ def parse_onnx_text(text: str) -> Model:
 
 
 def prepare(proto):
-    """`proto` with its model-local functions inlined and an opset older than
-    OLDEST_OPSET upgraded to UPGRADE_OPSET (onnx's inliner and version converter);
-    a model that needs neither is returned as it is."""
+    """`proto` with its model-local functions inlined, an opset older than
+    OLDEST_OPSET upgraded to UPGRADE_OPSET (onnx's inliner and version converter),
+    and ops that have no converter but an ONNX function body expanded into it
+    (`onnx_functions`); a model that needs none of it is returned as it is."""
     if len(proto.functions):
         from onnx.inliner import inline_local_functions
 
@@ -103,7 +106,10 @@ def prepare(proto):
         from onnx.version_converter import convert_version
 
         proto = _library_step(f"convert opset {opset} to {UPGRADE_OPSET}", convert_version, proto, UPGRADE_OPSET)
-    return proto
+    from .converters.registry import has_converter
+    from .onnx_functions import expand_function_ops
+
+    return _library_step("expand the ONNX function ops", expand_function_ops, proto, has_converter)
 
 
 def default_opset(proto) -> int | None:

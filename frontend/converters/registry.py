@@ -25,3 +25,8 @@ def converts(*op_types: str, static: tuple[int, ...] = (), reads_data: bool = Tr
         return function
 
     return register
+
+
+def has_converter(domain: str, op_type: str) -> bool:
+    """Whether an op of the default domain has a converter (other domains have none)."""
+    return domain in ("", "ai.onnx") and op_type in CONVERTERS
