@@ -15,7 +15,15 @@ from ..core.diagnostics import CompileError
 from ..simulator.compare import precision_floor
 from ..simulator.devices import device_count, device_functions, run_devices
 from ..simulator.reference import run_reference
-from ..simulator.signature import input_specs, load_inputs, output_specs, random_inputs, summarize
+from ..simulator.signature import (
+    TensorSpec,
+    input_specs,
+    load_inputs,
+    output_specs,
+    random_inputs,
+    save_outputs,
+    summarize,
+)
 
 
 def run(args: argparse.Namespace, module: ModuleOp, source: ModuleOp | None, check, write) -> int:
@@ -36,6 +44,10 @@ def run(args: argparse.Namespace, module: ModuleOp, source: ModuleOp | None, che
     for device, (f, outputs) in enumerate(zip(functions, results)):
         for spec, array in zip(output_specs(f), outputs):
             print(f"device {device}: {summarize(spec, array)}")
+    if args.outputs:
+        # One archive, each output under its device: `device0/y`, `device1/y`...
+        specs = [TensorSpec(f"device{d}/{s.name}", s.type) for d, f in enumerate(functions) for s in output_specs(f)]
+        save_outputs(args.outputs, specs, [a for outputs in results for a in outputs])
     if args.report or args.json or args.trace:
         from ..simulator.multi_device import simulate_devices
 
