@@ -25,7 +25,9 @@ live set stays as small as the pipeline depth.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
+from operator import attrgetter
 
 from xdsl.ir import Operation
 
@@ -41,7 +43,7 @@ PRUNE_AT = 48
 """Live records (over all spaces) that trigger pruning at the next sync point."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Record:
     lo: int  # byte range [lo, hi) in the space
     hi: int
@@ -54,6 +56,7 @@ class Record:
     itemsize: int
     offset: int  # element offset of the access
     contiguous: bool  # the pattern is one run of bytes
+    seq: int = 0  # its order among the records of its core (set when kept)
 
     def runs(self):
         starts = self.base + self.pattern.run_starts(self.offset) * self.itemsize
@@ -65,16 +68,23 @@ def describe(op: Operation) -> str:
     return f"'{op.name}' at {where}" if where is not None else f"'{op.name}'"
 
 
+_clock = attrgetter("clock")
+
+
 class Hazards:
     """Vector clocks and live accesses of one core (one block run)."""
 
     def __init__(self, space_count: int, space_pipes: list[tuple[int, ...]], space_names: list[str]):
         self.vc = [[0] * NP for _ in range(NP)]
-        self.records: list[list[Record]] = [[] for _ in range(space_count)]
+        # records[space][pipe]: the live accesses of `pipe` to `space`, in program
+        # order, hence in clock order (a pipe's clock only grows): those another pipe
+        # has not ordered yet are a suffix, those every pipe has ordered a prefix.
+        self.records: list[list[list[Record]]] = [[[] for _ in range(NP)] for _ in range(space_count)]
         self.space_pipes = space_pipes
         self.space_names = space_names
         self.live = 0
         self.prune_at = PRUNE_AT
+        self.seq = 0  # records made so far: their order over all pipes
 
     # ---- clocks ---------------------------------------------------------------------
 
@@ -100,27 +110,48 @@ class Hazards:
     # ---- accesses -------------------------------------------------------------------
 
     def access(self, space: int, pipe: int, record: Record) -> None:
-        """Check `record` (made by `pipe`) against the live accesses, then keep it."""
+        """Check `record` (made by `pipe`) against the live accesses, then keep it.
+        Only the accesses of other pipes that `pipe` has not ordered can race: the
+        suffix of each pipe's list past what vc[pipe] knows of it."""
         vc = self.vc[pipe]
-        records = self.records[space]
+        lists = self.records[space]
         lo, hi, writes = record.lo, record.hi, record.writes
-        covering = record.contiguous
-        keep = []
-        for r in records:
-            if r.hi <= lo or r.lo >= hi:
-                keep.append(r)
+        for q in self.space_pipes[space]:
+            if q == pipe:
                 continue
-            if r.pipe == pipe:
-                # Superseded: a later access of the same pipe covering it orders the same.
-                if not (covering and r.lo >= lo and r.hi <= hi and (writes or not r.writes)):
-                    keep.append(r)
+            others = lists[q]
+            known = vc[q]
+            if not others or others[-1].clock <= known:
                 continue
-            keep.append(r)
+            for i in range(bisect_right(others, known, key=_clock), len(others)):
+                r = others[i]
+                if r.hi <= lo or r.lo >= hi or not (writes or r.writes):
+                    continue
+                if self._overlap(r, record):
+                    raise self._first_race(space, pipe, record)
+        own = lists[pipe]
+        if record.contiguous and own:
+            # Superseded: a later access of the same pipe covering it orders the same.
+            kept = [r for r in own if not (r.lo >= lo and r.hi <= hi and (writes or not r.writes))]
+            if len(kept) != len(own):
+                self.live -= len(own) - len(kept)
+                lists[pipe] = own = kept
+        record.seq = self.seq
+        self.seq += 1
+        own.append(record)
+        self.live += 1
+
+    def _first_race(self, space: int, pipe: int, record: Record) -> CompileError:
+        """The race to report for `record`: with the earliest made of the live
+        accesses it races with (as a scan of all of them in order finds it)."""
+        vc = self.vc[pipe]
+        lo, hi, writes = record.lo, record.hi, record.writes
+        for r in sorted((r for rs in self.records[space] for r in rs), key=lambda r: r.seq):
+            if r.pipe == pipe or r.hi <= lo or r.lo >= hi:
+                continue
             if (writes or r.writes) and vc[r.pipe] < r.clock and self._overlap(r, record):
-                raise self._race(space, r, record, pipe)
-        keep.append(record)
-        self.live += len(keep) - len(records)
-        self.records[space] = keep
+                return self._race(space, r, record, pipe)
+        raise AssertionError("no race to report")
 
     @staticmethod
     def _overlap(a: Record, b: Record) -> bool:
@@ -149,11 +180,14 @@ class Hazards:
             return
         vc = self.vc
         total = 0
-        for space, records in enumerate(self.records):
+        for space, lists in enumerate(self.records):
             pipes = self.space_pipes[space]
-            floor = [min((vc[q][p] for q in pipes if q != p), default=1 << 62) for p in range(NP)]
-            kept = [r for r in records if r.clock > floor[r.pipe]]
-            self.records[space] = kept
-            total += len(kept)
+            for p, records in enumerate(lists):
+                if not records:
+                    continue
+                floor = min((vc[q][p] for q in pipes if q != p), default=1 << 62)
+                if records[0].clock <= floor:
+                    records = lists[p] = records[bisect_right(records, floor, key=_clock):]
+                total += len(records)
         self.live = total
         self.prune_at = max(PRUNE_AT, 2 * total)

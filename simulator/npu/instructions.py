@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...core.diagnostics import location_of, op_error
 from ...dialects import npu
 from ...dialects.npu.base import element_bytes
@@ -208,12 +210,34 @@ class InstructionDecoder:
         pattern, itemsize = hazard_spec[2], hazard_spec[3]
         hbm_index, l2_index, compulsory_index = (self.stat(s) for s in ("hbm_bytes", "l2_hit_bytes", "hbm_compulsory"))
         cached = memory.l2 is not None
+        data_cycles, moved_bytes, run_bytes, writes = gm.data_cycles, gm.moved_bytes, gm.run_bytes, gm.writes
+        if pattern.runs()[0] == 1:  # one contiguous run: its sectors are a range
+            transfer_run = memory.transfer_run
+
+            def book(start: int, offset: int):
+                return transfer_run(start, data_cycles, moved_bytes, bases[slot] + offset * itemsize, run_bytes, writes)
+        elif cached:
+            # The runs' sectors relative to the first run's sector depend only on where
+            # in its sector the first run starts: computed once per such phase.
+            transfer_sectors, sector = memory.transfer_sectors, memory.l2.sector
+            relative = pattern.run_starts(0) * itemsize
+            by_phase: dict[int, np.ndarray] = {}
+
+            def book(start: int, offset: int):
+                first = bases[slot] + offset * itemsize
+                phase = first % sector
+                shape = by_phase.get(phase)
+                if shape is None:
+                    shape = by_phase[phase] = memory.l2.sectors(relative + phase, run_bytes)
+                return transfer_sectors(start, data_cycles, moved_bytes, shape + first // sector, writes)
+        else:
+            transfer = memory.transfer
+
+            def book(start: int, offset: int):
+                return transfer(start, data_cycles, moved_bytes, None, run_bytes, writes)
 
         def run(core, start: int, offset: int) -> int:
-            starts = pattern.run_starts(offset) * itemsize + bases[slot] if cached else None
-            end, hbm_bytes, hit_bytes, compulsory = memory.transfer(
-                start, gm.data_cycles, gm.moved_bytes, starts, gm.run_bytes, gm.writes
-            )
+            end, hbm_bytes, hit_bytes, compulsory = book(start, offset)
             totals = core.stats
             totals[hbm_index] += hbm_bytes
             totals[l2_index] += hit_bytes

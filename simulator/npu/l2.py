@@ -77,6 +77,26 @@ class L2Cache:
         self._grow(int(found[-1]) if len(found) else 0)
         return found
 
+    def read_range(self, first: int, end: int) -> tuple[int, int]:
+        """`read` of the sectors [first, end) (one contiguous run), on slices of the
+        tables instead of gathered copies: the same arithmetic, element for element."""
+        self._grow(end - 1)
+        last_use, seen = self.last_use[first:end], self.seen[first:end]
+        missed = self.filled - last_use >= self.capacity
+        compulsory = int(np.count_nonzero(missed & ~seen))
+        clock = self.filled + np.cumsum(missed, dtype=np.int64) * self.sector
+        last_use[:] = clock
+        self.filled = int(clock[-1])
+        seen |= missed
+        return end - first - int(np.count_nonzero(missed)), compulsory
+
+    def write_range(self, first: int, end: int) -> None:
+        """`write` of the sectors [first, end)."""
+        self._grow(end - 1)
+        self.last_use[first:end] = self.filled + np.arange(1, end - first + 1, dtype=np.int64) * self.sector
+        self.filled += (end - first) * self.sector
+        self.seen[first:end] = True
+
     def read(self, sectors: np.ndarray) -> tuple[int, int]:
         """Look the sectors up (in address order) and update the cache; returns
         (hits, compulsory misses)."""
@@ -131,12 +151,39 @@ class GlobalMemory:
         self.pace(start, moved, cycles)
         if self.l2 is None or starts is None:
             return self.hbm.transfer(start, cycles, moved), moved, 0, moved if not writes else 0
-        sectors = self.l2.sectors(starts, run_bytes)
+        return self._book_sectors(start, cycles, moved, self.l2.sectors(starts, run_bytes), writes)
+
+    def transfer_sectors(self, start: int, cycles: int, moved: int, sectors: np.ndarray, writes: bool):
+        """`transfer` of a transfer whose L2 sectors the caller knows (ascending,
+        distinct; the L2 exists)."""
+        self.pace(start, moved, cycles)
+        self.l2._grow(int(sectors[-1]))
+        return self._book_sectors(start, cycles, moved, sectors, writes)
+
+    def _book_sectors(self, start: int, cycles: int, moved: int, sectors: np.ndarray, writes: bool):
         if writes:
             self.l2.write(sectors)
             return self.hbm.transfer(start, cycles, moved), moved, 0, 0
         hits, compulsory = self.l2.read(sectors)
-        count = max(len(sectors), 1)
+        return self._split(start, cycles, moved, hits, compulsory, max(len(sectors), 1))
+
+    def transfer_run(self, start: int, cycles: int, moved: int, first_byte: int, run_bytes: int, writes: bool):
+        """`transfer` of a single contiguous run of `run_bytes` at byte `first_byte`
+        (the common case), without building arrays of run starts and sectors."""
+        l2 = self.l2
+        if l2 is None:
+            return self.transfer(start, cycles, moved, None, run_bytes, writes)
+        self.pace(start, moved, cycles)
+        first = first_byte // l2.sector
+        end = (first_byte + run_bytes - 1) // l2.sector + 1
+        if writes:
+            l2.write_range(first, end)
+            return self.hbm.transfer(start, cycles, moved), moved, 0, 0
+        hits, compulsory = l2.read_range(first, end)
+        return self._split(start, cycles, moved, hits, compulsory, max(end - first, 1))
+
+    def _split(self, start: int, cycles: int, moved: int, hits: int, compulsory: int, count: int):
+        """A read's booking: its hit fraction on the L2's bandwidth, the rest on the HBM."""
         hit_bytes = round(moved * hits / count)
         miss_bytes = moved - hit_bytes
         end = start + cycles
