@@ -18,6 +18,7 @@ from .fused_to_npu.convert import ToNpuPass
 from .fused_to_npu.materialize_broadcasts import MaterializeBroadcastsPass
 from .fused_to_npu.split_k import SplitKPass
 from .fused_to_npu.split_norm import SplitMatmulNormPass
+from .fused_to_npu.tune_convs import TuneConvsPass
 from .fused_to_npu.tune_tilings import TuneTilingsPass
 from .fused_to_npu.ungroup import UngroupPass
 from .plan.memory import PlanGmPass
@@ -30,8 +31,10 @@ class LowerToNpuPipeline(PipelinePass):
     """Kernels and host plan, then synchronisation and memory planning (ge/fused -> npu);
     `merge` joins consecutive launches of a stream into one kernel (npu-merge-launches)
     whose phases load their constants before their barriers (npu-prefetch-constants);
-    `tune=N` simulates each cube kernel's N best estimated tilings and keeps the
-    fastest (fused-tune-tilings; 0, the default, takes the estimate's choice)."""
+    `tune=N` simulates each convolution's N best estimated implementations
+    (fused-tune-convs), then each cube kernel's N best estimated tilings
+    (fused-tune-tilings), and keeps the fastest (0, the default, takes the
+    estimates' choices)."""
 
     name = "ge-lower-to-npu"
 
@@ -58,9 +61,15 @@ class LowerToNpuPipeline(PipelinePass):
             SplitKPass(hw=self.hw, debug=self.debug, merge=self.merge),
             UngroupPass(hw=self.hw, debug=self.debug),
             MaterializeBroadcastsPass(hw=self.hw),
-            *([tuning] if self.tune else []),
+            *([self._conv_tuning(), tuning] if self.tune else []),
             *self.kernel_stages(),
         ]
+
+    def _conv_tuning(self) -> ModulePass:
+        return TuneConvsPass(
+            hw=self.hw, top=self.tune, debug=self.debug, reuse=self.reuse, streams=self.streams,
+            double_buffer=self.double_buffer, merge=self.merge,
+        )
 
     def kernel_stages(self) -> list[ModulePass]:
         """From the fused graph to the finished npu module: what fused-tune-tilings

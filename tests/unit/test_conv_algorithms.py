@@ -12,9 +12,11 @@ import pytest
 from cube_lowering_testing import check_lowering, compile_module, main_module, parse, tensor
 from test_lower_cube_conv import conv_module
 
+from gecomp.core.context import make_context
 from gecomp.core.diagnostics import CompileError
 from gecomp.dialects import fused, ge
-from gecomp.lowering.fused_to_npu.templates.conv_select import pin_algorithm
+from gecomp.lowering.fused_to_npu.templates.conv_select import CONV_ALGORITHM, pin_algorithm
+from gecomp.lowering.fused_to_npu.tune_convs import TuneConvsPass
 
 
 def _conv_ops(module):
@@ -159,3 +161,28 @@ def test_compiled_depthwise_reads_nc1hwc0_and_runs_on_the_vector_unit(capsys):
     check_lowering(text, "ascend910", pipeline="ge-compile{hw=ascend910 debug=true}")
     line = next(x for x in capsys.readouterr().err.splitlines() if "groups 24:" in x)
     assert estimates(line)[1] == "depthwise-vector", line
+
+
+CONV_THEN_1X1 = """func.func @main(%x: tensor<2x24x7x5xf32> {ge.name = "x"}) -> (tensor<2x40x7x5xf32> {ge.name = "y"}) {
+  %w0 = ge.const #ge.random<normal, seed = 3, mean = 0.0, std = 0.2> : tensor<24x24x3x3xf32>
+  %w = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.2> : tensor<40x24x1x1xf32>
+  %y0 = ge.conv2d %x, %w0 {pads = [1, 1, 1, 1]} : (tensor<2x24x7x5xf32>, tensor<24x24x3x3xf32>) -> tensor<2x24x7x5xf32>
+  %r0 = ge.relu %y0 : (tensor<2x24x7x5xf32>) -> tensor<2x24x7x5xf32>
+  %y = ge.conv2d %r0, %w : (tensor<2x24x7x5xf32>, tensor<40x24x1x1xf32>) -> tensor<2x40x7x5xf32>
+  func.return %y : tensor<2x40x7x5xf32>
+}"""
+
+
+def test_tune_simulates_the_best_n_and_pins_the_fastest(capsys):
+    """fused-tune-convs simulates the 1x1 convolution's other legal implementation and
+    pins whichever made the module faster; the tuned module computes the same."""
+    module = parse(CONV_THEN_1X1)
+    compile_module(module, "ge-graph-opt,ge-fuse{hw=tiny}")
+    TuneConvsPass(hw="tiny", top=2, debug=True).apply(make_context(), module)
+    err = capsys.readouterr().err
+    given = int(re.search(r"as given: (\d+) cycles", err).group(1))
+    tried = re.findall(r"npu.conv_algorithm = '([\w-]+)': (\d+) cycles", err)
+    assert [name for name, _ in tried] == ["img2col"], err  # the 1x1 one's alternative; the 3x3 has one
+    pins = {op.attributes[CONV_ALGORITHM].data for op in _conv_ops(module) if CONV_ALGORITHM in op.attributes}
+    assert pins == ({"img2col"} if int(tried[0][1]) < given else set())
+    check_lowering(module, "tiny", pipeline="ge-lower-to-npu{hw=tiny}")
