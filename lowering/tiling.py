@@ -62,6 +62,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..core import memo
 from ..simulator.hardware import HardwarePreset
 from ..simulator.npu.costs import mmad_cycles, transfer_cycles
 
@@ -103,7 +104,9 @@ class CubeOperandCost(Protocol):
     #               (an image's pixel rows: whole output rows);
     #   k_granule:  K chunks are multiples of it (an image's channel blocks);
     #   ub_bytes(rows, cols): UB the operand's staging needs besides the epilogue's;
-    #   stays_in_l1: an A that can be kept resident (`stage_to_l1(..., at=)`).
+    #   stays_in_l1: an A that can be kept resident (`stage_to_l1(..., at=)`);
+    #   cost_key:   a hashable value that determines all of the above: the search
+    #               over operands that all have one is memoised (`fitting_cube_tilings`).
 
 
 def granule(operand, name: str) -> int:
@@ -262,7 +265,35 @@ def fitting_cube_tilings(
     ValueError if none fits. `first_b_prefetched`: the kernel is a later phase of a
     merged kernel and its B operands are constants, so npu-prefetch-constants loads
     the first chunk of B before the barrier that opens the phase, wherever the
-    kernel stages that chunk at its top level (`_first_chunk_at_top`)."""
+    kernel stages that chunk at its top level (`_first_chunk_at_top`).
+    A pure function of its arguments: memoised where the operands have a `cost_key`."""
+    key = _search_key(hw, shape, a, bs, epilogue, first_b_prefetched)
+    found = _SEARCHES.get(key) if key is not None else memo.Memo.MISSING
+    if found is memo.Memo.MISSING:
+        try:
+            found = _search(hw, shape, a, bs, epilogue, first_b_prefetched)
+        except ValueError as e:
+            found = e
+        if key is not None:
+            _SEARCHES.put(key, found)
+    if isinstance(found, ValueError):
+        raise ValueError(str(found))
+    return list(found)
+
+
+_SEARCHES = memo.Memo(1024)
+
+
+def _search_key(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple | None:
+    operands = (a, *bs)
+    keys = tuple(getattr(x, "cost_key", None) for x in operands)
+    if not memo.enabled() or None in keys:
+        return None
+    return (memo.stand_in(hw), shape, keys, epilogue, first_b_prefetched)
+
+
+def _search(hw, shape, a, bs, epilogue, first_b_prefetched) -> list[CubeTiling]:
+    a, bs = _KnownCosts(a), [_KnownCosts(b) for b in bs]
     scored = []
     for cand in _candidates(hw, shape, a, bs):
         reserved = ub_reserved(a, cand.mb, cand.kc) + sum(ub_reserved(b, cand.kc, cand.n_block) for b in bs)
@@ -274,6 +305,42 @@ def fitting_cube_tilings(
             f"no tiling of ({shape.m} x {shape.k}) @ ({shape.k} x {shape.n}) fits the buffers of preset '{hw.name}'"
         )
     return scored
+
+
+class _KnownCosts:
+    """An operand whose answers (sizes and cycles of tiles, pure functions of their
+    arguments) are remembered for one search: the candidates ask the same few
+    thousand times. Anything else is the operand's own."""
+
+    def __init__(self, operand) -> None:
+        self._operand = operand
+        self._answers: dict[tuple, int] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self._operand, name)
+
+    # A search has one preset: it is passed on, not keyed.
+
+    def l1_elements(self, rows: int, cols: int) -> int:
+        key = ("l1", rows, cols)
+        found = self._answers.get(key)
+        if found is None:
+            found = self._answers[key] = self._operand.l1_elements(rows, cols)
+        return found
+
+    def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
+        key = ("stage", rows, cols)
+        found = self._answers.get(key)
+        if found is None:
+            found = self._answers[key] = self._operand.stage_cycles(hw, rows, cols)
+        return found
+
+    def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
+        key = (space, rows, cols)
+        found = self._answers.get(key)
+        if found is None:
+            found = self._answers[key] = self._operand.load_cycles(hw, space, rows, cols)
+        return found
 
 
 CONTENTION = 0.25
@@ -425,16 +492,19 @@ def _score(
     # A chunk's transfers stream; the flag to MTE1 waits for the last to land.
     # A resident A is staged by the core's first item only: its share per item.
 
+    staged: dict[int, tuple[float, float]] = {}  # the chunks of an item have at most two sizes
+
     def staging(size: int) -> tuple[float, float]:
         """(A, B and the landing) cycles of staging a chunk of `size`."""
-        b_cycles = sum(b.stage_cycles(hw, size, n_block) for b in bs) + hw.paths["gm_to_l1"].latency
-        return a.stage_cycles(hw, mb, size), b_cycles
+        if size not in staged:
+            b_cycles = sum(b.stage_cycles(hw, size, n_block) for b in bs) + hw.paths["gm_to_l1"].latency
+            staged[size] = a.stage_cycles(hw, mb, size), b_cycles
+        return staged[size]
 
     stage_a, stage_b = staging(kc)
     stage = stage_a + stage_b
-    sizes = [kc] * (k // kc) + ([k % kc] if k % kc else [])
-    a_item, b_item = (sum(side) for side in zip(*(staging(size) for size in sizes)))
-    b_hbm = _weights_hbm_cycles(hw, shape, bs, k, n_block, block_dim, c.mb, len(sizes))
+    a_item, b_item = _item_staging(staging, k, kc)
+    b_hbm = _weights_hbm_cycles(hw, shape, bs, k, n_block, block_dim, c.mb, chunks)
     # The first chunk's B loaded before the barrier leaves the first item's MTE2
     # and the fill (its landing stays: A's first chunk lands under the same flag).
     prefetched = 0.0
@@ -496,6 +566,20 @@ def _score(
         shape, c.mb, c.n_block, c.nb, c.kb, c.kc, rows, items, per_core, block_dim, estimate, terms, buffers, 0,
         c.a_resident,
     )
+
+
+def _item_staging(staging, k: int, kc: int) -> tuple[float, float]:
+    """(A, B) cycles of staging an item's K chunks: `k // kc` full chunks and the
+    tail, `staging(size)` each. Whole cycles (as every operand's are) are
+    multiplied out; others are summed chunk by chunk, as they always were."""
+    full, tail = divmod(k, kc)
+    a_full, b_full = staging(kc)
+    a_tail, b_tail = staging(tail) if tail else (0, 0)
+    if all(isinstance(x, int) for x in (a_full, b_full, a_tail, b_tail)):
+        return full * a_full + a_tail, full * b_full + b_tail
+    sizes = [kc] * full + ([tail] if tail else [])
+    a_item, b_item = (sum(side) for side in zip(*(staging(size) for size in sizes)))
+    return a_item, b_item
 
 
 def _weights_hbm_cycles(hw, shape: GemmShape, bs, k: int, n_block: int, block_dim: int, mb: int, chunks: int) -> float:

@@ -13,6 +13,10 @@ launches over GM buffers, with one `npu.kernel` per op.
   the op lets go unwritten (`FusedOp.DROPPABLE_RESULTS`) that nothing reads
   gets no buffer: the kernel's outputs are the written results, in order.
 
+Identical ops get identical kernels: each distinct kernel is built once per
+`ge-to-npu` and cloned for the others (`kernel_cache.py` says what the key holds;
+`GECOMP_KERNEL_CACHE=0` builds every one afresh).
+
 Intermediates are `npu.gm_buffer`s without offsets; `npu-plan-gm` places them.
 Kernels come out without synchronisation and with unplaced local buffers:
 `npu-insert-sync` and `npu-plan-local-memory` finish them.
@@ -28,6 +32,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAtt
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from ...core import memo
 from ...core.diagnostics import op_error
 from ...core.passes import record_statistic
 from ...core.progress import progress
@@ -37,6 +42,7 @@ from ...simulator.hardware import load_preset
 from ...simulator.signature import NAME_ATTR, input_specs, main_function, output_specs
 from .context import GmTensor, KernelContext, print_notes, template_for
 from .kernel_builder import KernelBuilder
+from .kernel_cache import KernelCache, kernel_key
 from .split_k import FORM, SplitKPass
 from .split_norm import SplitMatmulNormPass
 
@@ -69,6 +75,7 @@ class ToNpuPass(ModulePass):
         builder = _HostPlanBuilder(op, main, load_preset(self.hw), self.debug, self.merge)
         builder.lower_all()
         record_statistic(self.name, "kernels", builder.kernel_count)
+        record_statistic(self.name, "kernels reused", builder.cache.hits)
 
 
 def tiling_choices(module: ModuleOp, hw, merge: bool = False) -> list[tuple[int, int]]:
@@ -90,6 +97,7 @@ class _HostPlanBuilder:
         self.debug = debug
         self.merge = merge
         self.kernel_count = 0
+        self.cache = KernelCache()
         self.tiling_choices: list[tuple[Operation, int]] = []  # (graph op, tilings its kernel chose among)
         self.buffers: dict[SSAValue, SSAValue] = {}  # graph value -> host GM memref
         self.inputs = input_specs(main)
@@ -178,6 +186,9 @@ class _HostPlanBuilder:
             op,
             [(self.buffers[v], v.type, v) for v in op.operands],
             [(self.buffers[r], r.type, r) for r in written],
+            cache_as=lambda param_types, after_a_barrier: kernel_key(
+                op, self.hw, param_types, [r not in unread for r in op.results], after_a_barrier
+            ),
         )
 
     def _write_outputs(self) -> None:
@@ -196,25 +207,35 @@ class _HostPlanBuilder:
                 [(out, _nd(spec.type), value)],
             )
 
-    def _launch(self, name: str, write, where: Operation, ins: list, outs: list) -> None:
+    def _launch(self, name: str, write, where: Operation, ins: list, outs: list, cache_as=None) -> None:
         """Build a kernel over (buffer, logical type, graph value) inputs and outputs
-        with `write(k)`, and launch it."""
+        with `write(k)`, and launch it. `cache_as(param types, after a barrier)`: the
+        kernel's `kernel_key` (a kernel built before under the same key is reused)."""
         args = [buffer for buffer, _, _ in ins + outs]
-        k = KernelContext(where, KernelBuilder(name, [a.type for a in args]), [], [], self.hw)
-        k.after_a_barrier = self.merge and self.kernel_count > 0
-        tensors = [GmTensor(p, t, v) for p, (_, t, v) in zip(k.b.params, ins + outs)]
-        k.inputs, k.outputs = tensors[: len(ins)], tensors[len(ins) :]
-        write(k)
-        if k.tiling_choices > 1:
-            self.tiling_choices.append((where, k.tiling_choices))
-        kernel = k.b.finish(k.block_dim)
+        param_types = [a.type for a in args]
+        after_a_barrier = self.merge and self.kernel_count > 0
+        key = cache_as(param_types, after_a_barrier) if cache_as is not None and memo.enabled() else None
+        cached = self.cache.get(key) if key is not None else None
+        if cached is not None:
+            kernel, block_dim, notes, choices = cached.instance(name), cached.block_dim, cached.notes, cached.tiling_choices
+        else:
+            k = KernelContext(where, KernelBuilder(name, param_types), [], [], self.hw)
+            k.after_a_barrier = after_a_barrier
+            tensors = [GmTensor(p, t, v) for p, (_, t, v) in zip(k.b.params, ins + outs)]
+            k.inputs, k.outputs = tensors[: len(ins)], tensors[len(ins) :]
+            write(k)
+            kernel, block_dim, notes, choices = k.b.finish(k.block_dim), k.block_dim, k.notes, k.tiling_choices
+            if key is not None:
+                self.cache.put(key, kernel, block_dim, notes, choices)
+        if choices > 1:
+            self.tiling_choices.append((where, choices))
         kernel.location = where.location
         kernel.attributes[npu.SOURCES_ATTR] = ArrayAttr([StringAttr(kernel_source(where))])
         self.module.body.block.insert_op_before(kernel, self.main)
-        launch = self._host(npu.LaunchOp.calling(name, args, k.block_dim))
+        launch = self._host(npu.LaunchOp.calling(name, args, block_dim))
         launch.record_writes({len(ins) + j: v.name_hint for j, (_, _, v) in enumerate(outs) if v.name_hint})
         if self.debug:
-            print_notes(name, k.notes)
+            print_notes(name, notes)
         self.kernel_count += 1
 
     # ---- helpers -------------------------------------------------------------------------

@@ -7,17 +7,23 @@ question, and the answer is the template's own: the op's kernel is written into
 a scratch kernel that is thrown away, so a decision is legal exactly when the
 kernel it asks for exists (a template refusing a case raises a located
 `CompileError`; any other exception is a bug of the template and propagates).
+The answer is memoised on the op's `kernel_key` (fusion asks it of every
+candidate, a model of identical layers the same question many times).
 """
 
 from __future__ import annotations
 
 from xdsl.ir import Operation
 
+from ...core import memo
 from ...core.diagnostics import CompileError
 from ...simulator.hardware import HardwarePreset
 from .context import GmTensor, KernelContext, template_for
 from .convert import gm_memref
 from .kernel_builder import KernelBuilder
+from .kernel_cache import kernel_key
+
+_PROBLEMS = memo.Memo()
 
 
 def kernel_problem(op: Operation, hw: HardwarePreset) -> str | None:
@@ -31,7 +37,18 @@ def kernel_problem(op: Operation, hw: HardwarePreset) -> str | None:
         # build, and nothing to fuse; dead-code elimination erases the ops.
         return "computes nothing that is used"
     values = [*op.operands, *op.results]
-    b = KernelBuilder("scratch", [gm_memref(v.type) for v in values])
+    param_types = [gm_memref(v.type) for v in values]
+    key = kernel_key(op, hw, param_types, [True] * len(op.results), False) if memo.enabled() else None
+    if key is not None and (known := _PROBLEMS.get(key)) is not memo.Memo.MISSING:
+        return known
+    problem = _scratch_build(op, template, hw, values, param_types)
+    if key is not None:
+        _PROBLEMS.put(key, problem)
+    return problem
+
+
+def _scratch_build(op: Operation, template, hw: HardwarePreset, values, param_types) -> str | None:
+    b = KernelBuilder("scratch", param_types)
     k = KernelContext(op, b, [], [], hw)
     tensors = [GmTensor(p, v.type, v) for p, v in zip(b.params, values)]
     k.inputs, k.outputs = tensors[: len(op.operands)], tensors[len(op.operands) :]

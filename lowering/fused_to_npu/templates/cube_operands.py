@@ -108,6 +108,12 @@ class MatrixView:
         return (self.rows, self.cols, self.layout, self.transposed, self.row_stride, self.block, self.tensor.element_type)
 
     @property
+    def cost_key(self) -> tuple:
+        """What determines its sizes and costs in the tiling search (lowering/tiling.py
+        memoises the search on it): its form and class."""
+        return (type(self), self.form)
+
+    @property
     def stored_rows(self) -> int:
         return self.cols if self.transposed else self.rows
 

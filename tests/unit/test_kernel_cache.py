@@ -1,0 +1,116 @@
+"""The kernel cache of `ge-to-npu` (lowering/fused_to_npu/kernel_cache.py) and the
+compile-time memos (core/memo.py): repeated identical kernels are built once, and
+the compiled module is the same text, with the same simulated cycles and numbers,
+whether the caches are on or off (`GECOMP_KERNEL_CACHE=0`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cube_lowering_testing import parse
+
+from gecomp.core.context import make_context
+from gecomp.core.memo import ENV
+from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
+from gecomp.simulator.npu import simulate
+from gecomp.simulator.reference import run_reference
+from gecomp.simulator.signature import input_specs, main_function, random_inputs
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def layers(count: int) -> str:
+    """`count` identical layers (matmul + bias + relu, then residual + layer norm)
+    of distinct weights."""
+    lines = []
+    x = "%x"
+    for i in range(count):
+        lines += [
+            f"%w{i} = ge.const #ge.random<normal, seed = {4 * i + 1}, mean = 0.0, std = 0.05> : tensor<128x128xf16>",
+            f"%b{i} = ge.const #ge.random<normal, seed = {4 * i + 2}, mean = 0.0, std = 0.05> : tensor<128xf16>",
+            f"%g{i} = ge.const #ge.random<normal, seed = {4 * i + 3}, mean = 1.0, std = 0.05> : tensor<128xf16>",
+            f"%e{i} = ge.const #ge.random<normal, seed = {4 * i + 4}, mean = 0.0, std = 0.05> : tensor<128xf16>",
+            f"%m{i} = ge.matmul {x}, %w{i} : (tensor<64x128xf16>, tensor<128x128xf16>) -> tensor<64x128xf16>",
+            f"%h{i} = ge.bias_add %m{i}, %b{i} : (tensor<64x128xf16>, tensor<128xf16>) -> tensor<64x128xf16>",
+            f"%r{i} = ge.relu %h{i} : (tensor<64x128xf16>) -> tensor<64x128xf16>",
+            f"%s{i} = ge.add %r{i}, {x} : (tensor<64x128xf16>, tensor<64x128xf16>) -> tensor<64x128xf16>",
+            f"%n{i} = ge.layer_norm %s{i}, %g{i}, %e{i} {{axis = -1 : i64, epsilon = 1.0e-05 : f32}} : "
+            "(tensor<64x128xf16>, tensor<128xf16>, tensor<128xf16>) -> tensor<64x128xf16>",
+        ]
+        x = f"%n{i}"
+    body = "\n  ".join(lines)
+    return f"""func.func @main(%x: tensor<64x128xf16> {{ge.name = "x"}}) -> (tensor<64x128xf16> {{ge.name = "y"}}) {{
+  {body}
+  func.return {x} : tensor<64x128xf16>
+}}"""
+
+
+SCALES = """func.func @main(%x: tensor<32x256xf16> {ge.name = "x"}, %z: tensor<32x256xf16> {ge.name = "z"}) -> (tensor<32x256xf16> {ge.name = "y"}) {
+  %two = ge.const dense<2.0> : tensor<32x256xf16>
+  %three = ge.const dense<3.0> : tensor<32x256xf16>
+  %a = ge.mul %x, %two : (tensor<32x256xf16>, tensor<32x256xf16>) -> tensor<32x256xf16>
+  %b = ge.mul %x, %three : (tensor<32x256xf16>, tensor<32x256xf16>) -> tensor<32x256xf16>
+  %c = ge.mul %z, %two : (tensor<32x256xf16>, tensor<32x256xf16>) -> tensor<32x256xf16>
+  %ab = ge.sub %a, %b : (tensor<32x256xf16>, tensor<32x256xf16>) -> tensor<32x256xf16>
+  %y = ge.add %ab, %c : (tensor<32x256xf16>, tensor<32x256xf16>) -> tensor<32x256xf16>
+  func.return %y : tensor<32x256xf16>
+}"""
+
+
+def compiled(text: str, pipeline: str, cache: bool, monkeypatch) -> tuple[str, dict[str, int], object]:
+    """(printed module, ge-to-npu's statistics, module) of `text` compiled with the
+    caches on or off."""
+    monkeypatch.setenv(ENV, "1" if cache else "0")
+    module = parse(text)
+    instrumentation = Instrumentation(verify_each=False)
+    with instrumented(instrumentation):
+        run_pipeline(parse_pass_pipeline(pipeline), make_context(), module)
+    return str(module), instrumentation.statistics.get("ge-to-npu", {}), module
+
+
+def test_repeated_layers_lower_each_distinct_kernel_once(monkeypatch):
+    """Layers 2..4 reuse layer 1's kernels: as many kernels are built for four
+    layers as for one (launches not merged, so no kernel follows a barrier)."""
+    pipeline = "ge-compile{merge=false}"
+    _, one, _ = compiled(layers(1), pipeline, True, monkeypatch)
+    _, four, _ = compiled(layers(4), pipeline, True, monkeypatch)
+    assert one["kernels reused"] == 0
+    assert four["kernels"] == 4 * one["kernels"]
+    assert four["kernels reused"] == 3 * one["kernels"]
+    _, off, _ = compiled(layers(4), pipeline, False, monkeypatch)
+    assert off["kernels reused"] == 0
+
+
+def test_a_splat_constant_is_part_of_the_key(monkeypatch):
+    """x * 2 and x * 3 fold their constants into different kernels; z * 2 reuses
+    x * 2's; the numbers are the reference's."""
+    text, stats, module = compiled(SCALES, "ge-compile{fuse=false}", True, monkeypatch)
+    assert stats["kernels reused"] == 1
+    inputs = random_inputs(input_specs(main_function(parse(SCALES))), 0)
+    want = run_reference(parse(SCALES), inputs)[0]
+    got = simulate(module, inputs, hw="ascend910").outputs[0]
+    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize(
+    "source, pipeline",
+    [
+        ("layers", "ge-compile"),
+        ("mlp.mlir", "ge-compile"),
+        ("resnet_block.mlir", "ge-compile"),
+        ("scales", "ge-compile{fuse=false}"),
+    ],
+)
+def test_the_caches_change_nothing(monkeypatch, source, pipeline):
+    """The same module text, simulated cycles and outputs with the caches on and off."""
+    text = {"layers": layers(3), "scales": SCALES}.get(source) or (EXAMPLES / source).read_text()
+    on_text, _, on = compiled(text, pipeline, True, monkeypatch)
+    off_text, _, off = compiled(text, pipeline, False, monkeypatch)
+    assert on_text == off_text
+    inputs = random_inputs(input_specs(main_function(parse(text))), 0)
+    a, b = simulate(on, inputs, hw="ascend910"), simulate(off, inputs, hw="ascend910")
+    assert a.report.total_cycles == b.report.total_cycles
+    for x, y in zip(a.outputs, b.outputs, strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
