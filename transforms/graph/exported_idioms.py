@@ -25,6 +25,17 @@
   commutes with a reshape that keeps the last dim, so the reshape moves below
   it and the epilogue sits on the GEMM, where `matmul + bias + act` fusion
   takes it (GELU included, whatever the row length).
+* **Rotary embedding.** Hugging Face's `apply_rotary_pos_emb` splits heads, then
+  computes `t * cos + rotate_half(t) * sin` with `rotate_half(t) =
+  concat(-t[..., D/2:], t[..., :D/2])`: two slices, a negation and a concat per
+  tensor, which no vector kernel runs in one piece. `rotate_half` is a signed
+  permutation P of each head's dims, so on the rows before the head split it
+  is `y P`, and when y is a product by a constant weight, `x (W P)` (each
+  column of W P is a column of W, negated or not: the same sums, exactly). The
+  rotation becomes `y * cos' + (x W P) * sin'` on the (*b, S, N*D) rows, cos
+  and sin laid out as the rows are: one elementwise kernel, with one more
+  product of x that merges with Q, K and V, and the head split after it stays
+  the plain split attention fusion absorbs.
 
 Every rewrite keeps the values (the reference interpreter's `ge.gelu` computes
 the formula the ops wrote out, in float32; the GEMM is the same sums).
@@ -35,12 +46,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from ...dialects import ge
-from ...dialects.ge.canonicalization import GEPattern, splat_scalar
+from ...core.dtypes import to_numpy_dtype
+from ...dialects.ge.canonicalization import GEPattern, constant_from_array, splat_scalar
 from ...dialects.ge.formats import Format, format_of
 
 RTOL = 1e-5
@@ -176,7 +189,7 @@ class WrittenOutGelu(GEPattern):
             return  # a broadcasting constant made the product larger than x
         gelu = ge.GeluOp.new(x, approximate=approximate)
         gelu.location = op.location
-        rewriter.replace_op(op, gelu)
+        rewriter.replace(op, [gelu], gelu.results)
 
 
 def _is_nd(t) -> bool:
@@ -203,7 +216,7 @@ class LhsBatchedMatmulToGemm(GEPattern):
         back = ge.ReshapeOp.new(gemm, result_type=out_t)
         for new in (flat, gemm, back):
             new.location = op.location
-        rewriter.replace_op(op, [flat, gemm, back], [back.result])
+        rewriter.replace(op, [flat, gemm, back], [back.result])
 
 
 EPILOGUE_ACTIVATIONS = (ge.GeluOp, ge.ReluOp, ge.SiluOp, ge.SigmoidOp, ge.TanhOp, ge.LeakyReluOp)
@@ -248,7 +261,7 @@ class EpilogueBelowView(GEPattern):
         )
         back = ge.ReshapeOp.new(moved, result_type=op.results[0].type)
         moved.location = back.location = op.location
-        rewriter.replace_op(op, [moved, back], [back.result])
+        rewriter.replace(op, [moved, back], [back.result])
 
     @staticmethod
     def _unary(op: Operation) -> tuple[list[SSAValue], ge.ReshapeOp] | None:
@@ -272,10 +285,170 @@ class EpilogueBelowView(GEPattern):
         return None
 
 
+# ---- rotary embedding ------------------------------------------------------------------
+
+
+def _head_split(t: SSAValue) -> tuple[ge.ReshapeOp, ge.TransposeOp] | None:
+    """(reshape, transpose) if t = transpose(reshape(y)) splits the rows y, (*b, S, N*D)
+    or another flattening of those rows, into (*b, N, S, D)."""
+    transpose = t.owner
+    if not isinstance(transpose, ge.TransposeOp):
+        return None
+    reshape = transpose.input.owner
+    if not isinstance(reshape, ge.ReshapeOp) or not _is_nd(reshape.input.type):
+        return None
+    flat, split = tuple(reshape.input.type.get_shape()), tuple(reshape.result.type.get_shape())
+    rank = len(split)
+    if rank < 3 or not flat or flat[-1] != split[-2] * split[-1] or math.prod(flat[:-1]) != math.prod(split[:-2]):
+        return None
+    perm = (*range(rank - 3), rank - 2, rank - 3, rank - 1)
+    return (reshape, transpose) if tuple(transpose.attr_value("perm")) == perm else None
+
+
+def _half_slice(value: SSAValue, source: SSAValue, upper: bool) -> bool:
+    """`value` = source[..., :D/2] (or [..., D/2:] when `upper`), nothing else cut."""
+    op = value.owner
+    if not isinstance(op, ge.SliceOp) or op.input is not source:
+        return False
+    dims = source.type.get_shape()
+    half = dims[-1] // 2
+    if dims[-1] % 2:
+        return False
+    starts, ends, steps = (tuple(op.attr_value(n)) for n in ("starts", "ends", "steps"))
+    want_starts = (0,) * (len(dims) - 1) + ((half,) if upper else (0,))
+    want_ends = (*dims[:-1], dims[-1] if upper else half)
+    return starts == want_starts and tuple(min(e, d) for e, d in zip(ends, dims)) == want_ends and set(steps) == {1}
+
+
+def _rotated_half_of(value: SSAValue) -> SSAValue | None:
+    """t if `value` = concat(-t[..., D/2:], t[..., :D/2]) on the last axis."""
+    concat = value.owner
+    if not isinstance(concat, ge.ConcatOp) or len(concat.operands) != 2:
+        return None
+    rank = len(value.type.get_shape())
+    if concat.attr_value("axis") % rank != rank - 1:
+        return None
+    neg, low = concat.operands
+    if not isinstance(neg.owner, ge.NegOp):
+        return None
+    upper = neg.owner.operands[0]
+    source = upper.owner.input if isinstance(upper.owner, ge.SliceOp) else None
+    if source is None or not (_half_slice(upper, source, True) and _half_slice(low, source, False)):
+        return None
+    return source
+
+
+def _const_array(value: SSAValue):
+    owner = value.owner
+    return owner.as_array() if isinstance(owner, ge.ConstOp) and isinstance(value.type, TensorType) else None
+
+
+def _rope_terms(op: ge.AddOp):
+    """(t, cos, sin) if op = t * cos + rotate_half(t) * sin (any order), cos and
+    sin constants."""
+    for a, b in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        plain, rotated = a.owner, b.owner
+        if not isinstance(plain, ge.MulOp) or not isinstance(rotated, ge.MulOp):
+            continue
+        for r, sin in ((rotated.lhs, rotated.rhs), (rotated.rhs, rotated.lhs)):
+            t = _rotated_half_of(r)
+            if t is None or _const_array(sin) is None:
+                continue
+            for x, cos in ((plain.lhs, plain.rhs), (plain.rhs, plain.lhs)):
+                if x is t and _const_array(cos) is not None:
+                    return t, cos, sin
+    return None
+
+
+def rotate_half_matrix(heads: int, dim: int) -> np.ndarray:
+    """P with (y P) = rotate_half of each head's `dim` values of the rows y."""
+    half = dim // 2
+    p = np.zeros((heads * dim, heads * dim), np.float32)
+    for h in range(heads):
+        base = h * dim
+        for j in range(half):
+            p[base + half + j, base + j] = -1.0  # out[j] = -in[half + j]
+            p[base + j, base + half + j] = 1.0  # out[half + j] = in[j]
+    return p
+
+
+def _constant(array: np.ndarray, like: TensorType) -> ge.ConstOp:
+    t = TensorType(like.element_type, array.shape)
+    return constant_from_array(array.astype(to_numpy_dtype(like.element_type)), t)
+
+
+def _times(y: SSAValue, p: np.ndarray, new_ops: list[Operation]) -> SSAValue:
+    """y P, computed as a product of y's own lhs by (W P) where y is a product by a
+    constant weight (through row views and bias adds), else as y x P."""
+    owner = y.owner
+    if isinstance(owner, ge.ReshapeOp) and _is_nd(owner.input.type) and owner.input.type.get_shape()[-1] == p.shape[0]:
+        inner = _times(owner.input, p, new_ops)
+        new_ops.append(ge.ReshapeOp.new(inner, result_type=y.type))
+        return new_ops[-1].results[0]
+    if isinstance(owner, ge.AddOp):
+        for z, bias in ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs)):
+            b = _const_array(bias)
+            if b is not None and b.ndim == 1 and z.type == y.type:
+                inner = _times(z, p, new_ops)
+                new_ops.append(_constant(b @ p, bias.type))
+                new_ops.append(ge.AddOp.new(inner, new_ops[-1].results[0]))
+                return new_ops[-1].results[0]
+    if isinstance(owner, (ge.MatmulOp, ge.BatchMatmulOp)) and not owner.attr_value("transpose_b"):
+        w = _const_array(owner.rhs)
+        if w is not None and w.ndim == 2:
+            new_ops.append(_constant(w @ p, owner.rhs.type))
+            new_ops.append(type(owner).new(owner.lhs, new_ops[-1].results[0], transpose_a=owner.attr_value("transpose_a")))
+            return new_ops[-1].results[0]
+    new_ops.append(_constant(p, TensorType(y.type.element_type, p.shape)))
+    new_ops.append(ge.BatchMatmulOp.new(y, new_ops[-1].results[0]))
+    return new_ops[-1].results[0]
+
+
+class RotaryOnRows(GEPattern):
+    """t * cos + rotate_half(t) * sin on a head split t of rows y -> the split of
+    y * cos' + (y P) * sin' (module docstring)."""
+
+    COUNTER = "rotary embedding on the rows"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, ge.AddOp) or not _is_nd(op.result.type):
+            return
+        found = _rope_terms(op)
+        split = _head_split(found[0]) if found is not None else None
+        if split is None or found[0].type != op.result.type:
+            return
+        t, cos, sin = found
+        reshape, transpose = split
+        y = reshape.input
+        heads, dim = reshape.result.type.get_shape()[-2:]
+        new_ops: list[Operation] = []
+        rotated = _times(y, rotate_half_matrix(heads, dim), new_ops)
+        terms = []
+        for value, factor in ((y, cos), (rotated, sin)):
+            rows = _rows_layout(_const_array(factor), t.type.get_shape(), transpose, y.type.get_shape())
+            new_ops.append(_constant(rows, factor.type))
+            new_ops.append(ge.MulOp.new(value, new_ops[-1].results[0]))
+            terms.append(new_ops[-1].results[0])
+        new_ops.append(ge.AddOp.new(*terms))
+        new_ops.append(ge.ReshapeOp.new(new_ops[-1].results[0], result_type=reshape.result.type))
+        new_ops.append(ge.TransposeOp.new(new_ops[-1].results[0], perm=transpose.attr_value("perm")))
+        for new in new_ops:
+            new.location = op.location
+        rewriter.replace(op, new_ops, new_ops[-1].results)
+
+
+def _rows_layout(factor: np.ndarray, split_shape, transpose: ge.TransposeOp, rows_shape) -> np.ndarray:
+    """A factor of the head-split layout (broadcast to it) laid out as the rows."""
+    full = np.broadcast_to(factor, split_shape)
+    inverse = np.argsort(transpose.attr_value("perm"))
+    return np.ascontiguousarray(np.transpose(full, inverse)).reshape(rows_shape)
+
+
 IDIOMS: dict[type[Operation], tuple[RewritePattern, ...]] = {
     ge.MulOp: (WrittenOutGelu(), EpilogueBelowView()),
+    ge.AddOp: (RotaryOnRows(), EpilogueBelowView()),
     ge.BatchMatmulOp: (LhsBatchedMatmulToGemm(),),
-    **{op: (EpilogueBelowView(),) for op in (*EPILOGUE_ACTIVATIONS, ge.AddOp, ge.SubOp, ge.DivOp)},
+    **{op: (EpilogueBelowView(),) for op in (*EPILOGUE_ACTIVATIONS, ge.SubOp, ge.DivOp)},
 }
 
 

@@ -154,3 +154,38 @@ func.func @bert_ffn(%x: tensor<1x16x32xf32>, %w: tensor<32x64xf32>) -> tensor<1x
   %g = ge.mul %m, %half : (tensor<1x16x64xf32>, tensor<f32>) -> tensor<1x16x64xf32>
   func.return %g : tensor<1x16x64xf32>
 }
+
+// -----
+
+// Hugging Face's rotary embedding on a head split of q = x W: t * cos +
+// rotate_half(t) * sin becomes, on the rows, y * cos' + (x (W P)) * sin' (one
+// elementwise kernel and one more product of x), then the head split.
+// CHECK-LABEL: func.func @rotary
+// CHECK-NOT:     ge.slice
+// CHECK-NOT:     ge.concat
+// CHECK-NOT:     ge.neg
+// CHECK:         %[[Y:.*]] = ge.matmul %[[X:.*]], %w : (tensor<16x64xf32>, tensor<64x64xf32>) -> tensor<16x64xf32>
+// CHECK:         %[[WP:.*]] = ge.const dense<
+// CHECK-NEXT:    %[[YP:.*]] = ge.matmul %[[X]], %[[WP]] : (tensor<16x64xf32>, tensor<64x64xf32>) -> tensor<16x64xf32>
+// CHECK:         %[[C:.*]] = ge.mul %[[Y]], %{{.*}} : (tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<16x64xf32>
+// CHECK:         %[[S:.*]] = ge.mul %[[YP]], %{{.*}} : (tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<16x64xf32>
+// CHECK-NEXT:    %[[R:.*]] = ge.add %[[C]], %[[S]]
+// CHECK-NEXT:    %[[H:.*]] = ge.reshape %[[R]] : (tensor<16x64xf32>) -> tensor<1x16x4x16xf32>
+// CHECK-NEXT:    %[[T:.*]] = ge.transpose %[[H]] {perm = [0, 2, 1, 3]}
+// CHECK-NEXT:    func.return %[[T]]
+func.func @rotary(%x: tensor<1x16x64xf32>) -> tensor<1x4x16x16xf32> {
+  %w = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.2> : tensor<64x64xf32>
+  %cos = ge.const #ge.random<uniform, seed = 2, low = -1.0, high = 1.0> : tensor<1x1x16x16xf32>
+  %sin = ge.const #ge.random<uniform, seed = 3, low = -1.0, high = 1.0> : tensor<1x1x16x16xf32>
+  %q = ge.batch_matmul %x, %w : (tensor<1x16x64xf32>, tensor<64x64xf32>) -> tensor<1x16x64xf32>
+  %r = ge.reshape %q : (tensor<1x16x64xf32>) -> tensor<1x16x4x16xf32>
+  %t = ge.transpose %r {perm = [0, 2, 1, 3]} : (tensor<1x16x4x16xf32>) -> tensor<1x4x16x16xf32>
+  %m = ge.mul %t, %cos : (tensor<1x4x16x16xf32>, tensor<1x1x16x16xf32>) -> tensor<1x4x16x16xf32>
+  %s1 = ge.slice %t {starts = [0, 0, 0, 0], ends = [1, 4, 16, 8], steps = [1, 1, 1, 1]} : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x8xf32>
+  %s2 = ge.slice %t {starts = [0, 0, 0, 8], ends = [1, 4, 16, 16], steps = [1, 1, 1, 1]} : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x8xf32>
+  %n = ge.neg %s2 : (tensor<1x4x16x8xf32>) -> tensor<1x4x16x8xf32>
+  %c = ge.concat %n, %s1 {axis = -1} : (tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>) -> tensor<1x4x16x16xf32>
+  %m1 = ge.mul %c, %sin : (tensor<1x4x16x16xf32>, tensor<1x1x16x16xf32>) -> tensor<1x4x16x16xf32>
+  %a = ge.add %m, %m1 : (tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
+  func.return %a : tensor<1x4x16x16xf32>
+}

@@ -1,0 +1,180 @@
+"""Transformer layers as the exporters write them compile to the kernels the
+hand-written examples get (issue 29 item 3): small ONNX graphs shaped like the
+TorchScript and dynamo exporters' output (3-D MatMul + Add, head splits by
+Reshape + Transpose, the scale as Div or Mul, an additive mask, GELU written
+out in its erf and tanh forms). Each is checked for the fused ops `ge-fuse`
+makes, and compiled with `ge-compile` and simulated against onnxruntime.
+
+The ge-level rewrites themselves are FileChecked in
+tests/lit/ge/graph-opt/simplify-exported-idioms.mlir."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from gecomp.bench.models import run  # noqa: E402
+from gecomp.core.context import make_context  # noqa: E402
+from gecomp.core.passes import parse_pass_pipeline, run_pipeline  # noqa: E402
+
+SEQ, HIDDEN, HEADS, FFN = 16, 64, 4, 128
+HEAD = HIDDEN // HEADS
+
+
+class Graph:
+    """A small ONNX graph builder: nodes named in order, initializers from a seed."""
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits, self.count = [], [], 0
+
+    def const(self, array) -> str:
+        name = f"c{len(self.inits)}"
+        self.inits.append(numpy_helper.from_array(np.asarray(array, np.float32) if np.asarray(array).dtype.kind == "f" else np.asarray(array), name))
+        return name
+
+    def weight(self, *shape, scale=0.15) -> str:
+        return self.const(self.rng.normal(0, scale, shape))
+
+    def op(self, op_type: str, *inputs: str, **attrs) -> str:
+        self.count += 1
+        out = f"{op_type.lower()}{self.count}"
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out], **attrs))
+        return out
+
+    def model(self, out: str, out_shape) -> onnx.ModelProto:
+        graph = helper.make_graph(
+            self.nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, SEQ, HIDDEN])],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, out_shape)], self.inits,
+        )
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+    # ---- the exporters' building blocks -------------------------------------------------
+
+    def linear(self, x: str, n_in: int, n_out: int) -> str:
+        """TorchScript's nn.Linear on a 3-D input: MatMul by the transposed weight, Add bias."""
+        return self.op("Add", self.op("MatMul", x, self.weight(n_in, n_out)), self.weight(n_out, scale=0.05))
+
+    def heads(self, x: str, key: bool = False) -> str:
+        split = self.op("Reshape", x, self.const(np.array([1, SEQ, HEADS, HEAD], np.int64)))
+        return self.op("Transpose", split, perm=[0, 2, 3, 1] if key else [0, 2, 1, 3])
+
+    def rotary(self, t: str) -> str:
+        """Hugging Face's apply_rotary_pos_emb on a head split t (1, N, S, D)."""
+        angles = np.arange(SEQ)[:, None] * (10000.0 ** (-np.arange(0, HEAD, 2) / HEAD))[None, :]
+        angles = np.concatenate([angles, angles], axis=-1).reshape(1, 1, SEQ, HEAD)
+        half = np.array([HEAD // 2], np.int64)
+        lo = self.op("Slice", t, self.const(np.array([0], np.int64)), self.const(half), self.const(np.array([3], np.int64)))
+        hi = self.op("Slice", t, self.const(half), self.const(np.array([HEAD], np.int64)), self.const(np.array([3], np.int64)))
+        rotated = self.op("Concat", self.op("Neg", hi), lo, axis=-1)
+        return self.op("Add", self.op("Mul", t, self.const(np.cos(angles))), self.op("Mul", rotated, self.const(np.sin(angles))))
+
+    def attention(self, x: str, scale_as: str, mask: bool, rotary: bool = False) -> str:
+        q, k, v = (self.linear(x, HIDDEN, HIDDEN) for _ in range(3))
+        if rotary:
+            kt = self.op("Transpose", self.rotary(self.heads(k)), perm=[0, 1, 3, 2])
+            scores = self.op("MatMul", self.rotary(self.heads(q)), kt)
+        else:
+            scores = self.op("MatMul", self.heads(q), self.heads(k, key=True))
+        if scale_as == "div":
+            scores = self.op("Div", scores, self.const(np.float32(math.sqrt(HEAD))))
+        else:
+            scores = self.op("Mul", scores, self.const(np.float32(1 / math.sqrt(HEAD))))
+        if mask:
+            causal = np.triu(np.full((SEQ, SEQ), np.finfo(np.float32).min, np.float32), 1)
+            scores = self.op("Add", scores, self.const(causal.reshape(1, 1, SEQ, SEQ)))
+        probs = self.op("Softmax", scores, axis=-1)
+        out = self.op("Transpose", self.op("MatMul", probs, self.heads(v)), perm=[0, 2, 1, 3])
+        return self.op("Reshape", out, self.const(np.array([1, SEQ, HIDDEN], np.int64)))
+
+    def gelu_erf(self, x: str) -> str:
+        erf = self.op("Erf", self.op("Div", x, self.const(np.float32(math.sqrt(2)))))
+        return self.op("Mul", self.op("Mul", x, self.op("Add", erf, self.const(np.float32(1)))), self.const(np.float32(0.5)))
+
+    def gelu_tanh(self, x: str) -> str:
+        cube = self.op("Mul", self.op("Pow", x, self.const(np.float32(3))), self.const(np.float32(0.044715)))
+        inner = self.op("Mul", self.op("Add", x, cube), self.const(np.float32(math.sqrt(2 / math.pi))))
+        bracket = self.op("Add", self.op("Tanh", inner), self.const(np.float32(1)))
+        return self.op("Mul", self.op("Mul", x, self.const(np.float32(0.5))), bracket)
+
+    def layer(self, gelu: str, scale_as: str, mask: bool) -> str:
+        x = "x"
+        h = self.op("Add", x, self.linear(self.attention(x, scale_as, mask), HIDDEN, HIDDEN))
+        f = self.gelu_erf(self.linear(h, HIDDEN, FFN)) if gelu == "erf" else self.gelu_tanh(self.linear(h, HIDDEN, FFN))
+        return self.op("Add", h, self.linear(f, FFN, HIDDEN))
+
+
+def _layer(gelu: str, scale_as: str, mask: bool) -> onnx.ModelProto:
+    g = Graph()
+    return g.model(g.layer(gelu, scale_as, mask), [1, SEQ, HIDDEN])
+
+
+def _fused_ops(proto) -> list[str]:
+    module = run.import_proto(proto)
+    run_pipeline(parse_pass_pipeline("ge-graph-opt,ge-fuse"), make_context(), module)
+    return [op.name for op in module.walk()]
+
+
+def _compiled_matches_onnxruntime(proto) -> None:
+    inputs = [np.random.default_rng(1).normal(0, 1, (1, SEQ, HIDDEN)).astype(np.float32)]
+    want = run.onnxruntime_outputs(proto, inputs)
+    module = run.import_proto(proto)
+    run.compile_module(module)
+    sim = run.simulate(module, inputs, want)
+    assert sim.worst_ratio <= 1.0, sim.worst
+
+
+LAYERS = [("erf", "div", False), ("tanh", "mul", True)]
+
+
+@pytest.mark.parametrize("gelu, scale_as, mask", LAYERS)
+def test_exported_layer_fuses_like_the_hand_written_one(gelu, scale_as, mask):
+    ops = _fused_ops(_layer(gelu, scale_as, mask))
+    assert ops.count("fused.multi_matmul_bias_act") == 1, "Q, K and V merged into one GEMM"
+    assert ops.count("fused.flash_attention") == 1
+    assert "ge.transpose" not in ops, "the head splits and merge are absorbed (layout BSH)"
+    assert "ge.softmax" not in ops and "ge.batch_matmul" not in ops
+    assert not {"ge.erf", "ge.tanh", "ge.pow"} & set(ops), "GELU is one op"
+    assert "ge.gelu" not in ops, "the GELU is the epilogue of its GEMM"
+
+
+@pytest.mark.parametrize("gelu, scale_as, mask", LAYERS)
+def test_exported_layer_compiles_to_onnxruntime_numbers(gelu, scale_as, mask):
+    _compiled_matches_onnxruntime(_layer(gelu, scale_as, mask))
+
+
+def test_rotary_embedding_has_no_slices_left_and_matches_onnxruntime():
+    """LLaMA's rotary embedding on q and k (transposed after it, as
+    `key_states.transpose(2, 3)`): no slice, negation or concat is left, each
+    rotation is the epilogue of the products of x, attention still fuses."""
+    g = Graph()
+    proto = g.model(g.attention("x", "div", True, rotary=True), [1, SEQ, HIDDEN])
+    ops = _fused_ops(proto)
+    assert not {"ge.slice", "ge.concat", "ge.neg"} & set(ops)
+    assert ops.count("fused.flash_attention") == 1
+    _compiled_matches_onnxruntime(proto)
+
+
+def test_lhs_batched_projection_is_one_gemm():
+    """The dynamo exporter's seq-first input projection (64x1x256) @ (256x768),
+    smaller: a 2-D GEMM with its bias, no batch_matmul left."""
+    g = Graph()
+    y = g.op("Add", g.op("MatMul", "x", g.weight(HIDDEN, 3 * HIDDEN)), g.weight(3 * HIDDEN, scale=0.05))
+    graph = helper.make_graph(
+        g.nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [SEQ, 1, HIDDEN])],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [SEQ, 1, 3 * HIDDEN])], g.inits,
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    ops = _fused_ops(proto)
+    assert "ge.batch_matmul" not in ops and ops.count("fused.matmul_bias_act") == 1
+    inputs = [np.random.default_rng(2).normal(0, 1, (SEQ, 1, HIDDEN)).astype(np.float32)]
+    module = run.import_proto(proto)
+    run.compile_module(module)
+    sim = run.simulate(module, inputs, run.onnxruntime_outputs(proto, inputs))
+    assert sim.worst_ratio <= 1.0, sim.worst
