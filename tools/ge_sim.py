@@ -4,6 +4,7 @@ long it took on the simulated NPU)."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -51,6 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--outputs", metavar="OUT.npz", help="write the results here")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs, 0 or more (default 0)")
     p.add_argument("--report", action="store_true", help="print the execution report")
+    p.add_argument(
+        "--exact",
+        "--no-shortcuts",
+        dest="exact",
+        action="store_true",
+        help="npu level: run the full simulation, every simulator shortcut off (the default "
+        "gives the same cycles and outputs, faster; this checks it)",
+    )
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome trace (npu level)")
     p.add_argument("--plot-timeline", "--plot", metavar="FILE.png|svg",
@@ -132,7 +141,9 @@ def run(args: argparse.Namespace) -> int:
     specs = input_specs(main_function(module))
     inputs = load_inputs(args.inputs, specs) if args.inputs else random_inputs(specs, args.seed)
     pictures = {"timeline": args.plot_timeline, "roofline": args.plot_roofline, "memory": args.plot_memory}
-    execution = execute(module, inputs, hw=args.hw, trace=bool(args.trace or args.plot_timeline))
+    execution = execute(
+        module, inputs, hw=args.hw, trace=bool(args.trace or args.plot_timeline), shortcuts=not args.exact
+    )
     if execution.report is None and (args.json or args.trace or any(pictures.values())):
         raise CompileError(
             f"--json, --trace and --plot-* need an npu-level module; this one is at the "
@@ -148,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         if precision.summary(module):
             print(precision.summary(module))
     if args.json:
-        _write(args.json, execution.report.json_text())
+        _write(args.json, _report_json(execution.report, module))
     if args.trace:
         _write(args.trace, execution.report.trace_text())
     _draw(pictures, module, execution.report)
@@ -157,6 +168,16 @@ def run(args: argparse.Namespace) -> int:
         expected = execute(reference_module, inputs).results
         return _check(execution.outputs, expected, execution.results, compiled_floor(reference_module, module))
     return 0
+
+
+def _report_json(report, module) -> str:
+    """The report's JSON, with `precision` (mode and ops computed in f16) when the
+    module records a precision mode."""
+    data = report.as_json()
+    mode = precision.recorded_mode(module)
+    if mode is not None:
+        data["precision"] = {"mode": mode, "lowered": precision.recorded_lowered(module)}
+    return json.dumps(data, indent=2)
 
 
 def _draw(pictures: dict[str, str | None], module, report) -> None:

@@ -7,6 +7,7 @@ the mixed-precision deny list kept in f32, what the module records, and how
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 
@@ -149,6 +150,10 @@ def test_ge_sim_check_and_report_name_the_precision(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "precision: allow_mix_precision; computed in f16: bias_add x2, gelu x2, matmul x2" in out
     assert "check: ok" in out
+    report = tmp_path / "report.json"
+    assert ge_sim.main([str(path), "--pipeline", "ge-compile{precision=allow_fp32_to_fp16}", "--json", str(report)]) == 0
+    recorded = json.loads(report.read_text())["precision"]
+    assert recorded == {"mode": "allow_fp32_to_fp16", "lowered": {"ge.matmul": 2}}
 
 
 def test_softmax_on_the_allow_list_gives_the_flash_attention_back():
