@@ -177,3 +177,23 @@ def test_pipeline_with_micro_batches_sends_each_part():
 def test_pipeline_micro_batches_need_a_batch():
     with pytest.raises(CompileError, match="strategy pp with 2 micro-batches does not apply"):
         partitioned(EXAMPLES / "bert_layer.mlir", "ge-partition{devices=2 strategy=pp micro-batches=2}")
+
+
+@pytest.mark.parametrize(
+    "example, options",
+    [
+        ("wide_deep.mlir", "devices=4 strategy=dp"),  # embedding lookups split by their indices
+        ("wide_deep.mlir", "devices=2 strategy=tp"),
+        ("mmoe.mlir", "devices=2 strategy=dp"),
+        ("mmoe.mlir", "devices=2 strategy=tp"),
+    ],
+)
+def test_other_examples_partitioned(example, options):
+    source, module = partitioned(EXAMPLES / example, f"ge-partition{{{options}}}")
+    assert_devices_match_reference(source, module)
+
+
+@pytest.mark.parametrize("example", ["resnet_block.mlir", "mmoe.mlir"])
+def test_other_examples_pipelined(example):
+    source, module = partitioned(EXAMPLES / example, "ge-partition{devices=2 strategy=pp}")
+    assert_devices_match_reference(source, module, expect_outputs_on=[1])

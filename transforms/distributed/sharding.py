@@ -288,6 +288,20 @@ def _slice(op: Operation, layouts: list[Layout], devices: int, _: bool) -> Step:
     return _whole(op, f"it slices the split dim {x.axis}")
 
 
+def _gather(op: Operation, layouts: list[Layout], devices: int, _: bool) -> Step:
+    """An embedding lookup: split indices give the result split where their dims
+    land (after `axis`); split data keeps its split off the gathered dim."""
+    data, indices = _no_partials(layouts)
+    rank = len(shape(op.operands[0]))
+    axis = op.attr_value("axis") % rank
+    if is_split(indices):
+        return Step([REPLICATED, indices], [split(axis + indices.axis)], "its data and indices are both split")
+    if is_split(data) and data.axis != axis:
+        out = data.axis if data.axis < axis else data.axis + len(shape(op.operands[1])) - 1
+        return Step([data, REPLICATED], [split(out)])
+    return _whole(op, f"it gathers along the split dim {axis}")
+
+
 _RULES: dict[type[Operation], Rule] = {
     **{cls: _elementwise for cls in ELEMENTWISE_OPS},
     ge.BiasAddOp: _bias_add,
@@ -309,6 +323,7 @@ _RULES: dict[type[Operation], Rule] = {
     ge.GlobalAvgPoolOp: _batched_window,
     ge.ConcatOp: _concat,
     ge.SliceOp: _slice,
+    ge.GatherOp: _gather,
 }
 
 
