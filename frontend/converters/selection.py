@@ -10,6 +10,9 @@
   ones): each round's max is a value, its first position an index, so ties go
   to the lower index as ONNX asks; smallest-first is TopK of the flipped values.
   The rounds are concatenated along the axis (sorted, which `sorted=0` allows).
+* Hardmax: 1 at the first position of each max along the axis (ArgMax's), 0
+  elsewhere: the positions compared with that index, cast to the input's type
+  (before opset 13, over the input flattened to 2-D at the axis).
 """
 
 from __future__ import annotations
@@ -56,6 +59,26 @@ def arg_extremum(c: NodeContext):
     hits = c.g.op(CompareOp, values, peak, predicate="eq")
     index = _first_index(c, hits, _positions(x, axis), axis, last)
     return index if keepdims else ops.reshape(index, [d for i, d in enumerate(x.shape) if i != axis])
+
+
+@converts("Hardmax")
+def hardmax(c: NodeContext):
+    x = c.input(0, "input")
+    if x.rank == 0:
+        raise c.fail("input must have rank >= 1")
+    if c.opset < 13:  # over the input flattened to 2-D at `axis`
+        axis = _axis(c, c.int("axis", 1), x.rank)
+        rows = int(np.prod(x.shape[:axis], dtype=np.int64))
+        flat = ops.reshape(x, [rows, int(np.prod(x.shape, dtype=np.int64)) // max(rows, 1)])
+        return ops.reshape(_hardmax(c, flat, 1), list(x.shape))
+    return _hardmax(c, x, _axis(c, c.int("axis", -1), x.rank))
+
+
+def _hardmax(c: NodeContext, x: Tensor, axis: int) -> Tensor:
+    peak = c.g.op(ReduceMaxOp, x, axes=[axis], keepdims=True)
+    positions = _positions(x, axis)
+    index = _first_index(c, c.g.op(CompareOp, x, peak, predicate="eq"), positions, axis)
+    return ops.cast(c.g.op(CompareOp, c.g.const(positions), index, predicate="eq"), x.dtype)
 
 
 @converts("TopK", static=(1,))

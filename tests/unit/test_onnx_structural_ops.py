@@ -118,6 +118,42 @@ def test_cumsum(dtype, exclusive, reverse, shape, axis):
     _check(model, {"x": x})
 
 
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 1)])
+@pytest.mark.parametrize("shape,axis", [((17,), 0), ((3, 5), -1)])
+def test_cumprod(exclusive, reverse, shape, axis):
+    x = (rng.standard_normal(shape) * 0.5 + 1).astype(np.float32)
+    model = _model("CumProd", {"x": x}, opset=26, initializers=[("axis", np.array(axis, np.int64))],
+                   exclusive=exclusive, reverse=reverse)
+    from onnx.reference import ReferenceEvaluator
+
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (got,) = run_reference(import_model(model_from_proto(model)), [x])
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("opset,axis", [(11, 1), (11, 0), (13, 1), (13, -1)])
+def test_hardmax_in_both_forms(opset, axis):
+    """Before opset 13 Hardmax works on the input flattened to 2-D at `axis`."""
+    x = np.round(rng.standard_normal((2, 3, 4)), 1).astype(np.float32)
+    _check(_model("Hardmax", {"x": x}, opset=opset, axis=axis), {"x": x})
+
+
+@pytest.mark.parametrize("block_size", [0, 2, 3])
+def test_quantize_then_dequantize_per_axis_and_blocked(block_size):
+    x = (rng.standard_normal((4, 7)) * 3).astype(np.float32)
+    blocks = -(-7 // block_size) if block_size else 7
+    scale = (rng.random((4, blocks) if block_size else (7,)) + 0.1).astype(np.float32)
+    zero = rng.integers(-20, 20, scale.shape).astype(np.int8)
+    quantize = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1, block_size=block_size)
+    dequantize = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1, block_size=block_size)
+    graph = helper.make_graph(
+        [quantize, dequantize], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [onnx.ValueInfoProto(name="q"), onnx.ValueInfoProto(name="y")],
+        [onnx.numpy_helper.from_array(scale, "s"), onnx.numpy_helper.from_array(zero, "z")],
+    )
+    _check(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), {"x": x})
+
+
 # ---- indexing -----------------------------------------------------------------------------
 
 
