@@ -17,8 +17,9 @@ layer reads the previous layer's `[G, M, N]` result as its batch of lhs; the
 stack the gates read is that result with the group axis moved to the concat's
 axis (a transpose, replacing the concat's copy).
 
-What groups: chains starting at G >= 2 2-D `ge.matmul`s of one lhs, untransposed,
-by constant weights of one type, each product followed by the same epilogue
+What groups: chains starting at G >= 2 2-D `ge.matmul`s of one lhs (not
+transposed), by constant weights of one type (transposed or not: a transposed
+weight, as `Gemm(transB=1)` exports write it, is stacked transposed back), each product followed by the same epilogue
 (an optional `ge.bias_add` of a constant, then an optional unary activation, the
 same op with the same attributes), each value used by the next link alone; a
 chain extends while every expert's value feeds one such product of the same
@@ -64,7 +65,8 @@ class _Link:
         """What must agree between the experts of one layer."""
         act = None if self.act is None else (self.act.name, tuple(sorted(vars(self.act.attr_values()).items())))
         bias = None if self.bias is None else self.bias.bias.type
-        return (self.matmul.rhs.type, self.matmul.results[0].type, bias, act)
+        transposed = self.matmul.attr_value("transpose_b")
+        return (self.matmul.rhs.type, transposed, self.matmul.results[0].type, bias, act)
 
 
 def _const(value: SSAValue) -> ge.ConstOp | None:
@@ -78,7 +80,7 @@ def _only_use(value: SSAValue) -> Operation | None:
 
 def _link(op: Operation) -> _Link | None:
     """The layer starting at `op`, if it is a groupable product."""
-    if not isinstance(op, ge.MatmulOp) or op.attr_value("transpose_a") or op.attr_value("transpose_b"):
+    if not isinstance(op, ge.MatmulOp) or op.attr_value("transpose_a"):
         return None
     if len(op.lhs.type.get_shape()) != 2 or _const(op.rhs) is None or len(op.rhs.type.get_shape()) != 2:
         return None
@@ -117,8 +119,8 @@ def _stack_order(chains: list[list[_Link]]) -> tuple[ge.ConcatOp, list[ge.Reshap
     return concat, reshapes, [position[v] for v in concat.inputs]
 
 
-def _stacked_const(values: list[SSAValue], shape: list[int]) -> ge.ConstOp:
-    arrays = [_const(v).as_array().reshape(shape) for v in values]
+def _stacked_const(values: list[SSAValue], shape: list[int], transposed: bool = False) -> ge.ConstOp:
+    arrays = [(_const(v).as_array().T if transposed else _const(v).as_array()).reshape(shape) for v in values]
     t = values[0].type
     return ge.ConstOp.from_array(np.stack(arrays), TensorType(t.element_type, [len(values), *shape]))
 
@@ -126,9 +128,10 @@ def _stacked_const(values: list[SSAValue], shape: list[int]) -> ge.ConstOp:
 def _grouped_layer(lhs: SSAValue, layer: list[_Link], block: Block, before: Operation) -> SSAValue:
     """`act(lhs @ stack(W) + stack(b))` for one layer of the experts, before `before`."""
     first = layer[0]
-    k, n = first.matmul.rhs.type.get_shape()
+    transposed = first.matmul.attr_value("transpose_b")
+    k, n = reversed(first.matmul.rhs.type.get_shape()) if transposed else first.matmul.rhs.type.get_shape()
     new: list[Operation] = []
-    weights = _stacked_const([link.matmul.rhs for link in layer], [k, n])
+    weights = _stacked_const([link.matmul.rhs for link in layer], [k, n], transposed)
     new += [weights, ge.BatchMatmulOp.new(lhs, weights.result)]
     if first.bias is not None:
         biases = _stacked_const([link.bias.bias for link in layer], [1, n])

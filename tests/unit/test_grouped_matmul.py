@@ -27,9 +27,9 @@ def t(*shape: int) -> str:
     return f"tensor<{'x'.join(map(str, shape))}xf16>"
 
 
-def experts(count: int, depth: int, act: str | None, bias: bool, axis: int, order: list[int]) -> str:
+def experts(count: int, depth: int, act: str | None, bias: bool, axis: int, order: list[int], transposed: bool = False) -> str:
     """`count` chains of `depth` layers `act(h @ W + b)` from x, stacked along `axis`
-    in `order`."""
+    in `order`; `transposed`: weights stored (N, K), multiplied with transpose_b."""
     lines, seed = [], 0
     outs = []
     for e in range(count):
@@ -37,8 +37,10 @@ def experts(count: int, depth: int, act: str | None, bias: bool, axis: int, orde
         for d in range(depth):
             seed += 1
             name = f"e{e}l{d}"
-            lines.append(f"%w{name} = ge.const #ge.random<normal, seed = {seed}, mean = 0.0, std = 0.2> : {t(width, N)}")
-            lines.append(f"%m{name} = ge.matmul {h}, %w{name} : ({t(M, width)}, {t(width, N)}) -> {t(M, N)}")
+            w = t(N, width) if transposed else t(width, N)
+            flags = " {transpose_b = true}" if transposed else ""
+            lines.append(f"%w{name} = ge.const #ge.random<normal, seed = {seed}, mean = 0.0, std = 0.2> : {w}")
+            lines.append(f"%m{name} = ge.matmul {h}, %w{name}{flags} : ({t(M, width)}, {w}) -> {t(M, N)}")
             h = f"%m{name}"
             if bias:
                 lines.append(f"%b{name} = ge.const #ge.random<normal, seed = {100 + seed}, mean = 0.0, std = 0.1> : {t(N)}")
@@ -84,16 +86,16 @@ def assert_close(expected, got) -> None:
 
 
 CASES = [
-    (3, 2, "relu", True, 1, [0, 2, 1]),
-    (4, 1, "sigmoid", True, 0, [3, 2, 1, 0]),
-    (2, 3, None, False, 2, [0, 1]),
-    (5, 2, "tanh", False, 1, [0, 1, 2, 3, 4]),
+    (3, 2, "relu", True, 1, [0, 2, 1], False),
+    (4, 1, "sigmoid", True, 0, [3, 2, 1, 0], True),
+    (2, 3, None, False, 2, [0, 1], False),
+    (5, 2, "tanh", False, 1, [0, 1, 2, 3, 4], True),
 ]
 
 
-@pytest.mark.parametrize("count,depth,act,bias,axis,order", CASES)
-def test_grouped_experts_compute_what_the_separate_ones_did(count, depth, act, bias, axis, order):
-    text = experts(count, depth, act, bias, axis, order)
+@pytest.mark.parametrize("count,depth,act,bias,axis,order,transposed", CASES)
+def test_grouped_experts_compute_what_the_separate_ones_did(count, depth, act, bias, axis, order, transposed):
+    text = experts(count, depth, act, bias, axis, order, transposed)
     module = parse(text)
     assert group_matmuls(main_function(module).body.block) == 1
     verify_module(module)
@@ -103,9 +105,9 @@ def test_grouped_experts_compute_what_the_separate_ones_did(count, depth, act, b
     assert_close(run_reference(parse(text), inputs), run_reference(module, inputs))
 
 
-@pytest.mark.parametrize("count,depth,act,bias,axis,order", CASES[:2])
-def test_grouped_experts_on_the_simulator(count, depth, act, bias, axis, order):
-    text = experts(count, depth, act, bias, axis, order)
+@pytest.mark.parametrize("count,depth,act,bias,axis,order,transposed", CASES[:2])
+def test_grouped_experts_on_the_simulator(count, depth, act, bias, axis, order, transposed):
+    text = experts(count, depth, act, bias, axis, order, transposed)
     module = parse(text)
     run_pipeline(CompilePipeline(hw="tiny").stages(), make_context(), module)
     inputs = random_inputs(input_specs(main_function(module)), 0)
