@@ -186,3 +186,30 @@ def test_tune_simulates_the_best_n_and_pins_the_fastest(capsys):
     pins = {op.attributes[CONV_ALGORITHM].data for op in _conv_ops(module) if CONV_ALGORITHM in op.attributes}
     assert pins == ({"img2col"} if int(tried[0][1]) < given else set())
     check_lowering(module, "tiny", pipeline="ge-lower-to-npu{hw=tiny}")
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(c=1, o=32, w=400, kw=10, strides=(1, 5), pads=(0, 0, 0, 0)),
+        dict(c=8, o=16, w=300, kw=3, strides=(1, 2), pads=(0, 2, 0, 3), dilations=(1, 2), bias=True, act="relu"),
+        dict(c=5, o=8, w=257, kw=5, pads=(0, 4, 0, 1), dtype="f16"),
+        dict(c=16, o=16, w=333, kw=3, pads=(0, 1, 0, 1), x_format="NC1HWC0", w_format="FRACTAL_Z", y_format="NC1HWC0"),
+        dict(n=2, c=8, o=8, h=3, w=200, kh=3, kw=3, strides=(1, 3), pads=(0, 2, 0, 2), x_format="NC1HWC0",
+             w_format="FRACTAL_Z"),
+    ],
+    ids=["wav2vec2-like", "stride-dilation-pads", "f16-left-pad", "5hd", "5hd-kh3-batch"],
+)
+def test_img2col_one_row_outputs_tile_along_the_row(params, capsys):
+    """A 1-D convolution (one output row) is tiled along the row, each tile reading
+    its input segment (clipped at the image's ends): long rows fit (issue 34's
+    wav2vec2 `no tiling of (512 x 80) @ (80 x 799) fits`)."""
+    params = {"n": 1, "h": 1, "kh": 1, "dtype": "f32", **params}
+    check_pinned(conv_module(**params), "img2col", capsys)
+
+
+def test_wav2vec2_first_conv_compiles_on_ascend910(capsys):
+    x, w, y = tensor((1, 1, 1, 4000), "f32"), tensor((512, 1, 1, 10), "f32"), tensor((1, 512, 1, 799), "f32")
+    lines = [f"%w = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.2> : {w}",
+             f"%y = ge.conv2d %x, %w {{strides = [1, 5]}} : ({x}, {w}) -> {y}"]
+    check_pinned(main_module([f'%x: {x} {{ge.name = "x"}}'], lines, "%y", y), "img2col", capsys, "ascend910")

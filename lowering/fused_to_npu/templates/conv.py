@@ -143,7 +143,10 @@ class ImageOperand:
     def __init__(self, x: GmTensor, g: ConvGeometry, transposed: bool):
         self.x, self.g, self.transposed = x, g, transposed
         self.rows, self.cols = (g.k, g.p) if transposed else (g.p, g.k)
-        self.mn_granule = g.ow  # pixel tiles are whole output rows
+        # Pixel tiles are whole output rows; an output of one row (a 1-D convolution)
+        # is tiled along it, its tiles reading row segments (`segments`).
+        self.segments = g.oh == 1 and g.ow > FRACTAL
+        self.mn_granule = FRACTAL if self.segments else g.ow
         self.k_granule = math.lcm(g.k_block, FRACTAL)  # K chunks: whole channel blocks and L1 blocks
         # How the staged tile sits in L1 and goes to L0: an NZ matrix of the same shape.
         self.l1 = MatrixView(x, self.rows, self.cols, NZ, transposed, 0)
@@ -165,8 +168,16 @@ class ImageOperand:
         pixels = cols if self.transposed else rows
         return max(1, pixels // self.g.ow)
 
-    def _slab_elements(self, out_rows: int) -> int:
-        return self.g.slab_rows(out_rows) * self.g.padded_width * self.g.c0
+    def _slab_width(self, pixels: int) -> int:
+        """Input columns the slab holds: the padded row, or the segment `pixels`
+        outputs of one row read."""
+        g = self.g
+        if self.segments:
+            return (pixels - 1) * g.strides[1] + (g.kw - 1) * g.dilations[1] + 1
+        return g.padded_width
+
+    def _slab_elements(self, out_rows: int, pixels: int = 0) -> int:
+        return self.g.slab_rows(out_rows) * self._slab_width(pixels) * self.g.c0
 
     def l1_elements(self, rows: int, cols: int) -> int:
         return self.l1.l1_elements(rows, cols)
@@ -176,16 +187,19 @@ class ImageOperand:
 
     def ub_bytes(self, rows: int, cols: int) -> int:
         out_rows = self._pixel_rows(rows, cols)
+        pixels = cols if self.transposed else rows
         staging = self.g.c0 * round_up(self.g.w, FRACTAL) if self.x.format == Format.ND else 0
-        return (2 * self._slab_elements(out_rows) + staging) * self.x.itemsize
+        return (2 * self._slab_elements(out_rows, pixels) + staging) * self.x.itemsize
 
     def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
         g = self.g
         out_rows = self._pixel_rows(rows, cols)
         positions = -(-(rows if self.transposed else cols) // g.c0)  # (channel block, kh, kw)
         channel_blocks = -(-positions // g.window)
-        slab = g.slab_rows(out_rows) * transfer_cycles(hw, "gm_to_ub", 1, g.w * g.c0 * self.x.itemsize)
-        gather = positions * out_rows * transfer_cycles(hw, "ub_to_l1", g.ow, g.c0 * self.x.itemsize)
+        pixels = cols if self.transposed else rows
+        width, per_row = (self._slab_width(pixels), pixels) if self.segments else (g.w, g.ow)
+        slab = g.slab_rows(out_rows) * transfer_cycles(hw, "gm_to_ub", 1, width * g.c0 * self.x.itemsize)
+        gather = positions * out_rows * transfer_cycles(hw, "ub_to_l1", per_row, g.c0 * self.x.itemsize)
         return channel_blocks * slab + gather
 
     def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
@@ -202,15 +216,16 @@ class ImageOperand:
         blocks in an scf.for)."""
         p0, np_, k0, nk = (c0, nc, r0, nr) if self.transposed else (r0, nr, c0, nc)
         g = self.g
-        out_rows = np_ // g.ow
-        oh0 = b.floordiv(p0, g.ow)
+        out_rows = 1 if self.segments else np_ // g.ow
+        oh0 = 0 if self.segments else b.floordiv(p0, g.ow)
         first_block = b.floordiv(k0, g.k_block)
-        slabs = self._slab_buffers(b, out_rows)
+        slabs = self._slab_buffers(b, out_rows, np_)
+        columns = (p0, np_) if self.segments else None
 
         def block(pair: Index, j: int, slab) -> None:
             """Block 2 x pair + j of the chunk."""
-            self._fill_slab(b, batch_offset, b.add(first_block, b.add(b.mul(pair, 2), j)), oh0, out_rows, slab)
-            self._gather(b, slab, pair, j, out_rows, l1, l1_stride)
+            self._fill_slab(b, batch_offset, b.add(first_block, b.add(b.mul(pair, 2), j)), oh0, out_rows, slab, columns)
+            self._gather(b, slab, pair, j, out_rows, l1, l1_stride, np_ if self.segments else g.ow)
 
         blocks = -(-nk // g.k_block)
         with b.loop(0, blocks // 2, name="cblk", pipelined=True) as pair:
@@ -219,13 +234,14 @@ class ImageOperand:
         if blocks % 2:
             block(blocks // 2, 0, slabs[0])
 
-    def _gather(self, b: KernelBuilder, slab, pair: Index, j: int, out_rows: int, l1, l1_stride: int) -> None:
+    def _gather(self, b: KernelBuilder, slab, pair: Index, j: int, out_rows: int, l1, l1_stride: int, pixels: int) -> None:
         """MTE3: for each (kh, kw) and output row, the OW pixels of the window position
         (stride `strides`, dilation `dilations`) -> their rows of the L1 tile, K
         columns ((2 x pair + j) x window + kh x KW + kw) x C0 .. + C0 (an scf.for
-        over kh when C0 fills 16-column blocks, else kh written out)."""
+        over kh when C0 fills 16-column blocks, else kh written out); `pixels` per
+        output row (OW, or a row segment's)."""
         g = self.g
-        wp, c0 = g.padded_width, g.c0
+        wp, c0 = self._slab_width(pixels), g.c0
 
         def copies(i: Index) -> None:
             i_static, i_dynamic = (i, 0) if isinstance(i, int) else (0, i)
@@ -243,7 +259,7 @@ class ImageOperand:
                         (i_dynamic, g.kw * c0 // FRACTAL * l1_stride),
                         (row, g.ow * FRACTAL),
                     )
-                    b.emit(npu.CopyOp, slab, src, l1, dst, rows=g.ow, cols=c0, strides=[g.strides[1] * c0, FRACTAL])
+                    b.emit(npu.CopyOp, slab, src, l1, dst, rows=pixels, cols=c0, strides=[g.strides[1] * c0, FRACTAL])
 
         if c0 % FRACTAL == 0:
             with b.loop(0, g.kh, name="kh") as i:
@@ -252,9 +268,9 @@ class ImageOperand:
             for i in range(g.kh):
                 copies(i)
 
-    def _slab_buffers(self, b: KernelBuilder, out_rows: int) -> list:
+    def _slab_buffers(self, b: KernelBuilder, out_rows: int, pixels: int) -> list:
         if self._slabs is None:
-            size = self._slab_elements(out_rows)
+            size = self._slab_elements(out_rows, pixels)
             self._slabs = [b.alloc([size], self.x.element_type, "ub", f"slab{i}") for i in range(2)]
             self._staging = (
                 b.alloc([self.g.c0 * round_up(self.g.w, FRACTAL)], self.x.element_type, "ub", "planes")
@@ -263,33 +279,74 @@ class ImageOperand:
             )
         return self._slabs
 
-    def _fill_slab(self, b: KernelBuilder, batch_offset: Index, block: Index, oh0: Index, out_rows: int, slab) -> None:
+    def _fill_slab(self, b: KernelBuilder, batch_offset: Index, block: Index, oh0: Index, out_rows: int, slab,
+                   columns: tuple[Index, int] | None = None) -> None:
         """Input rows oh0 * stride - pad_top .. of channel block `block`, zero where
         the window leaves the image, as (rows x padded width) pixels x C0 channels
-        (an scf.for over the rows, each copied if it is inside the image)."""
+        (an scf.for over the rows, each copied if it is inside the image). With
+        `columns` (p0, n): the segment of the one output row's pixels p0 .. p0 + n."""
         g = self.g
-        wp, c0 = g.padded_width, g.c0
+        c0 = g.c0
+        wp = self._slab_width(columns[1] if columns else 0)
         b.emit(npu.VDupOp, slab, 0, cols=g.slab_rows(out_rows) * wp * c0, value=0.0)
         ih0 = b.sub(b.mul(oh0, g.strides[0]), g.pads[0])
         base = b.add(batch_offset, b.mul(block, self.block))
         last_channels = g.cg - (g.c1 - 1) * c0
         with b.loop(0, g.slab_rows(out_rows), name="irow") as r:
             ih = b.add(ih0, r)
-            dst = b.affine(g.pads[1] * c0, (r, wp * c0))
 
             def copy_row() -> None:
-                if self.x.format == Format.NC1HWC0:
-                    src = b.add(base, b.mul(ih, g.w * c0))
-                    b.emit(npu.CopyOp, self.x.value, src, slab, dst, cols=g.w * c0)
+                if columns is None:
+                    self._copy_columns(b, base, ih, block, last_channels, slab, b.affine(g.pads[1] * c0, (r, wp * c0)), 0, g.w)
                 else:
-                    self._transposed_row(b, base, ih, block, last_channels, slab, dst)
+                    self._copy_segment(b, base, ih, block, last_channels, slab, b.mul(r, wp * c0), *columns)
 
             if_less(b, [(-1, ih), (ih, g.h)], copy_row)
 
-    def _transposed_row(self, b: KernelBuilder, base: Index, ih: Index, block: Index, last_channels: int, slab, dst: Index) -> None:
-        """One NCHW input row of C0 channels: the C0 planes' rows, then the vector
-        unit's transpose into pixels x C0 channels (missing channels of the last
-        block are zeros)."""
+    def _copy_segment(self, b: KernelBuilder, base: Index, ih: Index, block: Index, last_channels: int, slab,
+                      dst: Index, p0: Index, pixels: int) -> None:
+        """The input columns of output pixels p0 .. p0 + pixels of the one output row:
+        clipped to the image in static cases for the few tiles at its ends (known by
+        p0), one run-time-offset copy for the others."""
+        g = self.g
+        sw, left, width = g.strides[1], g.pads[1], self._slab_width(pixels)
+
+        def clipped(p: int) -> None:
+            start = p * sw - left
+            lo, hi = max(0, start), min(g.w, start + width)
+            if lo < hi:
+                self._copy_columns(b, base, ih, block, last_channels, slab, b.add(dst, (lo - start) * g.c0), lo, hi - lo)
+
+        if isinstance(p0, int):
+            clipped(p0)
+            return
+        first = -(-left // sw)  # the first p0 whose segment starts inside the image
+        last = (g.w + left - width) // sw  # the last whose segment ends inside it
+        edges = [p for p in range(0, g.p - pixels + 1, FRACTAL) if not first <= p <= last]
+        for p in edges:
+            with b.when(b.equals(p0, p)):
+                clipped(p)
+        if first <= last:
+            start = b.sub(b.mul(p0, sw), left)
+            if_less(b, [(first - 1, p0), (p0, last + 1)],
+                    lambda: self._copy_columns(b, base, ih, block, last_channels, slab, dst, start, width))
+
+    def _copy_columns(self, b: KernelBuilder, base: Index, ih: Index, block: Index, last_channels: int, slab,
+                      dst: Index, col: Index, count: int) -> None:
+        """Input row `ih`, columns col .. col + count, of channel block `block` -> the
+        slab at `dst` as pixels x C0 channels."""
+        g, c0 = self.g, self.g.c0
+        if self.x.format == Format.NC1HWC0:
+            src = b.add(base, b.mul(b.add(b.mul(ih, g.w), col), c0))
+            b.emit(npu.CopyOp, self.x.value, src, slab, dst, cols=count * c0)
+        else:
+            self._transposed_row(b, b.add(base, col), ih, block, last_channels, slab, dst, count)
+
+    def _transposed_row(self, b: KernelBuilder, base: Index, ih: Index, block: Index, last_channels: int, slab,
+                        dst: Index, count: int) -> None:
+        """`count` pixels of one NCHW input row of C0 channels: the C0 planes' rows,
+        then the vector unit's transpose into pixels x C0 channels (missing channels
+        of the last block are zeros)."""
         g, staging, c0 = self.g, self._staging, self.g.c0
         w16 = round_up(g.w, FRACTAL)
         src = b.add(base, b.mul(ih, g.w))
@@ -299,15 +356,15 @@ class ImageOperand:
         # the block is known).
         last = block == g.c1 - 1 if isinstance(block, int) else None
         if last_channels == c0 or last is False:
-            b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=c0, cols=g.w, strides=[plane, w16])
+            b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=c0, cols=count, strides=[plane, w16])
         else:
             if g.c1 > 1 and last is None:
                 with b.when(b.less_than(block, g.c1 - 1)):
-                    b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=c0, cols=g.w, strides=[plane, w16])
+                    b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=c0, cols=count, strides=[plane, w16])
             with b.when(True if last else b.equals(block, g.c1 - 1)):
                 b.emit(npu.VDupOp, staging, 0, cols=c0 * w16, value=0.0)
-                b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=last_channels, cols=g.w, strides=[plane, w16])
-        b.emit(npu.VTransposeOp, staging, 0, slab, dst, rows=c0, cols=g.w, strides=[w16, c0])
+                b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=last_channels, cols=count, strides=[plane, w16])
+        b.emit(npu.VTransposeOp, staging, 0, slab, dst, rows=c0, cols=count, strides=[w16, c0])
 
 
 class OihwWeights:
