@@ -1,9 +1,11 @@
 // ge-partition on a two-matmul block (matmul, bias, gelu, matmul): tensor
 // parallelism splits the first weight by columns and the second by rows, one
 // all_reduce before the second bias; data parallelism slices the batch and
-// gathers the output. Weights are small dense constants, sliced at compile time.
+// gathers the output; pipeline parallelism with 2 micro-batches sends each
+// half of the batch from stage 0 to stage 1, which concatenates the outputs. Weights are small dense constants, sliced at compile time.
 // RUN: ge-opt %s -p 'ge-partition{devices=2 strategy=tp}' | filecheck %s --check-prefix=TP
 // RUN: ge-opt %s -p 'ge-partition{devices=2 strategy=dp}' | filecheck %s --check-prefix=DP
+// RUN: ge-opt %s -p 'ge-partition{devices=2 strategy=pp micro-batches=2}' | filecheck %s --check-prefix=PP
 // RUN: ge-sim %s --devices 2 --pipeline 'ge-partition{devices=2 strategy=tp}' --check | filecheck %s --check-prefix=SIM
 
 // TP: builtin.module attributes {ge.devices = 2 : i64} {
@@ -29,6 +31,19 @@
 // DP:         %h = ge.matmul %x_1, %w1 : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
 // DP:         %yb_1 = ge.all_gather %yb {devices = 2} : (tensor<2x2xf32>) -> tensor<4x2xf32>
 // DP-NEXT:    func.return %yb_1 : tensor<4x2xf32>
+
+// PP-LABEL: func.func @device0(%x: tensor<4x4xf32>) attributes {ge.device = 0 : i64} {
+// PP:         %x_1 = ge.slice %x {starts = [0, 0], ends = [2, 4], steps = [1, 1]}
+// PP:         %hb = ge.bias_add %h, %b1 : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+// PP-NEXT:    ge.send %hb {peer = 1} : (tensor<2x4xf32>) -> ()
+// PP:         ge.send %hb_1 {peer = 1, tag = 1} : (tensor<2x4xf32>) -> ()
+// PP-NEXT:    func.return
+// PP-LABEL: func.func @device1(%x: tensor<4x4xf32>) -> tensor<4x2xf32> attributes {ge.device = 1 : i64} {
+// PP-NEXT:    %hb = ge.recv {peer = 0} : () -> tensor<2x4xf32>
+// PP-NEXT:    %a = ge.gelu %hb : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// PP:         %hb_1 = ge.recv {peer = 0, tag = 1} : () -> tensor<2x4xf32>
+// PP:         %0 = ge.concat %yb, %yb_1 {axis = 0} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<4x2xf32>
+// PP-NEXT:    func.return %0 : tensor<4x2xf32>
 
 // SIM-LABEL: device 0: result0: tensor<4x2xf32>
 // SIM-NEXT: device 1: result0: tensor<4x2xf32>
