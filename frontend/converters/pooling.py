@@ -1,4 +1,4 @@
-"""MaxPool, AveragePool and GlobalAveragePool.
+"""MaxPool, AveragePool, LpPool and GlobalAveragePool.
 
 2-D pooling without dilation is `ge.max_pool2d` / `ge.avg_pool2d`, 1-D pooling the
 same over a unit height. Other windows (3-D, or dilated) have no ge twin and are
@@ -27,7 +27,18 @@ import math
 import numpy as np
 
 from ...core import dtypes
-from ...dialects.ge import AvgPool2DOp, GlobalAvgPoolOp, MaximumOp, MaxPool2DOp, PadOp, SliceOp, TransposeOp
+from ...dialects.ge import (
+    AbsOp,
+    AvgPool2DOp,
+    GlobalAvgPoolOp,
+    MaximumOp,
+    MaxPool2DOp,
+    PadOp,
+    PowOp,
+    SliceOp,
+    SqrtOp,
+    TransposeOp,
+)
 from .. import ops
 from ..builder import Tensor, slice_
 from .context import NodeContext
@@ -69,7 +80,29 @@ def _native_pool(c: NodeContext, x: Tensor, window: Window, is_max: bool, count_
     return ops.reshape(y, [*y.shape[:2], y.shape[3]]) if one_d else y
 
 
-def _pool_by_slices(c: NodeContext, x: Tensor, window: Window, is_max: bool, count_include_pad: bool):
+@converts("LpPool")
+def lp_pool(c: NodeContext):
+    """(sum over the window of |x|^p)^(1/p), padding counted as zeros: a sum pool
+    by slices (the average pool's without the division) between the powers."""
+    x = c.input(0, "X")
+    if x.rank < 3:
+        raise c.fail(f"input must have rank >= 3 (N, C, spatial...), got {x.type}")
+    if not dtypes.is_float(x.dtype):
+        raise c.fail(f"input must be a float tensor, got {x.type}")
+    p = c.int("p", 2)
+    if p <= 0:
+        raise c.fail(f"p must be positive, got {p}")
+    window = read_window(c, x.shape[2:])
+    magnitude = c.g.op(AbsOp, x)
+    powered = magnitude if p == 1 else magnitude * magnitude if p == 2 else c.g.op(PowOp, magnitude, float(p))
+    summed = _pool_by_slices(c, powered, window, is_max=False, count_include_pad=True, mean=False)
+    if p == 1:
+        return summed
+    return c.g.op(SqrtOp, summed) if p == 2 else c.g.op(PowOp, summed, 1.0 / p)
+
+
+def _pool_by_slices(c: NodeContext, x: Tensor, window: Window, is_max: bool, count_include_pad: bool,
+                    mean: bool = True):
     spatial = x.shape[2:]
     n = window.rank
     out = [window.output_size(i, size) for i, size in enumerate(spatial)]
@@ -93,7 +126,7 @@ def _pool_by_slices(c: NodeContext, x: Tensor, window: Window, is_max: bool, cou
         pooled = terms[0]
         for t in terms[1:]:
             pooled = c.g.op(MaximumOp, pooled, t) if is_max else pooled + t
-    if is_max:
+    if is_max or not mean:
         return pooled
     counts = _counts(spatial, window, out, extra, count_include_pad)
     return pooled / c.g.const(counts.reshape(1, 1, *out), dtype=x.dtype)

@@ -11,7 +11,6 @@ import numpy as np
 
 from ...core import dtypes
 from ...dialects.ge import PadOp
-from .. import ops
 from ..builder import Tensor, slice_
 from .context import NodeContext
 from .registry import converts
