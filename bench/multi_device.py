@@ -30,8 +30,8 @@ from gecomp.core.parsing import load_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.dialects import ge
 from gecomp.simulator.hardware import load_preset
-from gecomp.simulator.multi_device import ComputeTimer, simulate_devices
-from gecomp.simulator.signature import main_function
+from gecomp.lowering.compute_time import ComputeTimer
+from gecomp.simulator.multi_device import simulate_devices
 
 DEFAULT_CASES = [
     ("examples/mlp.mlir", "dp", [2, 4]),
@@ -62,13 +62,13 @@ class Row:
 
 
 def one_device_time(path: str, timer: ComputeTimer) -> float:
-    return timer.time_us(load_module(make_context(), path))
+    return timer(load_module(make_context(), path))
 
 
 def measure(path: str, strategy: str, devices: int, hw: str, timer: ComputeTimer, one: float) -> Row:
     module = load_module(make_context(), path)
     run_pipeline(parse_pass_pipeline(f"ge-partition{{devices={devices} strategy={strategy} hw={hw}}}"), make_context(), module)
-    report = simulate_devices(module, hw=hw, timer=timer)
+    report = simulate_devices(module, timer, hw=hw)
     busiest = max(report.summaries, key=lambda s: s.comm_us)
     unhidden = max(
         sum(t.duration for t in report.tasks if t.device == d and t.kind == "comm" and isinstance(t.ops[0], ge.CollectiveOp))

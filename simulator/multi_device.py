@@ -5,10 +5,11 @@ Each device function is lowered to two streams, as GE's stream allocator gives
 HCCL its own stream:
 
 * compute tasks: maximal runs of compute ops in program order, cut where an op
-  needs the result of a collective issued after the run began (so work that
-  does not depend on a collective runs while it is in flight). Each run is
-  compiled as a module of its own with `ge-compile` and timed on the chip
-  simulator (`simulator/npu`); runs of identical structure are timed once.
+  needs a communication result the run does not already wait for (so work that
+  does not depend on a collective runs while it is in flight). Each run is a
+  module of its own (`segment_module`), timed by the caller's `compute_time`:
+  `lowering/compute_time.py` compiles it with `ge-compile` and runs it on the
+  chip simulator (`simulator/npu`), runs of identical structure once.
 * communication tasks: the collectives and sends / receives, in program order.
   A collective starts when every member of its group has its operand ready and
   its communication stream free, and lasts what the link model says; a receive
@@ -24,6 +25,7 @@ The Chrome trace has one process per device, a thread per stream.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
@@ -35,7 +37,7 @@ from ..core.diagnostics import CompileError
 from ..dialects import ge
 from .collectives import Cost, Interconnect, collective_cost, load_interconnect, transfer_cost
 from .devices import device_functions
-from .hardware import HardwarePreset, load_preset
+from .hardware import load_preset
 
 COMMUNICATION = (ge.CollectiveOp, ge.SendOp, ge.RecvOp)
 
@@ -139,33 +141,6 @@ def _timing_constant(const: ge.ConstOp) -> ge.ConstOp:
     if isinstance(const.value, ge.RandomAttr) or const.is_splat():
         return const.clone()
     return ge.ConstOp.from_value(ge.RandomAttr.normal(0, 0.0, 0.02), const.result.type)
-
-
-class ComputeTimer:
-    """Times compute modules on the chip simulator, once per distinct module text."""
-
-    def __init__(self, hw: HardwarePreset, pipeline: str):
-        self.hw = hw
-        self.pipeline = pipeline
-        self.cache: dict[str, float] = {}
-
-    def time_us(self, module: ModuleOp) -> float:
-        key = str(module)
-        if key not in self.cache:
-            self.cache[key] = self._simulate(module)
-        return self.cache[key]
-
-    def _simulate(self, module: ModuleOp) -> float:
-        from ..core.context import make_context
-        from ..core.passes import parse_pass_pipeline, run_pipeline
-        from .npu import simulate
-        from .signature import input_specs, main_function, random_inputs
-
-        if not main_function(module).function_type.outputs.data:
-            return 0.0
-        run_pipeline(parse_pass_pipeline(self.pipeline, {"hw": self.hw.name}), make_context(), module)
-        inputs = random_inputs(input_specs(main_function(module)), 0)
-        return simulate(module, inputs, hw=self.hw).report.time_us
 
 
 # ---- scheduling ------------------------------------------------------------------------------
@@ -385,19 +360,18 @@ def exposed(comm: list[tuple[float, float]], compute: list[tuple[float, float]])
 
 
 def simulate_devices(
-    module: ModuleOp, hw: str | None = None, pipeline: str = "ge-compile", algorithm: str | None = None,
-    timer: ComputeTimer | None = None,
+    module: ModuleOp, compute_time: Callable[[ModuleOp], float], hw: str | None = None, algorithm: str | None = None,
 ) -> MultiDeviceReport:
-    """Simulate a partitioned module on its devices (compute through `pipeline` on
-    the chip model of preset `hw`, communication on the preset's links)."""
+    """Simulate a partitioned module on its devices: `compute_time` gives a compute
+    run's time on one chip (`lowering/compute_time.py` compiles and simulates it),
+    the preset `hw`'s links the communication's."""
     preset = load_preset(hw)
     link = load_interconnect(preset, algorithm)
-    timer = timer or ComputeTimer(preset, pipeline)
     per_device = [device_tasks(f, d) for d, f in enumerate(device_functions(module))]
     for tasks in per_device:
         for t in tasks:
             if t.kind == "compute":
-                t.duration = timer.time_us(segment_module(t))
+                t.duration = compute_time(segment_module(t))
     scheduler = Scheduler(per_device, link)
     scheduler.run()
     summaries = []

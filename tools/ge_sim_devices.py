@@ -49,9 +49,11 @@ def run(args: argparse.Namespace, module: ModuleOp, source: ModuleOp | None, che
         specs = [TensorSpec(f"device{d}/{s.name}", s.type) for d, f in enumerate(functions) for s in output_specs(f)]
         save_outputs(args.outputs, specs, [a for outputs in results for a in outputs])
     if args.report or args.json or args.trace:
+        from ..lowering.compute_time import ComputeTimer
+        from ..simulator.hardware import load_preset
         from ..simulator.multi_device import simulate_devices
 
-        report = simulate_devices(module, hw=args.hw)
+        report = simulate_devices(module, ComputeTimer(load_preset(args.hw)), hw=args.hw)
         if args.report:
             print(report)
         if args.json:

@@ -63,7 +63,8 @@ def run_point(point: Point) -> Result:
     from ..core.parsing import load_module
     from ..core.passes import parse_pass_pipeline, run_pipeline
     from ..simulator.hardware import load_preset
-    from ..simulator.multi_device import ComputeTimer, simulate_devices
+    from ..lowering.compute_time import ComputeTimer
+    from ..simulator.multi_device import simulate_devices
 
     start = time.perf_counter()
     result = Result(**asdict(point))
@@ -73,12 +74,12 @@ def run_point(point: Point) -> Result:
         module = load_module(ctx, point.model)
         timer = ComputeTimer(load_preset(point.hw), pipeline)
         if point.devices == 1:
-            result.time_us = timer.time_us(module)
+            result.time_us = timer(module)
             result.comm_us = result.exposed_us = 0.0
         else:
             partition = f"ge-partition{{devices={point.devices} strategy={point.strategy} hw={point.hw}}}"
             run_pipeline(parse_pass_pipeline(partition), ctx, module)
-            report = simulate_devices(module, hw=point.hw, timer=timer)
+            report = simulate_devices(module, timer, hw=point.hw)
             result.time_us = report.time_us
             result.comm_us = max(s.comm_us for s in report.summaries)
             result.exposed_us = max(s.exposed_comm_us for s in report.summaries)

@@ -12,6 +12,7 @@ import pytest
 from gecomp.core.context import make_context
 from gecomp.core.parsing import parse_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
+from gecomp.lowering.compute_time import ComputeTimer
 from gecomp.simulator.collectives import collective_cost, load_interconnect
 from gecomp.simulator.hardware import load_preset
 from gecomp.simulator.multi_device import device_tasks, exposed, simulate_devices
@@ -41,8 +42,11 @@ EXPOSED = f"""    %a = ge.matmul %w, %w : ({T}, {T}) -> {T}
     func.return %s : {T}"""
 
 
+TIMER = ComputeTimer(load_preset("tiny"))
+
+
 def simulate(text: str):
-    return simulate_devices(parse_module(make_context(), text, "<test>"), hw="tiny")
+    return simulate_devices(parse_module(make_context(), text, "<test>"), TIMER, hw="tiny")
 
 
 def test_a_collective_overlapped_by_independent_compute_is_not_exposed():
@@ -91,7 +95,7 @@ MLP = f"""func.func @main(%x: tensor<64x128xf16>) -> tensor<64x128xf16> {{
 def test_pipeline_stages_overlap_across_micro_batches(tmp_path: Path):
     module = parse_module(make_context(), MLP, "<test>")
     run_pipeline(parse_pass_pipeline("ge-partition{devices=2 strategy=pp micro-batches=4 hw=tiny}"), make_context(), module)
-    report = simulate_devices(module, hw="tiny")
+    report = simulate_devices(module, TIMER, hw="tiny")
     stage0, stage1 = report.summaries
     # Stage 1 starts on micro-batch 0 before stage 0 has finished micro-batch 3.
     first_of_stage1 = min(t.start for t in report.tasks if t.device == 1 and t.kind == "compute")

@@ -118,7 +118,7 @@ def test_bad_options(options, message):
 def test_onnx_classifier_partitioned_matches_onnxruntime(pipeline):
     """The ONNX example imported (batch 32), partitioned, and every device's
     probabilities equal to onnxruntime's on the original model."""
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from onnx import parser as onnx_parser
 
