@@ -75,8 +75,17 @@ class Graph:
         rotated = self.op("Concat", self.op("Neg", hi), lo, axis=-1)
         return self.op("Add", self.op("Mul", t, self.const(np.cos(angles))), self.op("Mul", rotated, self.const(np.sin(angles))))
 
-    def attention(self, x: str, scale_as: str, mask: bool, rotary: bool = False) -> str:
-        q, k, v = (self.linear(x, HIDDEN, HIDDEN) for _ in range(3))
+    def fused_qkv(self, x: str) -> tuple[str, str, str]:
+        """GPT-2's c_attn: Conv1D as Reshape to 2-D, Gemm, Reshape back, Split in three."""
+        rows = self.op("Reshape", x, self.const(np.array([SEQ, HIDDEN], np.int64)))
+        y = self.op("Gemm", rows, self.weight(HIDDEN, 3 * HIDDEN), self.weight(3 * HIDDEN, scale=0.05))
+        y = self.op("Reshape", y, self.const(np.array([1, SEQ, 3 * HIDDEN], np.int64)))
+        outs = [f"split_{i}" for i in range(3)]
+        self.nodes.append(helper.make_node("Split", [y, self.const(np.array([HIDDEN] * 3, np.int64))], outs, axis=2))
+        return tuple(outs)
+
+    def attention(self, x: str, scale_as: str, mask: bool, rotary: bool = False, fused_qkv: bool = False) -> str:
+        q, k, v = self.fused_qkv(x) if fused_qkv else (self.linear(x, HIDDEN, HIDDEN) for _ in range(3))
         if rotary:
             kt = self.op("Transpose", self.rotary(self.heads(k)), perm=[0, 1, 3, 2])
             scores = self.op("MatMul", self.rotary(self.heads(q)), kt)
@@ -158,6 +167,18 @@ def test_rotary_embedding_has_no_slices_left_and_matches_onnxruntime():
     ops = _fused_ops(proto)
     assert not {"ge.slice", "ge.concat", "ge.neg"} & set(ops)
     assert ops.count("fused.flash_attention") == 1
+    _compiled_matches_onnxruntime(proto)
+
+
+def test_split_of_a_fused_qkv_product_is_merged_products():
+    """GPT-2's c_attn (one Gemm split into Q, K, V): no split kernel, one
+    multi-product kernel, attention in BSH."""
+    g = Graph()
+    proto = g.model(g.attention("x", "div", True, fused_qkv=True), [1, SEQ, HIDDEN])
+    ops = _fused_ops(proto)
+    assert "ge.split" not in ops
+    assert ops.count("fused.multi_matmul_bias_act") == 1 and ops.count("fused.flash_attention") == 1
+    assert "ge.transpose" not in ops
     _compiled_matches_onnxruntime(proto)
 
 

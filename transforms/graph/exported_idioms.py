@@ -25,6 +25,10 @@
   commutes with a reshape that keeps the last dim, so the reshape moves below
   it and the epilogue sits on the GEMM, where `matmul + bias + act` fusion
   takes it (GELU included, whatever the row length).
+* **A product split into pieces.** GPT-2's `c_attn` computes Q, K and V as one
+  product and splits its columns; split along the last dim of a product by a
+  constant weight is the products by the weight's column blocks, which merge
+  again into one kernel, and no split kernel copies the result.
 * **Rotary embedding.** Hugging Face's `apply_rotary_pos_emb` splits heads, then
   computes `t * cos + rotate_half(t) * sin` with `rotate_half(t) =
   concat(-t[..., D/2:], t[..., :D/2])`: two slices, a negation and a concat per
@@ -380,28 +384,99 @@ def _constant(array: np.ndarray, like: TensorType) -> ge.ConstOp:
 def _times(y: SSAValue, p: np.ndarray, new_ops: list[Operation]) -> SSAValue:
     """y P, computed as a product of y's own lhs by (W P) where y is a product by a
     constant weight (through row views and bias adds), else as y x P."""
-    owner = y.owner
-    if isinstance(owner, ge.ReshapeOp) and _is_nd(owner.input.type) and owner.input.type.get_shape()[-1] == p.shape[0]:
-        inner = _times(owner.input, p, new_ops)
-        new_ops.append(ge.ReshapeOp.new(inner, result_type=y.type))
-        return new_ops[-1].results[0]
-    if isinstance(owner, ge.AddOp):
-        for z, bias in ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs)):
-            b = _const_array(bias)
-            if b is not None and b.ndim == 1 and z.type == y.type:
-                inner = _times(z, p, new_ops)
-                new_ops.append(_constant(b @ p, bias.type))
-                new_ops.append(ge.AddOp.new(inner, new_ops[-1].results[0]))
-                return new_ops[-1].results[0]
-    if isinstance(owner, (ge.MatmulOp, ge.BatchMatmulOp)) and not owner.attr_value("transpose_b"):
-        w = _const_array(owner.rhs)
-        if w is not None and w.ndim == 2:
-            new_ops.append(_constant(w @ p, owner.rhs.type))
-            new_ops.append(type(owner).new(owner.lhs, new_ops[-1].results[0], transpose_a=owner.attr_value("transpose_a")))
-            return new_ops[-1].results[0]
+    found = _by_weight(y, lambda w: w @ p, p.shape[1], new_ops)
+    if found is not None:
+        return found
     new_ops.append(_constant(p, TensorType(y.type.element_type, p.shape)))
     new_ops.append(ge.BatchMatmulOp.new(y, new_ops[-1].results[0]))
     return new_ops[-1].results[0]
+
+
+def _by_weight(y: SSAValue, columns, width: int, new_ops: list[Operation]) -> SSAValue | None:
+    """`columns` applied to the last dim of y, computed on the weight: where y is a
+    product of x by a constant (K, N) weight W, through row views and constant
+    bias adds, the same product of x by columns(W) (bias b by columns(b)),
+    `width` columns wide; None where y is not such a product (nothing built)."""
+    built: list[Operation] = []
+    value = _rebuild(y, columns, width, built)
+    if value is None:
+        for op in reversed(built):
+            op.erase()
+        return None
+    new_ops += built
+    return value
+
+
+def _rebuild(y: SSAValue, columns, width: int, new_ops: list[Operation]) -> SSAValue | None:
+    owner = y.owner
+    if isinstance(owner, ge.ReshapeOp) and _is_nd(owner.input.type) and _is_nd(y.type):
+        dims = y.type.get_shape()
+        if owner.input.type.get_shape()[-1] != dims[-1]:
+            return None
+        inner = _rebuild(owner.input, columns, width, new_ops)
+        if inner is None:
+            return None
+        new_ops.append(ge.ReshapeOp.new(inner, result_type=TensorType(y.type.element_type, (*dims[:-1], width))))
+        return new_ops[-1].results[0]
+    if isinstance(owner, ge.BiasAddOp):
+        rank = len(y.type.get_shape())
+        pairs = ((owner.input, owner.bias),) if owner.attr_value("axis") % rank == rank - 1 else ()
+    elif isinstance(owner, ge.AddOp):
+        pairs = ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs))
+    else:
+        pairs = ()
+    for z, bias in pairs:
+        b = _const_array(bias)
+        if b is not None and b.ndim == 1 and z.type == y.type:
+            inner = _rebuild(z, columns, width, new_ops)
+            if inner is None:
+                return None
+            new_ops.append(_constant(columns(b[None, :])[0], bias.type))
+            new_ops.append(type(owner).build(
+                operands=[inner, new_ops[-1].results[0]],
+                result_types=[inner.type],
+                properties=dict(owner.properties),
+            ))
+            return new_ops[-1].results[0]
+    if pairs:
+        return None
+    if isinstance(owner, (ge.MatmulOp, ge.BatchMatmulOp)) and not owner.attr_value("transpose_b"):
+        w = _const_array(owner.rhs)
+        if w is None or w.ndim != 2:
+            return None
+        new_ops.append(_constant(columns(w), owner.rhs.type))
+        new_ops.append(type(owner).new(owner.lhs, new_ops[-1].results[0], transpose_a=owner.attr_value("transpose_a")))
+        return new_ops[-1].results[0]
+    return None
+
+
+class SplitProduct(GEPattern):
+    """split(x W + b) along the last dim -> x W_i + b_i per piece (GPT-2's fused
+    c_attn, split into Q, K and V): no split kernel, and the pieces merge back
+    into one multi-product kernel (`ge-merge-matmuls`) sharing x's tiles."""
+
+    COUNTER = "split of a product into products"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, ge.SplitOp) or not _is_nd(op.input.type):
+            return
+        rank = len(op.input.type.get_shape())
+        if op.attr_value("axis") % rank != rank - 1:
+            return
+        new_ops: list[Operation] = []
+        pieces: list[SSAValue] = []
+        start = 0
+        for size in op.attr_value("sizes"):
+            piece = _by_weight(op.input, lambda m, a=start, b=start + size: np.ascontiguousarray(m[:, a:b]), size, new_ops)
+            if piece is None:
+                for built in reversed(new_ops):
+                    built.erase()
+                return
+            pieces.append(piece)
+            start += size
+        for new in new_ops:
+            new.location = op.location
+        rewriter.replace(op, new_ops, pieces)
 
 
 class RotaryOnRows(GEPattern):
@@ -448,6 +523,7 @@ IDIOMS: dict[type[Operation], tuple[RewritePattern, ...]] = {
     ge.MulOp: (WrittenOutGelu(), EpilogueBelowView()),
     ge.AddOp: (RotaryOnRows(), EpilogueBelowView()),
     ge.BatchMatmulOp: (LhsBatchedMatmulToGemm(),),
+    ge.SplitOp: (SplitProduct(),),
     **{op: (EpilogueBelowView(),) for op in (*EPILOGUE_ACTIVATIONS, ge.SubOp, ge.DivOp)},
 }
 

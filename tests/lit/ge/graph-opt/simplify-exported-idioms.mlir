@@ -189,3 +189,21 @@ func.func @rotary(%x: tensor<1x16x64xf32>) -> tensor<1x4x16x16xf32> {
   %a = ge.add %m, %m1 : (tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
   func.return %a : tensor<1x4x16x16xf32>
 }
+
+// -----
+
+// GPT-2's c_attn: one Gemm (matmul + bias_add), its columns split into Q, K, V:
+// three products by the weight's column blocks, no split left.
+// CHECK-LABEL: func.func @split_product
+// CHECK-NOT:     ge.split
+// CHECK-COUNT-3: ge.matmul %x, %{{.*}} : (tensor<16x32xf32>, tensor<32x32xf32>) -> tensor<16x32xf32>
+// CHECK-NOT:     ge.split
+func.func @split_product(%x: tensor<16x32xf32>) -> (tensor<1x16x32xf32>, tensor<1x16x32xf32>, tensor<1x16x32xf32>) {
+  %w = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.2> : tensor<32x96xf32>
+  %b = ge.const #ge.random<normal, seed = 2, mean = 0.0, std = 0.1> : tensor<96xf32>
+  %y = ge.matmul %x, %w : (tensor<16x32xf32>, tensor<32x96xf32>) -> tensor<16x96xf32>
+  %yb = ge.bias_add %y, %b : (tensor<16x96xf32>, tensor<96xf32>) -> tensor<16x96xf32>
+  %r = ge.reshape %yb : (tensor<16x96xf32>) -> tensor<1x16x96xf32>
+  %q, %k, %v = ge.split %r {axis = 2, sizes = [32, 32, 32]} : (tensor<1x16x96xf32>) -> (tensor<1x16x32xf32>, tensor<1x16x32xf32>, tensor<1x16x32xf32>)
+  func.return %q, %k, %v : tensor<1x16x32xf32>, tensor<1x16x32xf32>, tensor<1x16x32xf32>
+}
