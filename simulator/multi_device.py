@@ -40,6 +40,9 @@ from .devices import device_functions
 from .hardware import load_preset
 
 COMMUNICATION = (ge.CollectiveOp, ge.SendOp, ge.RecvOp)
+BUCKET_BYTES = 16 << 20
+"""Collectives in a row join one task up to this many bytes ([EST] the order of
+the gradient buckets frameworks hand HCCL; 0 turns bucketing off)."""
 
 
 @dataclass(eq=False)
@@ -54,9 +57,15 @@ class Task:
     cost: Cost | None = None
 
     @property
+    def nbytes(self) -> int:
+        """The bytes a communication task moves per device (its operands', or what a receive gets)."""
+        return sum(_nbytes(op.operands[0] if op.operands else op.results[0]) for op in self.ops)
+
+    @property
     def name(self) -> str:
         if self.kind == "comm":
-            return self.ops[0].name.removeprefix("ge.")
+            name = self.ops[0].name.removeprefix("ge.")
+            return name if len(self.ops) == 1 else f"{name} x{len(self.ops)}"
         return "+".join(dict.fromkeys(op.name.removeprefix("ge.") for op in self.ops[:3])) + ("..." if len(self.ops) > 3 else "")
 
 
@@ -71,11 +80,14 @@ def _nbytes(value: SSAValue) -> int:
 # ---- lowering a device function to tasks -------------------------------------------------------
 
 
-def device_tasks(function: func.FuncOp, device: int) -> list[Task]:
+def device_tasks(function: func.FuncOp, device: int, bucket_bytes: int = 0) -> list[Task]:
     """The function's compute runs and communication ops, in program order, with
     the dependencies between them (on one device). A run ends where an op needs a
     communication result the run does not already wait for, so the ops before it
-    run while that communication is in flight."""
+    run while that communication is in flight. Collectives of one kind and group
+    that follow each other with no compute between join one task while their
+    bytes stay within `bucket_bytes` (GE buckets small all-reduces: one set of
+    link latencies for all of them)."""
     tasks: list[Task] = []
     producer: dict[SSAValue, Task] = {}
     current: Task | None = None
@@ -91,8 +103,14 @@ def device_tasks(function: func.FuncOp, device: int) -> list[Task]:
         if isinstance(op, COMMUNICATION):
             if current is not None and current in sources:
                 close()
-            task = Task(device, "comm", [op], needs=list(dict.fromkeys(sources)))
-            tasks.append(task)
+            last = tasks[-1] if tasks else None
+            if last is not None and _joins_bucket(last, op, bucket_bytes):
+                last.ops.append(op)
+                last.needs.extend(s for s in sources if s not in last.needs)
+                task = last
+            else:
+                task = Task(device, "comm", [op], needs=list(dict.fromkeys(sources)))
+                tasks.append(task)
         else:
             new_dependency = [s for s in sources if s.kind == "comm" and s not in current.needs] if current else []
             if new_dependency:
@@ -106,6 +124,18 @@ def device_tasks(function: func.FuncOp, device: int) -> list[Task]:
         for r in op.results:
             producer[r] = task
     return tasks
+
+
+def _joins_bucket(task: Task, op: Operation, bucket_bytes: int) -> bool:
+    first = task.ops[0]
+    return (
+        task.kind == "comm"
+        and isinstance(op, ge.CollectiveOp)
+        and isinstance(first, ge.CollectiveOp)
+        and op.name == first.name
+        and op.attr_values() == first.attr_values()
+        and task.nbytes + _nbytes(op.operands[0]) <= bucket_bytes
+    )
 
 
 def segment_module(task: Task) -> ModuleOp:
@@ -179,7 +209,7 @@ class MultiDeviceReport:
             lines += ["", f"{'collective':<16}{'device':>7}{'bytes':>12}{'algorithm':>18}{'steps':>7}{'start_us':>11}{'time_us':>10}"]
             for t in comms:
                 lines.append(
-                    f"{t.name:<16}{t.device:>7}{_nbytes(t.ops[0].operands[0]) if t.ops[0].operands else 0:>12}"
+                    f"{t.name:<16}{t.device:>7}{t.nbytes:>12}"
                     f"{t.cost.algorithm:>18}{t.cost.steps:>7}{t.start:>11.3f}{t.duration:>10.3f}"
                 )
         if self.link_bytes:
@@ -304,7 +334,9 @@ class Scheduler:
                     return None
                 starts.append(ready)
             a = op.attr_values()
-            cost = collective_cost(op.name.removeprefix("ge."), op.members(a), _nbytes(op.operands[0]), self.link)
+            if any(len(m.ops) != len(task.ops) for m in group):
+                raise CompileError(f"device {task.device}: {op.name} is bucketed differently on the members of its group")
+            cost = collective_cost(op.name.removeprefix("ge."), op.members(a), task.nbytes, self.link)
             self._count(cost)
             start = max(starts)
             return [self._set(m, start, cost.time_us, cost) for m in group]
@@ -361,13 +393,14 @@ def exposed(comm: list[tuple[float, float]], compute: list[tuple[float, float]])
 
 def simulate_devices(
     module: ModuleOp, compute_time: Callable[[ModuleOp], float], hw: str | None = None, algorithm: str | None = None,
+    bucket_bytes: int = BUCKET_BYTES,
 ) -> MultiDeviceReport:
     """Simulate a partitioned module on its devices: `compute_time` gives a compute
     run's time on one chip (`lowering/compute_time.py` compiles and simulates it),
     the preset `hw`'s links the communication's."""
     preset = load_preset(hw)
     link = load_interconnect(preset, algorithm)
-    per_device = [device_tasks(f, d) for d, f in enumerate(device_functions(module))]
+    per_device = [device_tasks(f, d, bucket_bytes) for d, f in enumerate(device_functions(module))]
     for tasks in per_device:
         for t in tasks:
             if t.kind == "compute":

@@ -105,3 +105,24 @@ def test_pipeline_stages_overlap_across_micro_batches(tmp_path: Path):
     processes = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name"}
     assert processes == {"device 0", "device 1"}
     assert json.loads(report.json_text())["devices"] == 2
+
+
+BUCKETED = f"""    %a = ge.matmul %w, %w : ({T}, {T}) -> {T}
+    %r1 = ge.all_reduce %a {{devices = 2}} : ({T}) -> {T}
+    %r2 = ge.all_reduce %x {{devices = 2}} : ({T}) -> {T}
+    %s = ge.add %r1, %r2 : ({T}, {T}) -> {T}
+    func.return %s : {T}"""
+
+
+def test_collectives_in_a_row_are_bucketed_into_one_task():
+    link = load_interconnect(load_preset("tiny"))
+    one = collective_cost("all_reduce", (0, 1), 128 * 128 * 2, link).time_us
+    both = collective_cost("all_reduce", (0, 1), 2 * 128 * 128 * 2, link).time_us
+    module = parse_module(make_context(), two_devices(BUCKETED), "<test>")
+    report = simulate_devices(module, TIMER, hw="tiny")
+    comms = [t for t in report.tasks if t.device == 0 and t.kind == "comm"]
+    assert [t.name for t in comms] == ["all_reduce x2"]
+    assert report.summaries[0].comm_us == pytest.approx(both)
+    assert both < 2 * one  # one set of latencies
+    unbucketed = simulate_devices(parse_module(make_context(), two_devices(BUCKETED), "<test>"), TIMER, hw="tiny", bucket_bytes=0)
+    assert unbucketed.summaries[0].comm_us == pytest.approx(2 * one)
