@@ -79,7 +79,7 @@ class LowerToNpuPipeline(PipelinePass):
             DoubleBufferPass(enable=self.double_buffer, hw=self.hw),
             PlanLocalMemoryPass(hw=self.hw),
             InsertSyncPass(hw=self.hw),
-            AssignStreamsPass(streams=self.streams, hw=self.hw, merge=self.merge),
+            AssignStreamsPass(streams=self.streams, hw=self.hw, merge=self.merge, debug=self.debug),
             PlanGmPass(hw=self.hw, reuse=self.reuse),
             *([MergeLaunchesPass(hw=self.hw), PrefetchConstantsPass(hw=self.hw)] if self.merge else []),
         ]

@@ -39,6 +39,7 @@ cost time by the estimate: one stream is always a candidate.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field, replace
 
 from xdsl.context import Context
@@ -61,13 +62,14 @@ MAX_AUTO_STREAMS = 16
 @dataclass(frozen=True)
 class AssignStreamsPass(ModulePass):
     """Assign launches to streams (0: automatic, the estimated fastest on `hw`, counting
-    the launches that `merge` joins) and insert the events they need."""
+    the launches that `merge` joins; `debug` prints the estimates) and insert the events they need."""
 
     name = "npu-assign-streams"
 
     streams: int = 0
     hw: str = "ascend910"
     merge: bool = True
+    debug: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.streams < 0:
@@ -76,6 +78,9 @@ class AssignStreamsPass(ModulePass):
         schedule = assign_streams(op, self.streams, timer)
         if schedule.estimates:
             record_statistic(self.name, "stream counts weighed", len(schedule.estimates))
+            if self.debug:
+                listed = ", ".join(f"{count}: {cycles:.0f}" for count, cycles in schedule.estimates.items())
+                print(f"[{self.name}] estimated cycles by stream count: {listed} -> {schedule.stream_count}", file=sys.stderr)
         record_statistic(self.name, "streams", schedule.stream_count)
         record_statistic(self.name, "cross-stream dependencies", schedule.cross_dependencies)
         record_statistic(self.name, "events", schedule.records)

@@ -10,6 +10,7 @@
 // RUN: ge-opt %s -p 'npu-assign-streams{hw=tiny merge=false},npu-plan-gm{hw=tiny}' | filecheck %s --check-prefix=AUTO
 // RUN: ge-opt %s -p 'npu-assign-streams{hw=tiny},npu-plan-gm{hw=tiny}' | filecheck %s --check-prefix=ONE
 // RUN: ge-opt %s -p 'npu-assign-streams{hw=tiny}' --pass-statistics 2>&1 >/dev/null | filecheck %s --check-prefix=WEIGHED
+// RUN: ge-opt %s -p 'npu-assign-streams{hw=tiny debug=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=DEBUG
 // RUN: ge-opt %s -p 'npu-assign-streams{streams=1},npu-plan-gm{hw=tiny}' | filecheck %s --check-prefix=ONE
 // RUN: ge-opt %s -p 'npu-assign-streams{streams=1},npu-plan-gm{hw=tiny reuse=false}' | filecheck %s --check-prefix=NONE
 // RUN: ge-opt %s -p 'npu-assign-streams{hw=tiny merge=false},npu-plan-gm{hw=tiny}' --pass-statistics 2>&1 >/dev/null | filecheck %s --check-prefix=STATS
@@ -65,6 +66,7 @@
 // STATS: npu-assign-streams: 2 stream counts weighed, 2 streams, 2 cross-stream dependencies, 2 events, 2 waits, 1 event ids
 // STATS: npu-plan-gm: 3 buffers placed, 1 in-place reuses, 6144 arena bytes, 10240 peak_gm_bytes, 10240 gm_lower_bound_bytes, 12288 gm_no_reuse_bytes
 
+// DEBUG: [npu-assign-streams] estimated cycles by stream count: 2: {{[0-9]+}}, 1: {{[0-9]+}} -> 1
 // WEIGHED: npu-assign-streams: 2 stream counts weighed, 1 streams, 0 cross-stream dependencies, 0 events
 
 // SIM:      gm: read {{[0-9]+}} B, written {{[0-9]+}} B, peak 10240 B (arena 6144 B)
