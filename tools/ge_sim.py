@@ -52,6 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--outputs", metavar="OUT.npz", help="write the results here")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs, 0 or more (default 0)")
     p.add_argument("--report", action="store_true", help="print the execution report")
+    p.add_argument(
+        "--exact",
+        "--no-shortcuts",
+        dest="exact",
+        action="store_true",
+        help="npu level: run the full simulation, every simulator shortcut off (the default "
+        "gives the same cycles and outputs, faster; this checks it)",
+    )
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome trace (npu level)")
     p.add_argument("--plot-timeline", "--plot", metavar="FILE.png|svg",
@@ -133,7 +141,9 @@ def run(args: argparse.Namespace) -> int:
     specs = input_specs(main_function(module))
     inputs = load_inputs(args.inputs, specs) if args.inputs else random_inputs(specs, args.seed)
     pictures = {"timeline": args.plot_timeline, "roofline": args.plot_roofline, "memory": args.plot_memory}
-    execution = execute(module, inputs, hw=args.hw, trace=bool(args.trace or args.plot_timeline))
+    execution = execute(
+        module, inputs, hw=args.hw, trace=bool(args.trace or args.plot_timeline), shortcuts=not args.exact
+    )
     if execution.report is None and (args.json or args.trace or any(pictures.values())):
         raise CompileError(
             f"--json, --trace and --plot-* need an npu-level module; this one is at the "

@@ -56,10 +56,14 @@ def simulate(
     trace: bool = False,
     check_races: bool = True,
     after_launch=None,
+    shortcuts: bool = True,
 ) -> Simulation:
     """Run `module`'s `@main` host plan on positional `inputs` (the non-output arguments).
     `after_launch(launch)`, if given, sees each launch (`plan.Launch`) once it has run,
-    its GM buffers holding what it wrote (`--compare-each` snapshots them)."""
+    its GM buffers holding what it wrote (`--compare-each` snapshots them).
+    `shortcuts=False` is the full simulation (`ge-sim --exact`): every fast path off,
+    the same cycles, outputs and errors, slower; tests/unit/test_sim_shortcuts.py
+    compares the two."""
     preset = hw if isinstance(hw, HardwarePreset) else load_preset(hw)
     single_threaded_blas()
     main = main_function(module)
@@ -69,7 +73,7 @@ def simulate(
     if len(inputs) != len(specs):
         raise CompileError(f"@main takes {len(specs)} inputs, got {len(inputs)}", main)
     memory = GlobalMemory(preset)
-    plan = HostPlan(module, main, preset, memory)
+    plan = HostPlan(module, main, preset, memory, shortcuts)
     plan.allocate(list(inputs))
     kernels: list[KernelRecord] = []
     events: list | None = [] if trace else None

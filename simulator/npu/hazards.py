@@ -69,12 +69,15 @@ def describe(op: Operation) -> str:
 
 
 _clock = attrgetter("clock")
+_seq = attrgetter("seq")
 
 
 class Hazards:
     """Vector clocks and live accesses of one core (one block run)."""
 
-    def __init__(self, space_count: int, space_pipes: list[tuple[int, ...]], space_names: list[str]):
+    def __init__(
+        self, space_count: int, space_pipes: list[tuple[int, ...]], space_names: list[str], scan_all: bool = False
+    ):
         self.vc = [[0] * NP for _ in range(NP)]
         # records[space][pipe]: the live accesses of `pipe` to `space`, in program
         # order, hence in clock order (a pipe's clock only grows): those another pipe
@@ -85,6 +88,7 @@ class Hazards:
         self.live = 0
         self.prune_at = PRUNE_AT
         self.seq = 0  # records made so far: their order over all pipes
+        self.scan_all = scan_all
 
     # ---- clocks ---------------------------------------------------------------------
 
@@ -112,7 +116,14 @@ class Hazards:
     def access(self, space: int, pipe: int, record: Record) -> None:
         """Check `record` (made by `pipe`) against the live accesses, then keep it.
         Only the accesses of other pipes that `pipe` has not ordered can race: the
-        suffix of each pipe's list past what vc[pipe] knows of it."""
+        suffix of each pipe's list past what vc[pipe] knows of it. (With
+        `scan_all`, every live access is looked at instead: `ge-sim --exact`.)"""
+        if self.scan_all:
+            earlier = self._first_racing(space, pipe, record)
+            if earlier is not None:
+                raise self._race(space, earlier, record, pipe)
+            self._keep(space, pipe, record)
+            return
         vc = self.vc[pipe]
         lists = self.records[space]
         lo, hi, writes = record.lo, record.hi, record.writes
@@ -128,10 +139,16 @@ class Hazards:
                 if r.hi <= lo or r.lo >= hi or not (writes or r.writes):
                     continue
                 if self._overlap(r, record):
-                    raise self._first_race(space, pipe, record)
+                    raise self._race(space, self._first_racing(space, pipe, record), record, pipe)
+        self._keep(space, pipe, record)
+
+    def _keep(self, space: int, pipe: int, record: Record) -> None:
+        """Add `record` to its pipe's live accesses, dropping those it supersedes: a
+        later access of the same pipe covering an earlier one orders the same."""
+        lists = self.records[space]
         own = lists[pipe]
         if record.contiguous and own:
-            # Superseded: a later access of the same pipe covering it orders the same.
+            lo, hi, writes = record.lo, record.hi, record.writes
             kept = [r for r in own if not (r.lo >= lo and r.hi <= hi and (writes or not r.writes))]
             if len(kept) != len(own):
                 self.live -= len(own) - len(kept)
@@ -141,17 +158,17 @@ class Hazards:
         own.append(record)
         self.live += 1
 
-    def _first_race(self, space: int, pipe: int, record: Record) -> CompileError:
-        """The race to report for `record`: with the earliest made of the live
-        accesses it races with (as a scan of all of them in order finds it)."""
+    def _first_racing(self, space: int, pipe: int, record: Record) -> Record | None:
+        """The earliest made of the live accesses `record` races with (a scan of all
+        of them, in the order they were made), or None."""
         vc = self.vc[pipe]
         lo, hi, writes = record.lo, record.hi, record.writes
-        for r in sorted((r for rs in self.records[space] for r in rs), key=lambda r: r.seq):
+        for r in sorted((r for rs in self.records[space] for r in rs), key=_seq):
             if r.pipe == pipe or r.hi <= lo or r.lo >= hi:
                 continue
             if (writes or r.writes) and vc[r.pipe] < r.clock and self._overlap(r, record):
-                return self._race(space, r, record, pipe)
-        raise AssertionError("no race to report")
+                return r
+        return None
 
     @staticmethod
     def _overlap(a: Record, b: Record) -> bool:

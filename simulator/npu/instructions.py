@@ -211,7 +211,14 @@ class InstructionDecoder:
         hbm_index, l2_index, compulsory_index = (self.stat(s) for s in ("hbm_bytes", "l2_hit_bytes", "hbm_compulsory"))
         cached = memory.l2 is not None
         data_cycles, moved_bytes, run_bytes, writes = gm.data_cycles, gm.moved_bytes, gm.run_bytes, gm.writes
-        if pattern.runs()[0] == 1:  # one contiguous run: its sectors are a range
+        if not self.shortcuts:
+            transfer = memory.transfer
+            run_starts = pattern.run_starts
+
+            def book(start: int, offset: int):
+                starts = run_starts(offset) * itemsize + bases[slot] if cached else None
+                return transfer(start, data_cycles, moved_bytes, starts, run_bytes, writes)
+        elif pattern.runs()[0] == 1:  # one contiguous run: its sectors are a range
             transfer_run = memory.transfer_run
 
             def book(start: int, offset: int):

@@ -135,8 +135,11 @@ def _label(value: SSAValue, fallback: str) -> str:
 class HostPlan:
     """The analysed plan of one module (see the module docstring)."""
 
-    def __init__(self, module: ModuleOp, main: func.FuncOp, hw: HardwarePreset, memory: GlobalMemory):
+    def __init__(
+        self, module: ModuleOp, main: func.FuncOp, hw: HardwarePreset, memory: GlobalMemory, shortcuts: bool = True
+    ):
         self.module = module
+        self.shortcuts = shortcuts
         self.main = main
         self.hw = hw
         self.programs: dict[str, KernelProgram] = {}
@@ -153,7 +156,7 @@ class HostPlan:
     def program(self, kernel: npu.KernelOp) -> KernelProgram:
         name = kernel.sym_name.data
         if name not in self.programs:
-            self.programs[name] = decode_kernel(kernel, self.hw, self.memory)
+            self.programs[name] = decode_kernel(kernel, self.hw, self.memory, self.shortcuts)
         return self.programs[name]
 
     def _read_plan(self) -> None:

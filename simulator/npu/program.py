@@ -107,6 +107,7 @@ class KernelProgram:
     slack_bytes: int
     flag_latency: int
     phases: int  # npu.sync_all splits the kernel into phases
+    shortcuts: bool = True  # fast paths on (see KernelDecoder); off: the full simulation
     local_memory: LocalMemory | None = field(default=None)
 
     @property
@@ -136,7 +137,7 @@ class KernelProgram:
             self.regs[r] = block_idx
         for r in self.block_dim_regs:
             self.regs[r] = block_dim
-        hazards = Hazards(len(SPACES), self.space_pipes, list(SPACES)) if check_races else None
+        hazards = Hazards(len(SPACES), self.space_pipes, list(SPACES), scan_all=not self.shortcuts) if check_races else None
         core = Core(start, hazards, trace, self.flag_latency, len(STATS))
         if meet is not None:
             core.meet = meet
@@ -148,9 +149,14 @@ class KernelProgram:
 class KernelDecoder(ScalarDecoder, InstructionDecoder):
     """Decodes one `npu.kernel` for one preset (see the module docstring)."""
 
-    def __init__(self, hw: HardwarePreset, memory: GlobalMemory):
+    def __init__(self, hw: HardwarePreset, memory: GlobalMemory, shortcuts: bool = True):
         self.hw = hw
         self.memory = memory
+        # The exact fast paths (same cycles, outputs and errors as without them):
+        # L2 sectors of a GM transfer from slices or a cached shape, races checked
+        # against the unordered accesses only. Off, every transfer builds its run
+        # starts and sectors and every access is checked against every live one.
+        self.shortcuts = shortcuts
         self.regs: list = []
         self._regs: dict[SSAValue, int] = {}
         self._constants: dict[SSAValue, object] = {}
@@ -307,9 +313,10 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
             slack_bytes=self.slack_bytes,
             flag_latency=self.hw.flag_latency,
             phases=self.phase + 1,
+            shortcuts=self.shortcuts,
         )
 
 
-def decode_kernel(kernel: npu.KernelOp, hw: HardwarePreset, memory: GlobalMemory) -> KernelProgram:
-    return KernelDecoder(hw, memory).decode(kernel)
+def decode_kernel(kernel: npu.KernelOp, hw: HardwarePreset, memory: GlobalMemory, shortcuts: bool = True) -> KernelProgram:
+    return KernelDecoder(hw, memory, shortcuts).decode(kernel)
 
