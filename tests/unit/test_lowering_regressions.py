@@ -19,7 +19,7 @@ from xdsl.parser import Parser
 
 CASES = {
     # MobileNetV2: a depthwise conv reading the NC1HWC0 result of a conv; its
-    # fused conv2d_bias_act must read it in ND (its groups are not C0 blocks).
+    # fused conv2d_bias_act reads it as it is (the vector kernel, C0 lanes).
     "depthwise-after-conv": """
 func.func @main(%x: tensor<1x3x8x8xf32>) -> tensor<1x16x8x8xf32> {
   %w0 = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.3> : tensor<16x3x3x3xf32>
