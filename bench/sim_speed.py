@@ -1,8 +1,16 @@
 """Speed of the NPU simulator: simulated instructions per second, timing, race
-checking and numerics together, on kernels of many small tiles.
+checking and numerics together, on kernels of many small tiles, and on models.
 
-    python bench/sim_speed.py                # the table
-    python bench/sim_speed.py --profile      # plus where the time goes (cProfile)
+    python bench/sim_speed.py                          # the table
+    python bench/sim_speed.py --profile                # plus where the time goes (cProfile)
+    python bench/sim_speed.py --models                 # plus every model of the set (compiles each: slow)
+    python bench/sim_speed.py --models zoo.resnet50    # plus the models named
+    python bench/sim_speed.py --mlir compiled.mlir     # plus npu-level modules already compiled
+
+Every row simulates twice: the full simulation (`shortcuts=False`, `ge-sim
+--exact`; "full s") and the default one ("s", "cpu s": wall and CPU seconds of
+the process). "instr/s" and "instr/cpu s" are instructions per wall and per CPU second, "speedup" is full s / s, "same" whether cycles, report and outputs
+(bitwise) are identical, "RSS MiB" the process's peak resident memory so far.
 
 Each row runs one generated npu module through `simulate()` (after parsing,
 which is not timed) and checks its outputs against numpy. "instructions" counts
@@ -17,6 +25,7 @@ import argparse
 import cProfile
 import io
 import pstats
+import resource
 import time
 
 import numpy as np
@@ -192,31 +201,100 @@ CASES = [
 ]
 
 
-def run_case(text: str, hw: str, expect, check_races: bool = True, trace: bool = False):
+def run_case(text: str, hw: str, expect, check_races: bool = True, trace: bool = False, shortcuts: bool = True):
     module = parse_module(make_context(), text, "<bench>")
     verify_module(module)
     inputs = random_inputs(input_specs(main_function(module)), seed=0)
-    start = time.perf_counter()
-    result = simulate(module, inputs, hw=hw, check_races=check_races, trace=trace)
-    wall = time.perf_counter() - start
+    result, wall, _ = timed_simulation(module, inputs, hw, check_races=check_races, trace=trace, shortcuts=shortcuts)
     for got, want in zip(result.outputs, expect(inputs)):
         np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-2, atol=2e-2)
-    return result.report, wall
+    return result, wall
+
+
+def timed_simulation(module, inputs, hw: str, **options):
+    """(Simulation, wall seconds, CPU seconds of the process: all its threads).
+    On a machine shared with other work the CPU seconds are the steadier figure."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = simulate(module, inputs, hw=hw, **options)
+    return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process so far (ru_maxrss is KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def identical(a, b) -> bool:
+    """Same cycles, same report, bitwise the same outputs."""
+    return a.report.json_text() == b.report.json_text() and all(
+        x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes() for x, y in zip(a.outputs, b.outputs)
+    )
+
+
+HEADER = (
+    f"{'kernel / model':<44}{'instructions':>13}{'cycles':>11}{'full s':>9}{'s':>8}{'cpu s':>8}"
+    f"{'instr/s':>10}{'instr/cpu s':>12}{'speedup':>9}{'same':>6}{'RSS MiB':>9}"
+)
+
+
+def row(label: str, fast, wall: float, cpu: float, full, full_wall: float) -> str:
+    n = fast.report.instructions
+    return (
+        f"{label:<44}{n:>13}{fast.report.total_cycles:>11}{full_wall:>9.2f}{wall:>8.2f}{cpu:>8.2f}"
+        f"{n / wall:>10.0f}{n / cpu:>12.0f}{full_wall / wall:>9.2f}{'yes' if identical(fast, full) else 'NO':>6}{peak_rss_mib():>9.0f}"
+    )
+
+
+def model_rows(names: list[str], hw: str) -> None:
+    """Compile each model of the set (ge-compile, not timed) and simulate it with
+    the full simulation and the default one."""
+    from gecomp.bench import models
+    from gecomp.bench.models import run
+
+    for name in names:
+        module = run.import_proto(models.load(name))
+        run.compile_module(module, hw)
+        inputs = [np.asarray(x) for x in models.inputs(name)]
+        print(file_row(name, module, inputs, hw), flush=True)
+
+
+def file_row(label: str, module, inputs, hw: str) -> str:
+    full, full_wall, _ = timed_simulation(module, inputs, hw, shortcuts=False)
+    fast, wall, cpu = timed_simulation(module, inputs, hw)
+    return row(label, fast, wall, cpu, full, full_wall)
+
+
+def mlir_rows(paths: list[str], hw: str) -> None:
+    """Simulate npu-level .mlir files (random inputs, seed 0), both ways."""
+    from gecomp.core.parsing import load_module
+
+    for path in paths:
+        module = load_module(make_context(), path)
+        inputs = random_inputs(input_specs(main_function(module)), seed=0)
+        print(file_row(path.rsplit("/", 1)[-1], module, inputs, hw), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", action="store_true", help="profile the first case and print the top functions")
+    parser.add_argument("--models", nargs="*", metavar="NAME",
+                        help="also compile and simulate these models of the set (none named: all of them)")
+    parser.add_argument("--mlir", nargs="+", metavar="FILE", default=[], help="also simulate these npu-level modules")
+    parser.add_argument("--hw", default="ascend910", help="preset of the model and --mlir rows (default ascend910)")
     args = parser.parse_args()
-    header = f"{'kernel':<34}{'hw':<11}{'instructions':>13}{'sim cycles':>12}{'wall s':>9}{'instr/s':>10}{'no-race instr/s':>17}"
-    print(header)
-    print("-" * len(header))
+    print(HEADER)
+    print("-" * len(HEADER))
     for label, make, hw, expect in CASES:
         text = make()
-        report, wall = run_case(text, hw, expect)
-        _, wall_fast = run_case(text, hw, expect, check_races=False)
-        n = report.instructions
-        print(f"{label:<34}{hw:<11}{n:>13}{report.total_cycles:>12}{wall:>9.3f}{n / wall:>10.0f}{n / wall_fast:>17.0f}")
+        full, full_wall = run_case(text, hw, expect, shortcuts=False)
+        start = time.process_time()
+        fast, wall = run_case(text, hw, expect)
+        print(row(f"{label} ({hw})", fast, wall, time.process_time() - start, full, full_wall), flush=True)
+    mlir_rows(args.mlir, args.hw)
+    if args.models is not None:
+        from gecomp.bench import models
+
+        model_rows(args.models or models.names(), args.hw)
     if args.profile:
         label, make, hw, expect = CASES[0]
         profiler = cProfile.Profile()
