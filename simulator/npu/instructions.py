@@ -18,6 +18,7 @@ from ...core.diagnostics import location_of, op_error
 from ...dialects import npu
 from ...dialects.npu.base import element_bytes
 from .costs import mmad_cycles, mmad_min_cycles, sync_all_transfers, transfer_cost, vector_cycles, vector_min_cycles
+from .core import ZERO_CLOCK
 from .hazards import PIPE_INDEX, S, Record
 
 Step = Callable[[object], None]
@@ -161,24 +162,30 @@ class InstructionDecoder:
         if gm is not None:
             gm_transfer = self._gm_transfer(gm, hazard_specs[gm.access], slots[gm.access])
 
+        gm_access = gm.access if gm is not None else 0
+
         def execute(core, issued: int, scalar_clock, offsets) -> None:
             pipe_free = core.pipe_free
-            free = pipe_free[pipe] if streams else core.drained(pipe)
+            free = pipe_free[pipe]
+            if not streams:  # it sees the data its pipe's transfers land (Core.drained)
+                landed = core.landed[pipe]
+                if landed > free:
+                    free = landed
             start = issued if issued > free else free
-            end = start + cycles if gm is None else gm_transfer(core, start, offsets[gm.access])
+            end = start + cycles if gm is None else gm_transfer(core, start, offsets[gm_access])
             if streams and end + latency > core.landed[pipe]:
                 core.landed[pipe] = end + latency
             pipe_free[pipe] = end
             core.busy[pipe] += end - start
             hz = core.hz
             if hz is not None:
-                core.learn_scalar(pipe, scalar_clock)
+                if scalar_clock is not ZERO_CLOCK:  # Core.learn_scalar
+                    hz.join(pipe, scalar_clock)
                 clock = hz.tick(pipe)
                 for ((space, writes, pattern, itemsize, span_bytes, contiguous), slot), o in zip(hazard_operands, offsets):
                     base = bases[slot]
                     lo = base + o * itemsize
-                    record = Record(lo, lo + span_bytes, pipe, clock, writes, op, pattern, base, itemsize, o, contiguous)
-                    hz.access(space, pipe, record)
+                    hz.access(space, pipe, Record(lo, lo + span_bytes, pipe, clock, writes, op, pattern, base, itemsize, o, contiguous))
             kernel(*[view(bufs[slot], o) for (view, slot), o in zip(operands, offsets)])
             totals = core.stats
             for index, amount in stats:
