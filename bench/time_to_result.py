@@ -26,9 +26,11 @@ memory (the child's VmHWM) is the model's alone:
 * check: the simulated outputs against onnxruntime, as the worst error over the
   tolerance of the precision compiled (<= 1 passes, as `ge-sim --check` judges);
 * RSS MiB: the child's peak resident memory;
-* full: the same child with every simulator shortcut off (its simulate CPU
-  seconds, instructions per CPU second and RSS); a row whose cycles or outputs
-  differ from the full simulation says so in its note;
+* full: the same child with every shortcut off: the compiler's kernel cache and
+  memoised estimates (GECOMP_KERNEL_CACHE=0) and the simulator's fast paths
+  (`execute(shortcuts=False)`, as `ge-sim --exact`): its compile and simulate CPU
+  seconds, instructions per CPU second and RSS; a row whose cycles, outputs or
+  instruction count differ from the full run says so in its note;
 * with `--baseline COMMIT`: that commit is checked out into a temporary git
   worktree (removed afterwards) and the same children run with its code
   (PYTHONPATH = a temporary folder whose `gecomp` is a link to the worktree: the
@@ -198,10 +200,10 @@ def _clocks() -> Iterator[list[float]]:
 
 
 def simulator_options(full: bool) -> dict:
-    """The keyword arguments of `execute` that turn every simulator shortcut off:
-    none until the simulator has shortcuts to turn off (issue 35), so today the
-    full column is a second run of the same simulation."""
-    return {}
+    """The keyword arguments of `execute` that turn every simulator shortcut off
+    (`ge-sim --exact`); the compiler's caches are turned off by the environment
+    (`run_child`)."""
+    return {"shortcuts": False} if full else {}
 
 
 def _digest(arrays) -> str:
@@ -249,6 +251,10 @@ def run_child(model_file: str, data_file: str, hw: str | None, full: bool, timeo
     command += ["--hw", hw] if hw else []
     command += ["--full"] if full else []
     env = dict(os.environ)
+    if full:
+        from gecomp.core import memo
+
+        env[memo.ENV] = "0"  # the kernel cache and the memoised estimates and tilings off
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
     try:
@@ -294,7 +300,8 @@ class Row:
             "cpu_simulate": fast.get("cpu_simulate"), "instructions": fast.get("instructions"),
             "ips": _rate(fast), "cycles": fast.get("cycles"), "check": fast.get("check"),
             "rss": fast.get("rss_mib"),
-            "full_simulate": full.get("cpu_simulate"), "full_ips": _rate(full), "full_rss": full.get("rss_mib"),
+            "full_compile": full.get("cpu_compile"), "full_simulate": full.get("cpu_simulate"),
+            "full_ips": _rate(full), "full_rss": full.get("rss_mib"),
         }
         if base is not None:
             for key, value_key in (("x_import", "cpu_import"), ("x_compile", "cpu_compile"),
@@ -391,6 +398,7 @@ COLUMNS = [
     ("cycles", "cycles"),
     ("check", "check (x tol)"),
     ("rss", "RSS MiB"),
+    ("full_compile", "full: compile cpu s"),
     ("full_simulate", "full: simulate cpu s"),
     ("full_ips", "full: instr/cpu s"),
     ("full_rss", "full: RSS MiB"),
@@ -412,7 +420,7 @@ def _cell(key: str, value) -> str:
         return f"{value:.2f}"
     if key == "check":
         return f"{value:.2g}"
-    if key.startswith(("t_", "cpu_")) or key == "full_simulate":
+    if key.startswith(("t_", "cpu_")) or key in ("full_compile", "full_simulate"):
         return f"{value:.1f}"
     return f"{value:,.0f}"
 
