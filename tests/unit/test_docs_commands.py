@@ -13,7 +13,9 @@ The convention (docs/testing.md, "Docs that run"):
   with GECOMP_DOCS_SLOW=1 (whole benches, tuning, model exports); CI runs the rest.
   `<!-- docs-test: skip REASON -->`: never run (a usage synopsis, an extra CI
   does not install). `<!-- docs-test: needs PROGRAM -->`: run where PROGRAM is
-  on the PATH (Graphviz's `dot`). README.md's commands are marked in `README_MARKS` below
+  on the PATH (Graphviz's `dot`). `<!-- docs-test: output -->` before a plain
+  block: the block is what the preceding command prints; each of its lines
+  (whitespace aside; `...` stands for lines left out) must be in the output. README.md's commands are marked in `README_MARKS` below
   until the README carries the markers itself.
 * A command that names a file the reader brings (`PLACEHOLDER`: model*.mlir,
   model*.onnx, my_*.py, in.npz) is not run; any other missing file is a failure.
@@ -25,6 +27,7 @@ The convention (docs/testing.md, "Docs that run"):
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import os
@@ -43,7 +46,7 @@ TOOLS = ("ge-opt", "ge-sim", "ge-translate", "ge-prof", "python bench/")
 PLACEHOLDER = re.compile(r"^(model[\w-]*\.(mlir|onnx|onnxtxt)|my_\w*\.py|in\.npz)$")
 LINKED = ("examples", "tests", "bench")  # what commands read, linked into their scratch folder
 SLOW_ENV = "GECOMP_DOCS_SLOW"
-MARK = re.compile(r"<!--\s*docs-test:\s*(slow|skip|needs)\b\s*(.*?)\s*-->")
+MARK = re.compile(r"<!--\s*docs-test:\s*(slow|skip|needs|output)\b\s*(.*?)\s*-->")
 FIGURE = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*<!--\s*figure:\s*(\w+)\s+(.+?)\s*-->")
 FIGURES = {
     "cycles": lambda report: report["total_cycles"],
@@ -64,6 +67,7 @@ class Command:
     text: str
     mark: str  # "", "slow", "skip" or "needs"
     why: str
+    output: tuple[str, ...] = ()  # lines its printed output must have (an `output` block after it)
 
     @property
     def where(self) -> str:
@@ -82,15 +86,18 @@ def _runnable(line: str) -> str | None:
 def commands_of(page: str) -> list[Command]:
     found, lines = [], open(page, encoding="utf-8").read().splitlines()
     mark, why, in_sh, fence = "", "", False, False
-    pending = ""
+    pending, sample = "", None
     for number, line in enumerate(lines, 1):
         stripped = line.strip()
         if stripped.startswith("```"):
+            if fence and sample is not None and found:
+                found[-1] = dataclasses.replace(found[-1], output=found[-1].output + tuple(sample))
             if fence:
                 fence = in_sh = False
-                mark, why = "", ""
+                mark, why, sample = "", "", None
             else:
                 fence, in_sh = True, stripped == "```sh"
+                sample = [] if mark == "output" else None
             continue
         if not fence:
             marked = MARK.search(line)
@@ -99,6 +106,8 @@ def commands_of(page: str) -> list[Command]:
             elif stripped:
                 mark, why = "", ""
             continue
+        if sample is not None and stripped and stripped != "...":
+            sample.append(" ".join(stripped.split()))
         if not in_sh:
             continue
         pending += line.rstrip().removesuffix("\\") + " " if line.rstrip().endswith("\\") else line
@@ -117,13 +126,13 @@ def commands_of(page: str) -> list[Command]:
 
 def unique(commands: list[Command]) -> list[Command]:
     """Each command once (the first place it appears): pages repeat the front door's."""
-    seen, found = set(), []
+    found: dict[tuple, Command] = {}
     for c in commands:
         key = tuple(shlex.split(c.text, comments=True))
-        if key not in seen:
-            seen.add(key)
-            found.append(c)
-    return found
+        first = found.setdefault(key, c)
+        if first is not c and c.output:  # a later page shows what it prints
+            found[key] = dataclasses.replace(first, output=first.output + c.output)
+    return list(found.values())
 
 
 ALL = unique([c for page in PAGES for c in commands_of(page)])
@@ -154,6 +163,9 @@ def test_documented_command_runs(command, tmp_path):
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f"{command.where}: `{command.text}` exited {done.returncode}:\n{done.stderr[-2000:]}"
     assert "Traceback" not in done.stderr, f"{command.where}: `{command.text}`:\n{done.stderr[-2000:]}"
+    printed = {" ".join(line.split()) for line in done.stdout.splitlines()}
+    missing = [line for line in command.output if line not in printed]
+    assert not missing, f"{command.where}: `{command.text}` no longer prints the page's lines {missing}"
 
 
 @dataclass(frozen=True)
@@ -205,6 +217,7 @@ def test_the_convention_finds_commands_and_marks(tmp_path):
             "```sh", "pip install -e . && ge-sim a.mlir --check", "pytest -q", "ge-opt a.mlir \\", "  -p cse", "```",
             "<!-- docs-test: slow whole bench -->", "```sh", "python bench/x.py   # comment", "```",
             "```", "ge-sim not_run.mlir", "```",
+            "<!-- docs-test: output -->", "```", "total   9   43.462", "...", "```",
             "Cycles: 1,234 <!-- figure: cycles a.mlir --pipeline 'ge-compile{fuse=false}' -->.",
         ]))
     found = commands_of(page)
@@ -213,6 +226,7 @@ def test_the_convention_finds_commands_and_marks(tmp_path):
         (9, ["python", "bench/x.py"], "slow"),
     ]
     assert found[2].why == "whole bench"
+    assert found[2].output == ("total 9 43.462",) and found[1].output == ()
     (figure,) = figures_of(page)
     assert (figure.value, figure.kind, shlex.split(figure.args)) == (
         "1,234", "cycles", ["a.mlir", "--pipeline", "ge-compile{fuse=false}"])
