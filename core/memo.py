@@ -15,6 +15,8 @@ import os
 from collections import OrderedDict
 from collections.abc import Hashable
 
+from xdsl.ir import Operation, SSAValue
+
 ENV = "GECOMP_KERNEL_CACHE"
 """Environment variable: `0` turns off every compile-time memo and the kernel cache."""
 
@@ -65,3 +67,45 @@ def stand_in(obj: object) -> str:
     if found is None:
         found = _STAND_INS[id(obj)] = (obj, repr(obj))
     return found[1]
+
+
+def structure_key(op: Operation, names: bool = False, ignore: tuple[str, ...] = ()) -> tuple | None:
+    """A hashable key equal for ops of the same structure: name, result types,
+    attributes and properties (but those named in `ignore`), and regions op by op,
+    each value named by its place in `op` (and, with `names`, its name hint, which
+    the printed text shows). `op`'s own operands are left to the caller; None if
+    an op inside reads a value defined outside `op`."""
+    return _structure(op, {}, names, ignore, top=True)
+
+
+def _structure(op: Operation, numbering: dict[SSAValue, int], names: bool, ignore, top: bool = False) -> tuple | None:
+    operands = ()
+    if not top:
+        operands = tuple(numbering.get(v) for v in op.operands)
+        if None in operands:
+            return None
+    regions = []
+    for region in op.regions:
+        blocks = []
+        for block in region.blocks:
+            for arg in block.args:
+                numbering[arg] = len(numbering)
+            args = tuple((a.type, a.name_hint if names else None) for a in block.args)
+            body = []
+            for inner in block.ops:
+                inner_key = _structure(inner, numbering, names, ())
+                if inner_key is None:
+                    return None
+                body.append(inner_key)
+                for r in inner.results:
+                    numbering[r] = len(numbering)
+            blocks.append((args, tuple(body)))
+        regions.append(tuple(blocks))
+    return (
+        op.name,
+        operands,
+        tuple((r.type, r.name_hint if names else None) for r in op.results),
+        tuple(sorted(item for item in op.attributes.items() if item[0] not in ignore)),
+        tuple(sorted(item for item in op.properties.items() if item[0] not in ignore)),
+        tuple(regions),
+    )

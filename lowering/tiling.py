@@ -315,6 +315,8 @@ class _KnownCosts:
     def __init__(self, operand) -> None:
         self._operand = operand
         self._answers: dict[tuple, int] = {}
+        if hasattr(operand, "ub_bytes"):  # optional (`ub_reserved`)
+            self.ub_bytes = self._ub_bytes
 
     def __getattr__(self, name: str):
         return getattr(self._operand, name)
@@ -333,6 +335,13 @@ class _KnownCosts:
         found = self._answers.get(key)
         if found is None:
             found = self._answers[key] = self._operand.stage_cycles(hw, rows, cols)
+        return found
+
+    def _ub_bytes(self, rows: int, cols: int) -> int:
+        key = ("ub", rows, cols)
+        found = self._answers.get(key)
+        if found is None:
+            found = self._answers[key] = self._operand.ub_bytes(rows, cols)
         return found
 
     def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:

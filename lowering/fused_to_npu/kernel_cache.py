@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from ...core.memo import stand_in
+from ...core.memo import stand_in, structure_key
 from ...dialects import npu
 from ...dialects.ge import ConstOp
 from .context import GmTensor
@@ -54,7 +54,7 @@ def kernel_key(
 ) -> Hashable | None:
     """Everything that determines the kernel of `op` (module docstring); None when
     its regions read a value defined outside it (not keyed: built afresh)."""
-    structure = _structure(op, {}, top=True)
+    structure = structure_key(op)
     if structure is None:
         return None
     return (
@@ -71,44 +71,8 @@ def _operand(op: Operation, index: int, value: SSAValue) -> tuple:
     first = next(i for i, v in enumerate(op.operands) if v is value)
     constant = None
     if isinstance(value.owner, ConstOp):
-        constant = ("const", value.owner.is_splat(), GmTensor(None, value.type, value).splat())
+        constant = ("const", GmTensor(None, value.type, value).splat())
     return (value.type, first if first != index else None, constant)
-
-
-def _structure(op: Operation, numbering: dict[SSAValue, int], top: bool = False) -> tuple | None:
-    """The op and its regions with values numbered by their definition order inside
-    the outermost op (whose own operands `_operand` keys); None if an op inside
-    reads a value from outside."""
-    operands = ()
-    if not top:
-        operands = tuple(numbering.get(v) for v in op.operands)
-        if None in operands:
-            return None
-    regions = []
-    for region in op.regions:
-        blocks = []
-        for block in region.blocks:
-            for arg in block.args:
-                numbering[arg] = len(numbering)
-            args = tuple(a.type for a in block.args)
-            body = []
-            for inner in block.ops:
-                inner_key = _structure(inner, numbering)
-                if inner_key is None:
-                    return None
-                body.append(inner_key)
-                for r in inner.results:
-                    numbering[r] = len(numbering)
-            blocks.append((args, tuple(body)))
-        regions.append(tuple(blocks))
-    return (
-        op.name,
-        operands,
-        tuple(r.type for r in op.results),
-        tuple(sorted(op.attributes.items())),
-        tuple(sorted(op.properties.items())),
-        tuple(regions),
-    )
 
 
 # ---- the caches ---------------------------------------------------------------------------

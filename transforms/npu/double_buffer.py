@@ -47,6 +47,7 @@ from ...dialects import npu
 from ...simulator.hardware import HardwarePreset, load_preset
 from .affine import constant_bounds, constant_int, trip_count
 from .buffers import Liveness, instructions, root_alloc
+from .distinct_kernels import transform_kernels
 from .plan_local_memory import Buffer, place
 from .sync_levels import S, pipe_of
 
@@ -248,8 +249,7 @@ class DoubleBufferPass(ModulePass):
         if not self.enable:
             return
         preset = load_preset(self.hw)
-        for kernel in [k for k in op.walk() if isinstance(k, npu.KernelOp)]:
-            outcome = double_buffer_kernel(kernel, preset)
+        for outcome in transform_kernels(op, lambda kernel: double_buffer_kernel(kernel, preset)):  # once per distinct kernel
             record_statistic(self.name, "loops double-buffered", outcome.doubled)
             record_statistic(self.name, "buffers copied", outcome.buffers)
             record_statistic(self.name, "loops left single (copies would not fit)", outcome.too_big)

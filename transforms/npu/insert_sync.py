@@ -41,6 +41,7 @@ from .access_conflicts import KernelAccesses
 from .buffers import SYNC_OPS
 from .sync_emit import EmittedSync, allocate_event_ids, emit_syncs
 from .sync_levels import KernelLevels
+from .distinct_kernels import transform_kernels
 from .sync_plan import PlannedSync, plan_kernel
 
 
@@ -112,9 +113,12 @@ class InsertSyncPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         event_ids = load_preset(self.hw).event_ids
-        for kernel in [k for k in op.walk() if isinstance(k, npu.KernelOp)]:
+
+        def sync(kernel: npu.KernelOp) -> KernelSync:
             refuse_merged(kernel)
-            result = synchronize(kernel, event_ids)
+            return synchronize(kernel, event_ids)
+
+        for result in transform_kernels(op, sync):  # once per distinct kernel
             record_statistic(self.name, "dependencies", result.dependencies)
             record_statistic(self.name, "flags", len(result.emitted) - result.barriers)
             record_statistic(self.name, "barriers for lack of event ids", result.barriers)

@@ -37,6 +37,7 @@ from ...dialects import npu
 from ...dialects.ge.base import Kind, to_attribute
 from ...simulator.hardware import HardwarePreset, load_preset
 from .buffers import Liveness
+from .distinct_kernels import transform_kernels
 
 
 @dataclass
@@ -156,10 +157,14 @@ class PlanLocalMemoryPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         preset = load_preset(self.hw)
-        for kernel in [k for k in op.walk() if isinstance(k, npu.KernelOp)]:
+
+        def plan(kernel: npu.KernelOp) -> tuple[int, int, int]:
             allocs = [a for a in kernel.walk() if isinstance(a, npu.AllocOp)]
             unplaced = sum(1 for a in allocs if a.attr_values().offset is None)
             used = plan_kernel(kernel, preset)
+            return unplaced, sum(npu.buffer_bytes(a.result.type) for a in allocs), sum(used.values())
+
+        for unplaced, unreused, placed in transform_kernels(op, plan):  # once per distinct kernel
             record_statistic(self.name, "buffers placed", unplaced)
-            record_statistic(self.name, "bytes without reuse", sum(npu.buffer_bytes(a.result.type) for a in allocs))
-            record_statistic(self.name, "bytes as placed", sum(used.values()))
+            record_statistic(self.name, "bytes without reuse", unreused)
+            record_statistic(self.name, "bytes as placed", placed)
