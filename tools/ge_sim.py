@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", metavar="N", type=_devices, default=None,
                    help="run a module partitioned for N devices (ge-partition): each device's outputs; "
                    "--report / --json / --trace simulate the N chips and their links")
+    p.add_argument("--collectives", metavar="ALGO", choices=("auto", "ring", "halving_doubling", "mesh"), default=None,
+                   help="with --devices: the collective algorithm (auto, ring, halving_doubling, mesh; "
+                   "default: the preset's [interconnect] algorithm)")
     return p
 
 
@@ -109,6 +112,8 @@ _seed = _integer_at_least(0, "seed")
 
 def _check_arguments(args: argparse.Namespace) -> None:
     """Mistakes in the flags are reported before any work is done."""
+    if args.collectives is not None and args.devices is None:
+        raise CompileError("--collectives applies to a multi-device run: give --devices N")
     if args.hw is not None:
         load_preset(args.hw)
     for flag in ("outputs", "json", "trace"):

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, module: ModuleOp, source: ModuleOp | None, che
         from ..simulator.hardware import load_preset
         from ..simulator.multi_device import simulate_devices
 
-        report = simulate_devices(module, ComputeTimer(load_preset(args.hw)), hw=args.hw)
+        report = simulate_devices(module, ComputeTimer(load_preset(args.hw)), hw=args.hw, algorithm=args.collectives)
         if args.report:
             print(report)
         if args.json:

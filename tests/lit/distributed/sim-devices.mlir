@@ -3,6 +3,8 @@
 // device, the all_reduce on the full mesh, a trace with a process per device.
 // RUN: ge-sim %s --hw tiny --devices 2 --pipeline 'ge-partition{devices=2 strategy=tp}' --report --trace %t.json | filecheck %s
 // RUN: filecheck %s --check-prefix=TRACE --input-file %t.json
+// RUN: ge-sim %s --hw tiny --devices 2 --pipeline 'ge-partition{devices=2 strategy=tp}' --report --collectives ring | filecheck %s --check-prefix=RING
+// RUN: not ge-sim %s --collectives ring 2>&1 | filecheck %s --check-prefix=NODEVICES
 // RUN: not ge-sim %s --devices 4 --pipeline 'ge-partition{devices=2 strategy=tp}' 2>&1 | filecheck %s --check-prefix=COUNT
 
 // CHECK: device 0: result0: tensor<64x128xf16>
@@ -16,6 +18,8 @@
 // TRACE: "name": "device 0"
 // TRACE: "name": "communication stream"
 // TRACE: "name": "device 1"
+// RING: all_reduce 0 16384 ring 2
+// NODEVICES: error: --collectives applies to a multi-device run: give --devices N
 // COUNT: error: --devices 4: the module is partitioned for 2 devices
 
 func.func @main(%x: tensor<64x128xf16>) -> tensor<64x128xf16> {
