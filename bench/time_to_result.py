@@ -3,7 +3,7 @@ memory it takes, from an ONNX file to checked simulated outputs.
 
     python bench/time_to_result.py                          # every model of the set, then BERT-base
     python bench/time_to_result.py --models zoo.resnet50 --models bert_base
-    python bench/time_to_result.py --models bert.torchscript --baseline ccf40d8 --markdown
+    python bench/time_to_result.py --models bert.torchscript --baseline 8a81dfd --markdown
     python bench/time_to_result.py --timeout 120            # CPU seconds per child run
     python bench/time_to_result.py --no-full                # skip the run with the shortcuts off
     python bench/time_to_result.py --list
