@@ -197,3 +197,14 @@ def test_other_examples_partitioned(example, options):
 def test_other_examples_pipelined(example):
     source, module = partitioned(EXAMPLES / example, "ge-partition{devices=2 strategy=pp}")
     assert_devices_match_reference(source, module, expect_outputs_on=[1])
+
+
+def test_expand_keeps_a_split_it_does_not_broadcast():
+    text = """func.func @main(%x: tensor<4x6xf32>, %m: tensor<4x1xf32>) -> tensor<4x6xf32> {
+  %e = ge.expand %m : (tensor<4x1xf32>) -> tensor<4x6xf32>
+  %y = ge.mul %x, %e : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  func.return %y : tensor<4x6xf32>
+}"""
+    source, module = partitioned(text, "ge-partition{devices=2 strategy=dp}")
+    assert collectives(module) == {"ge.all_gather": 2}
+    assert_devices_match_reference(source, module)

@@ -258,6 +258,17 @@ def _reshape(op: Operation, layouts: list[Layout], devices: int, _: bool) -> Ste
     return Step([x], [split(b)])
 
 
+def _expand(op: Operation, layouts: list[Layout], devices: int, _: bool) -> Step:
+    """A broadcast keeps a split of a dim it does not broadcast (numpy alignment)."""
+    x = _no_partials(layouts)[0]
+    if not is_split(x):
+        return Step([x], [x])
+    out_axis = x.axis + len(shape(op.results[0])) - len(shape(op.operands[0]))
+    if shape(op.operands[0])[x.axis] == shape(op.results[0])[out_axis]:
+        return Step([x], [split(out_axis)])
+    return _whole(op, f"it broadcasts the split dim {x.axis}")
+
+
 def _batched_window(op: Operation, layouts: list[Layout], devices: int, _: bool) -> Step:
     """Convolutions and pools are independent per image: a split of the batch (dim 0) stays."""
     x = _no_partials(layouts)[0]
@@ -317,6 +328,7 @@ _RULES: dict[type[Operation], Rule] = {
     ge.ReduceMaxOp: _reduction,
     ge.TransposeOp: _transpose,
     ge.ReshapeOp: _reshape,
+    ge.ExpandOp: _expand,
     ge.Conv2DOp: _batched_window,
     ge.MaxPool2DOp: _batched_window,
     ge.AvgPool2DOp: _batched_window,
