@@ -163,6 +163,10 @@ def segment_module(task: Task) -> ModuleOp:
         block.add_op(new)
         mapping.update(zip(op.results, new.results))
     block.add_op(func.ReturnOp(*(mapping[v] for v in users_outside)))
+    # Names do not change the time: without them, runs of the same structure (every
+    # micro-batch of a stage, every tensor-parallel device) print alike and are timed once.
+    for value in [*block.args, *(r for op in block.ops for r in op.results)]:
+        value.name_hint = None
     main = func.FuncOp("main", FunctionType.from_lists([v.type for v in inputs], [v.type for v in users_outside]), Region(block))
     return ModuleOp([main])
 
