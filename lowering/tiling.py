@@ -60,7 +60,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ..core import memo
 from ..simulator.hardware import HardwarePreset
@@ -216,8 +216,7 @@ class CubeTiling:
         return f"number {self.rank + 1} by estimate of {self.candidates} tilings that fit (npu.tiling_rank = {self.rank})"
 
 
-@dataclass(frozen=True)
-class _Candidate:
+class _Candidate(NamedTuple):  # a tuple: thousands are made per search
     mb: int
     n_block: int
     nb: int
