@@ -2,7 +2,7 @@
 
 Matched chain (anchor: the first batch_matmul)::
 
-    scores = batch_matmul(q, k^T)   [* c | / c]   [where(mask, ., fill) | + mask]
+    scores = batch_matmul(q [* c], k^T [* c])   [* c | / c]   [where(mask, ., fill) | + mask]
     probs  = softmax(scores, last axis)   [dropout]
     out    = batch_matmul(probs, v)
 
@@ -27,7 +27,7 @@ from ...dialects import ge
 from ...dialects.ge.formats import Format, format_of
 from ...dialects.fused import FlashAttentionOp
 from .chains import mask_step, scale_step, transparent_tail
-from .graph import producer, shape, skip_back, skip_forward, sole_user, through_format_changes
+from .graph import producer, shape, skip_back, skip_forward, sole_user, splat_constant, through_format_changes
 from .pattern import FusionPattern, Match
 
 
@@ -129,17 +129,36 @@ class _Attention:
     dropout: float = 0.0
 
 
+def _prescaled(value: SSAValue, ops: list[Operation]) -> tuple[SSAValue, float]:
+    """(x, c) if `value` = x * c or x / (1 / c) for a splat constant c, used only
+    by the scores product (SDPA's decomposition scales q and k by sqrt(scale)
+    each; some exports scale q alone), else (value, 1)."""
+    absorbed: list[Operation] = []
+    scaled = skip_back(value, absorbed)
+    op = producer(scaled)
+    if not isinstance(op, ge.MulOp | ge.DivOp) or not scaled.has_one_use():
+        return value, 1.0
+    for x in op.operands:
+        step = scale_step(op, x)
+        if step is not None and splat_constant(x) is None:
+            ops += [*absorbed, op]
+            return x, step.scale
+    return value, 1.0
+
+
 def _attention_chain(bmm1: ge.BatchMatmulOp) -> _Attention | None:
     """The chain from the scores product to the output product, looking through
     transparent ops (format changes, dropout) between the steps."""
     if bmm1.attr_value("transpose_a"):
         return None
     ops: list[Operation] = [bmm1]
-    a = _Attention(ops, bmm1.lhs, bmm1.rhs, not bmm1.attr_value("transpose_b"), bmm1.lhs, bmm1.result)
+    q, q_scale = _prescaled(bmm1.lhs, ops)
+    k, k_scale = _prescaled(bmm1.rhs, ops)
+    a = _Attention(ops, q, k, not bmm1.attr_value("transpose_b"), q, bmm1.result, scale=q_scale * k_scale)
     v = skip_forward(bmm1.result, ops)
     if (s := scale_step(sole_user(v), v)) is not None:
         ops.append(s.op)
-        v, a.scale = skip_forward(s.op.results[0], ops), s.scale
+        v, a.scale = skip_forward(s.op.results[0], ops), a.scale * s.scale
     if (m := mask_step(sole_user(v), v)) is not None:
         ops.append(m.op)
         v, a.mask, a.mask_value = skip_forward(m.op.results[0], ops), m.mask, m.mask_value

@@ -91,7 +91,11 @@ class Graph:
             scores = self.op("MatMul", self.rotary(self.heads(q)), kt)
         else:
             scores = self.op("MatMul", self.heads(q), self.heads(k, key=True))
-        if scale_as == "div":
+        if scale_as == "q_and_k":  # SDPA's decomposition: sqrt(scale) on q and on k^T
+            root = self.const(np.float32(HEAD ** -0.25))
+            scores = self.nodes.pop().input
+            scores = self.op("MatMul", self.op("Mul", scores[0], root), self.op("Mul", scores[1], root))
+        elif scale_as == "div":
             scores = self.op("Div", scores, self.const(np.float32(math.sqrt(HEAD))))
         else:
             scores = self.op("Mul", scores, self.const(np.float32(1 / math.sqrt(HEAD))))
@@ -139,7 +143,7 @@ def _compiled_matches_onnxruntime(proto) -> None:
     assert sim.worst_ratio <= 1.0, sim.worst
 
 
-LAYERS = [("erf", "div", False), ("tanh", "mul", True)]
+LAYERS = [("erf", "div", False), ("tanh", "mul", True), ("erf", "q_and_k", True)]
 
 
 @pytest.mark.parametrize("gelu, scale_as, mask", LAYERS)
