@@ -174,6 +174,37 @@ def test_rotary_embedding_has_no_slices_left_and_matches_onnxruntime():
     _compiled_matches_onnxruntime(proto)
 
 
+def test_grouped_query_attention_with_rotary_needs_no_expand():
+    """LLaMA's attention: 4 query heads, 2 key / value heads repeated by
+    repeat_kv (Unsqueeze, Expand, Reshape) after the rotary embedding: the
+    repetition moves into the weights, no expand, slice or transpose is left,
+    the attention fuses in layout BSH, and the numbers match onnxruntime."""
+    g = Graph()
+    kv_heads, group = HEADS // 2, 2
+    q = g.op("MatMul", "x", g.weight(HIDDEN, HIDDEN))
+    k, v = (g.op("MatMul", "x", g.weight(HIDDEN, kv_heads * HEAD)) for _ in range(2))
+
+    def split(y, heads):
+        r = g.op("Reshape", y, g.const(np.array([1, SEQ, heads, HEAD], np.int64)))
+        return g.op("Transpose", r, perm=[0, 2, 1, 3])
+
+    def repeat_kv(t):
+        u = g.op("Reshape", t, g.const(np.array([1, kv_heads, 1, SEQ, HEAD], np.int64)))
+        e = g.op("Expand", u, g.const(np.array([1, kv_heads, group, SEQ, HEAD], np.int64)))
+        return g.op("Reshape", e, g.const(np.array([1, HEADS, SEQ, HEAD], np.int64)))
+
+    qh = g.rotary(split(q, HEADS))
+    kh = g.op("Transpose", repeat_kv(g.rotary(split(k, kv_heads))), perm=[0, 1, 3, 2])
+    scores = g.op("Div", g.op("MatMul", qh, kh), g.const(np.float32(math.sqrt(HEAD))))
+    out = g.op("MatMul", g.op("Softmax", scores, axis=-1), repeat_kv(split(v, kv_heads)))
+    out = g.op("Reshape", g.op("Transpose", out, perm=[0, 2, 1, 3]), g.const(np.array([1, SEQ, HIDDEN], np.int64)))
+    proto = g.model(out, [1, SEQ, HIDDEN])
+    ops = _fused_ops(proto)
+    assert not {"ge.expand", "ge.slice", "ge.concat", "ge.transpose"} & set(ops), ops
+    assert ops.count("fused.flash_attention") == 1
+    _compiled_matches_onnxruntime(proto)
+
+
 def test_split_of_a_fused_qkv_product_is_merged_products():
     """GPT-2's c_attn (one Gemm split into Q, K, V): no split kernel, one
     multi-product kernel, attention in BSH."""

@@ -29,6 +29,11 @@
   product and splits its columns; split along the last dim of a product by a
   constant weight is the products by the weight's column blocks, which merge
   again into one kernel, and no split kernel copies the result.
+* **Grouped-query attention.** `repeat_kv` repeats each key / value head g
+  times (Unsqueeze, Expand, Reshape); on the rows before the head split that is
+  a repetition of each head's columns, computed on the weight (and on the
+  rotary constants between): no expand kernel, and attention sees as many key
+  heads as query heads, a plain split it absorbs.
 * **Rotary embedding.** Hugging Face's `apply_rotary_pos_emb` splits heads, then
   computes `t * cos + rotate_half(t) * sin` with `rotate_half(t) =
   concat(-t[..., D/2:], t[..., :D/2])`: two slices, a negation and a concat per
@@ -418,28 +423,19 @@ def _rebuild(y: SSAValue, columns, width: int, new_ops: list[Operation]) -> SSAV
             return None
         new_ops.append(ge.ReshapeOp.new(inner, result_type=TensorType(y.type.element_type, (*dims[:-1], width))))
         return new_ops[-1].results[0]
-    if isinstance(owner, ge.BiasAddOp):
+    if isinstance(owner, (ge.BiasAddOp, ge.AddOp, ge.SubOp, ge.MulOp)):
         rank = len(y.type.get_shape())
-        pairs = ((owner.input, owner.bias),) if owner.attr_value("axis") % rank == rank - 1 else ()
-    elif isinstance(owner, ge.AddOp):
-        pairs = ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs))
-    else:
-        pairs = ()
-    for z, bias in pairs:
-        b = _const_array(bias)
-        if b is not None and b.ndim == 1 and z.type == y.type:
-            inner = _rebuild(z, columns, width, new_ops)
-            if inner is None:
-                return None
-            new_ops.append(_constant(columns(b[None, :])[0], bias.type))
-            new_ops.append(type(owner).build(
-                operands=[inner, new_ops[-1].results[0]],
-                result_types=[inner.type],
-                properties=dict(owner.properties),
-            ))
-            return new_ops[-1].results[0]
-    if pairs:
-        return None
+        if isinstance(owner, ge.BiasAddOp) and owner.attr_value("axis") % rank != rank - 1:
+            return None
+        operands = [_operand_columns(v, y, columns, width, new_ops) for v in owner.operands]
+        if any(v is None for v in operands):
+            return None
+        new_ops.append(type(owner).build(
+            operands=operands,
+            result_types=[TensorType(y.type.element_type, (*y.type.get_shape()[:-1], width))],
+            properties=dict(owner.properties),
+        ))
+        return new_ops[-1].results[0]
     if isinstance(owner, (ge.MatmulOp, ge.BatchMatmulOp)) and not owner.attr_value("transpose_b"):
         w = _const_array(owner.rhs)
         if w is None or w.ndim != 2:
@@ -448,6 +444,23 @@ def _rebuild(y: SSAValue, columns, width: int, new_ops: list[Operation]) -> SSAV
         new_ops.append(type(owner).new(owner.lhs, new_ops[-1].results[0], transpose_a=owner.attr_value("transpose_a")))
         return new_ops[-1].results[0]
     return None
+
+
+def _operand_columns(v: SSAValue, y: SSAValue, columns, width: int, new_ops: list[Operation]) -> SSAValue | None:
+    """An operand of an elementwise op producing y, with `columns` applied: a
+    constant along the rows ((N,) or y's own shape) transformed as data, a value
+    of y's type rebuilt from its weight; None otherwise."""
+    c = _const_array(v)
+    if c is not None and c.size == 1 and c.ndim <= 1:
+        return v  # a scalar scales every column alike
+    if c is not None:
+        n = y.type.get_shape()[-1]
+        if c.ndim == 0 or c.shape[-1] != n or (c.ndim > 1 and tuple(c.shape) != tuple(y.type.get_shape())):
+            return None
+        data = columns(c.reshape(-1, n)).reshape(*c.shape[:-1], width)
+        new_ops.append(_constant(data, v.type))
+        return new_ops[-1].results[0]
+    return _rebuild(v, columns, width, new_ops) if v.type == y.type else None
 
 
 class SplitProduct(GEPattern):
@@ -512,6 +525,59 @@ class RotaryOnRows(GEPattern):
         rewriter.replace(op, new_ops, new_ops[-1].results)
 
 
+class RepeatedHeads(GEPattern):
+    """repeat_kv (grouped-query attention): the key / value heads t (B, Nkv, S, D),
+    a head split of rows R, unsqueezed, expanded g times and reshaped to
+    (B, Nkv g, S, D) -> the head split of R with each head's columns repeated,
+    computed on the weights R comes from (a product by a constant weight through
+    bias, rotary and other elementwise steps with constants along the rows).
+    The products grow by g, the expand kernel goes, and the attention sees a
+    plain head split of as many heads as the query (layout BSH)."""
+
+    COUNTER = "repeated kv heads on the weights"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, ge.ReshapeOp) or not _is_nd(op.result.type):
+            return
+        expand = op.input.owner
+        if not isinstance(expand, ge.ExpandOp) or not op.input.has_one_use():
+            return
+        unsqueeze = expand.operands[0].owner
+        if not isinstance(unsqueeze, ge.ReshapeOp) or not expand.operands[0].has_one_use():
+            return
+        t = unsqueeze.input
+        split = _head_split(t)
+        if split is None:
+            return
+        nkv, seq, dim = t.type.get_shape()[-3:]
+        lead = tuple(t.type.get_shape()[:-3])
+        if tuple(unsqueeze.result.type.get_shape()) != (*lead, nkv, 1, seq, dim):
+            return
+        group = expand.result.type.get_shape()[-3]
+        if tuple(expand.result.type.get_shape()) != (*lead, nkv, group, seq, dim):
+            return
+        if tuple(op.result.type.get_shape()) != (*lead, nkv * group, seq, dim):
+            return
+        reshape, transpose = split
+        rows = reshape.input
+        heads = [h // group for h in range(nkv * group)]
+
+        def repeat(m: np.ndarray) -> np.ndarray:
+            return np.concatenate([m[:, h * dim : (h + 1) * dim] for h in heads], axis=1)
+
+        new_ops: list[Operation] = []
+        repeated = _by_weight(rows, repeat, nkv * group * dim, new_ops)
+        if repeated is None:
+            return
+        split_dims = reshape.result.type.get_shape()
+        new_ops.append(ge.ReshapeOp.new(repeated, result_type=TensorType(
+            rows.type.element_type, (*split_dims[:-2], nkv * group, dim))))
+        new_ops.append(ge.TransposeOp.new(new_ops[-1].results[0], perm=transpose.attr_value("perm")))
+        for new in new_ops:
+            new.location = op.location
+        rewriter.replace(op, new_ops, new_ops[-1].results)
+
+
 def _rows_layout(factor: np.ndarray, split_shape, transpose: ge.TransposeOp, rows_shape) -> np.ndarray:
     """A factor of the head-split layout (broadcast to it) laid out as the rows."""
     full = np.broadcast_to(factor, split_shape)
@@ -524,6 +590,7 @@ IDIOMS: dict[type[Operation], tuple[RewritePattern, ...]] = {
     ge.AddOp: (RotaryOnRows(), EpilogueBelowView()),
     ge.BatchMatmulOp: (LhsBatchedMatmulToGemm(),),
     ge.SplitOp: (SplitProduct(),),
+    ge.ReshapeOp: (RepeatedHeads(),),
     **{op: (EpilogueBelowView(),) for op in (*EPILOGUE_ACTIVATIONS, ge.SubOp, ge.DivOp)},
 }
 
