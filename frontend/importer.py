@@ -105,7 +105,24 @@ def translate_file(path: str, dims: Mapping[str, int] | None = None,
                    bindings: Mapping[str, np.ndarray] | None = None) -> ModuleOp:
     """`ge-translate`: the ge module of an ONNX file, the graph inputs named in
     `bindings` made constants holding those arrays."""
-    return import_model(bind_inputs(load_model(path), bindings or {}), dims)
+    model = load_model(path)
+    check_dims(model.graph, dims or {})
+    return import_model(bind_inputs(model, bindings or {}), dims)
+
+
+def check_dims(graph: Graph, dims: Mapping[str, int]) -> None:
+    """Each of `dims` (`ge-translate --dim`) must name a symbolic dim of the
+    graph's inputs or outputs and be a positive size: a misspelt name would
+    otherwise be ignored silently."""
+    symbolic = list(dict.fromkeys(
+        d for info in graph.inputs + graph.outputs for d in (info.dims or ()) if isinstance(d, str)
+    ))
+    for name, size in dims.items():
+        if name not in symbolic:
+            known = f"its symbolic dims: {', '.join(symbolic)}" if symbolic else "it has none"
+            raise CompileError(f"--dim {name}={size}: the model has no symbolic dim '{name}' ({known})")
+        if not isinstance(size, int) or size <= 0:
+            raise CompileError(f"--dim {name}={size}: a size must be a positive integer")
 
 
 class _Importer:
@@ -129,7 +146,10 @@ class _Importer:
                 f"opset {opset} is not supported (opset {OLDEST_OPSET} and newer; load_model and "
                 "ge-translate convert older models with onnx.version_converter)"
             )
+        if not self.graph.outputs:
+            raise CompileError(f"graph '{self.graph.name}' has no outputs")
         self._check_ops()
+        self._check_names()
         for tensor in self.graph.initializers:
             self.values[tensor.name] = Constant(tensor.array, tensor.name, tensor.elem_type)
         for info in self.graph.inputs:
@@ -230,6 +250,33 @@ class _Importer:
             "(ge-translate --list-ops lists the supported ones)",
             node.location,
         )
+
+    def _check_names(self) -> None:
+        """Every value has one producer (initializer, graph input or node output),
+        and every node input is produced before the node: otherwise which value a
+        name means is ambiguous, and the module would silently pick one."""
+        producers: dict[str, str] = {}
+        initializers = {tensor.name for tensor in self.graph.initializers}
+
+        def produce(name: str, by: str, location) -> None:
+            if name in producers:
+                raise CompileError(f"{by} writes '{name}', which {producers[name]} already defines", location)
+            producers[name] = by
+
+        for tensor in self.graph.initializers:
+            produce(tensor.name, f"initializer '{tensor.name}'", tensor.location)
+        for info in self.graph.inputs:
+            if info.name not in initializers:
+                produce(info.name, f"graph input '{info.name}'", info.location)
+        for index, node in enumerate(self.graph.nodes):
+            for name in node.inputs:
+                if name and name not in producers:
+                    raise CompileError(
+                        f"{node.describe(index)}: input '{name}' is not defined by an earlier node, "
+                        "an input or an initializer", node.location)
+            for name in node.outputs:
+                if name:
+                    produce(name, node.describe(index), node.location)
 
     def _convert(self, node: Node, index: int, opset: int) -> None:
         converter = converter_of(node)

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from ..core.diagnostics import CompileError
-from .onnx_model import Attribute, Graph, Model, Node, TensorValue, ValueInfo, numpy_dtype_of
+from .onnx_model import Attribute, Graph, Model, Node, TensorValue, ValueInfo, element_type_name, numpy_dtype_of
 
 _MISSING_ONNX = (
     "reading binary .onnx files needs the onnx package: pip install 'ge-compiler[onnx]' "
@@ -75,6 +75,8 @@ def load_onnx(path: str) -> Model:
         raise CompileError(f"cannot open '{path}': No such file or directory") from None
     except (DecodeError, RuntimeError, ValueError, OSError, onnx.checker.ValidationError) as e:
         raise CompileError(f"'{path}' is not a readable ONNX model: {_first_line(e)}") from None
+    if not proto.HasField("graph"):
+        raise CompileError(f"'{path}' is not a readable ONNX model: it has no graph")
     return model_from_proto(proto)
 
 
@@ -147,13 +149,17 @@ def graph_from_proto(g) -> Graph:
         inputs=[_value_info(v) for v in g.input],
         outputs=[_value_info(v) for v in g.output],
         nodes=[_node(n) for n in g.node],
-        initializers=[tensor_from_proto(t) for t in g.initializer],
+        initializers=[tensor_from_proto(t, f"initializer '{t.name}'") for t in g.initializer],
         value_infos=[_value_info(v) for v in g.value_info],
     )
 
 
-def tensor_from_proto(t) -> TensorValue:
+def tensor_from_proto(t, what: str) -> TensorValue:
+    """The tensor `t` (`what` names it in errors: "initializer 'w'"); data that
+    does not fill its dims exactly is an error, never a guess."""
     dims = tuple(int(d) for d in t.dims)
+    if any(d < 0 for d in dims):
+        raise CompileError(f"{what} has a negative dim in its dims {list(dims)}")
     dtype = numpy_dtype_of(t.data_type)
     array = None
     if dtype is not None:
@@ -161,10 +167,24 @@ def tensor_from_proto(t) -> TensorValue:
         if array is None:
             from onnx import numpy_helper
 
-            array = np.asarray(numpy_helper.to_array(t))
+            try:
+                array = np.asarray(numpy_helper.to_array(t))
+            except ValueError:
+                raise CompileError(
+                    f"{what}: its data ({_stored_size(t)}) does not match its type "
+                    f"{element_type_name(t.data_type)}{list(dims)} ({math.prod(dims)} elements)"
+                ) from None
             if array.dtype != dtype:
                 array = array.astype(dtype)
     return TensorValue(t.name, t.data_type, dims, array)
+
+
+def _stored_size(t) -> str:
+    """How much data `t` holds, as errors say it: "20 bytes of raw_data"."""
+    if t.HasField("raw_data"):
+        return f"{len(t.raw_data)} bytes of raw_data"
+    fields = [(f.name, len(v)) for f, v in t.ListFields() if f.name.endswith("_data") and f.name != "external_data"]
+    return ", ".join(f"{n} values in {name}" for name, n in fields) or "no data"
 
 
 def _raw_view(t, dtype: np.dtype, dims: tuple[int, ...]) -> np.ndarray | None:
@@ -213,25 +233,32 @@ def _node(n) -> Node:
         op_type=n.op_type,
         inputs=list(n.input),
         outputs=list(n.output),
-        attributes={a.name: _attribute(a) for a in n.attribute},
+        attributes={a.name: _attribute(a, _node_name(n)) for a in n.attribute},
         name=n.name,
         domain=n.domain,
     )
 
 
-def _attribute(a) -> Attribute:
+def _node_name(n) -> str:
+    """How errors name a node proto (as `Node.describe` does, without its index)."""
+    output = next((o for o in n.output if o), "")
+    return f"node '{n.name or output}' ({n.op_type})"
+
+
+def _attribute(a, owner: str) -> Attribute:
+    """Attribute `a` of the node `owner` names (for errors)."""
     kind = _ATTRIBUTE_KINDS.get(a.type, f"type#{a.type}")
     ref = a.ref_attr_name or None
     value = {
         "float": lambda: float(a.f),
         "int": lambda: int(a.i),
         "string": lambda: a.s.decode("utf-8", errors="replace"),
-        "tensor": lambda: tensor_from_proto(a.t),
+        "tensor": lambda: tensor_from_proto(a.t, f"{owner}: the tensor of attribute '{a.name}'"),
         "graph": lambda: graph_from_proto(a.g),
         "floats": lambda: tuple(float(f) for f in a.floats),
         "ints": lambda: tuple(int(i) for i in a.ints),
         "strings": lambda: tuple(s.decode("utf-8", errors="replace") for s in a.strings),
-        "tensors": lambda: tuple(tensor_from_proto(t) for t in a.tensors),
+        "tensors": lambda: tuple(tensor_from_proto(t, f"{owner}: a tensor of attribute '{a.name}'") for t in a.tensors),
         "graphs": lambda: tuple(graph_from_proto(g) for g in a.graphs),
     }.get(kind, lambda: None)()
     return Attribute(a.name, kind, None if ref else value, ref)

@@ -52,9 +52,12 @@ def parse_dims(specs: list[str]) -> dict[str, int]:
     dims = {}
     for spec in specs:
         name, _, size = spec.partition("=")
-        if not name or not size.strip().isdigit():
-            raise CompileError(f"--dim expects NAME=SIZE with a non-negative integer size, got '{spec}'")
-        dims[name.strip()] = int(size)
+        name, size = name.strip(), size.strip()
+        if not name or not size.isdigit() or int(size) <= 0:
+            raise CompileError(f"--dim expects NAME=SIZE with a positive integer size, got '{spec}'")
+        if name in dims:
+            raise CompileError(f"--dim {name} is given twice")
+        dims[name] = int(size)
     return dims
 
 
