@@ -381,6 +381,82 @@ class NotOp(UnaryOp):
         return like(types[0])
 
 
+# ---- bitwise ----------------------------------------------------------------------------
+
+
+def require_integer(t: TensorType, what: str = "operand") -> None:
+    if not dtypes.is_integer(t.element_type):
+        raise fail(f"{what} must have an integer element type, got {t.element_type}")
+
+
+class BitwiseBinaryOp(BinaryOp):
+    """`lhs op rhs` bit by bit on integers of one type, numpy broadcasting."""
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        for t in types:
+            require_integer(t)
+        return super().infer(types, a, declared)
+
+
+class BitwiseLogicOp(BitwiseBinaryOp):
+    """A commutative bit operation."""
+
+    traits = traits_def(Pure(), Commutative(), Canonicalize())
+
+
+@irdl_op_definition
+class BitwiseAndOp(BitwiseLogicOp):
+    """Bitwise and (ONNX BitwiseAnd)."""
+
+    name = "ge.bitwise_and"
+    FN = staticmethod(np.bitwise_and)
+
+
+@irdl_op_definition
+class BitwiseOrOp(BitwiseLogicOp):
+    """Bitwise or (ONNX BitwiseOr)."""
+
+    name = "ge.bitwise_or"
+    FN = staticmethod(np.bitwise_or)
+
+
+@irdl_op_definition
+class BitwiseXorOp(BitwiseLogicOp):
+    """Bitwise exclusive or (ONNX BitwiseXor)."""
+
+    name = "ge.bitwise_xor"
+    FN = staticmethod(np.bitwise_xor)
+
+
+@irdl_op_definition
+class BitShiftOp(BitwiseBinaryOp):
+    """`lhs` shifted by `rhs` bits, `direction` left or right (ONNX BitShift, on
+    unsigned types; a signed right shift is arithmetic). A shift by the width or
+    more gives 0 (-1 for a negative value shifted right): numpy's rule, which
+    the NPU's instructions share."""
+
+    name = "ge.bit_shift"
+    direction = attr(Kind.STR, "left", choices=("left", "right"))
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        return (np.left_shift if a.direction == "left" else np.right_shift)(*inputs)
+
+
+@irdl_op_definition
+class BitwiseNotOp(UnaryOp):
+    """Bitwise complement (ONNX BitwiseNot)."""
+
+    name = "ge.bitwise_not"
+    FN = staticmethod(np.invert)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        require_integer(types[0])
+        return like(types[0])
+
+
 @irdl_op_definition
 class SignOp(UnaryOp):
     """-1, 0 or 1 by the sign of x (NaN stays NaN), in x's element type."""
@@ -578,6 +654,11 @@ ELEMENTWISE_OPS: Sequence[type[GEOp]] = (
     AndOp,
     OrOp,
     NotOp,
+    BitwiseAndOp,
+    BitwiseOrOp,
+    BitwiseXorOp,
+    BitwiseNotOp,
+    BitShiftOp,
     NegOp,
     AbsOp,
     ExpOp,

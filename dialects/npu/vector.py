@@ -238,6 +238,26 @@ VDivOp = _define(VBinaryOp, "VDivOp", "npu.vdiv", "divide", np.divide)
 VMaxOp = _define(VBinaryOp, "VMaxOp", "npu.vmax", "binary", np.maximum)
 VMinOp = _define(VBinaryOp, "VMinOp", "npu.vmin", "binary", np.minimum)
 
+
+
+class VBitwiseOp(VBinaryOp):
+    """dst = FN(a, b) bit by bit, on integers of one type."""
+
+    def check_types(self) -> None:
+        super().check_types()
+        if not dtypes.is_integer(self.dst.type.element_type):
+            raise VerifyException(f"needs an integer element type, got {self.dst.type.element_type}")
+
+
+# Bitwise logic and shifts: one binary-class pass each [EST] (Ascend C's And / Or /
+# ShiftLeft / ShiftRight are single vector instructions; Xor is costed the same).
+VAndOp = _define(VBitwiseOp, "VAndOp", "npu.vand", "binary", np.bitwise_and)
+VOrOp = _define(VBitwiseOp, "VOrOp", "npu.vor", "binary", np.bitwise_or)
+VXorOp = _define(VBitwiseOp, "VXorOp", "npu.vxor", "binary", np.bitwise_xor)
+VShlOp = _define(VBitwiseOp, "VShlOp", "npu.vshl", "binary", np.left_shift)
+VShrOp = _define(VBitwiseOp, "VShrOp", "npu.vshr", "binary", np.right_shift)
+BITWISE_OPS = (VAndOp, VOrOp, VXorOp, VShlOp, VShrOp)
+
 VAddsOp = _define(VScalarOp, "VAddsOp", "npu.vadds", "scalar", np.add)
 VMulsOp = _define(VScalarOp, "VMulsOp", "npu.vmuls", "scalar", np.multiply)
 VMaxsOp = _define(VScalarOp, "VMaxsOp", "npu.vmaxs", "scalar", np.maximum)
@@ -269,6 +289,26 @@ TRIGONOMETRIC_OPS = (VSinOp, VCosOp, VTanOp, VAsinOp, VAcosOp, VAtanOp, VSinhOp,
 VReluOp = _define(VSimpleUnaryOp, "VReluOp", "npu.vrelu", "unary", _relu)
 VAbsOp = _define(VSimpleUnaryOp, "VAbsOp", "npu.vabs", "unary", np.abs)
 VCopyOp = _define(VSimpleUnaryOp, "VCopyOp", "npu.vcopy", "data_movement", _copy)
+
+
+@irdl_op_definition
+class VNotOp(SourceToDestination):
+    """dst = ~src, the bitwise complement of integers (Ascend C's Not)."""
+
+    name = "npu.vnot"
+
+    COST: ClassVar[str] = "unary"
+
+    def check_types(self) -> None:
+        same_element_type(self, 0, 1)
+        if not dtypes.is_integer(self.src.type.element_type):
+            raise VerifyException(f"needs an integer element type, got {self.src.type.element_type}")
+
+    def kernel(self, a) -> Kernel:
+        def run(x: np.ndarray, out: np.ndarray) -> None:
+            np.invert(x, out=out)
+
+        return run
 
 
 @irdl_op_definition
@@ -465,6 +505,8 @@ VECTOR_OPS = (
     VDivOp,
     VMaxOp,
     VMinOp,
+    *BITWISE_OPS,
+    VNotOp,
     VAddsOp,
     VMulsOp,
     VMaxsOp,

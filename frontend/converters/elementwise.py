@@ -9,6 +9,11 @@ import numpy as np
 
 from ...core import dtypes
 from ...dialects.ge import (
+    BitShiftOp,
+    BitwiseAndOp,
+    BitwiseNotOp,
+    BitwiseOrOp,
+    BitwiseXorOp,
     AbsOp,
     AcoshOp,
     AcosOp,
@@ -57,7 +62,15 @@ from ..onnx_model import TensorValue
 from .context import Constant, NodeContext, ge_element_type
 from .registry import converts
 
-_BINARY = {"Add": AddOp, "Sub": SubOp, "Mul": MulOp, "Div": DivOp}
+_BINARY = {
+    "Add": AddOp,
+    "Sub": SubOp,
+    "Mul": MulOp,
+    "Div": DivOp,
+    "BitwiseAnd": BitwiseAndOp,
+    "BitwiseOr": BitwiseOrOp,
+    "BitwiseXor": BitwiseXorOp,
+}
 _UNARY = {
     "Neg": NegOp,
     "Abs": AbsOp,
@@ -71,6 +84,7 @@ _UNARY = {
     "Erf": ErfOp,
     "Identity": IdentityOp,
     "Not": NotOp,
+    "BitwiseNot": BitwiseNotOp,
     "Sign": SignOp,
     "Floor": FloorOp,
     "Ceil": CeilOp,
@@ -111,6 +125,14 @@ def compare(c: NodeContext):
 @converts(*_LOGICAL)
 def logical(c: NodeContext):
     return c.g.op(_LOGICAL[c.node.op_type], c.input(0, "A"), c.input(1, "B"))
+
+
+@converts("BitShift")
+def bit_shift(c: NodeContext):
+    direction = c.string("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise c.fail(f"attribute 'direction' must be LEFT or RIGHT, got '{direction}'")
+    return c.g.op(BitShiftOp, c.input(0, "X"), c.input(1, "Y"), direction=direction.lower())
 
 
 @converts("Mod")

@@ -99,6 +99,12 @@ _UNARY: dict[str, type] = {
     "ge.identity": npu.VCopyOp,
     "ge.dropout": npu.VCopyOp,
 }
+_BITWISE: dict[str, type] = {
+    "ge.bitwise_and": npu.VAndOp,
+    "ge.bitwise_or": npu.VOrOp,
+    "ge.bitwise_xor": npu.VXorOp,
+}
+"""Integer bit operations: no immediate forms, a constant operand is a filled tile."""
 _LOGICAL: dict[str, type] = {"ge.and": npu.VMinOp, "ge.or": npu.VMaxOp}
 """On i1 masks (one byte each, 0 or 1) `and` is the minimum and `or` the maximum."""
 _SWAPPED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
@@ -338,6 +344,12 @@ def emit_elementwise(v: VectorEmitter, name: str, a: SimpleNamespace, inputs: Se
         _emit_compare(v, a.predicate, inputs[0], inputs[1], dst)
     elif name in _LOGICAL:
         v.binary(_LOGICAL[name], inputs[0], inputs[1], dst)
+    elif name in _BITWISE or name == "ge.bit_shift":
+        shift = npu.VShlOp if getattr(a, "direction", "left") == "left" else npu.VShrOp
+        lhs, rhs = (_materialized(v, t, dst.element_type) for t in inputs)
+        v.instr(_BITWISE.get(name, shift), lhs, rhs, dst)
+    elif name == "ge.bitwise_not":
+        v.instr(npu.VNotOp, _tile(inputs[0]), dst)
     elif name == "ge.not":
         v.instr(npu.VCmpsOp, _tile(inputs[0]), dst, cmp="eq", scalar=0.0)
     elif name == "ge.sign":

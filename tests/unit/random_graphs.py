@@ -386,6 +386,27 @@ def _make_mod(b: _Builder, op_class) -> None:
     b.emit(ge.ModOp.new(x, divisor, fmod=b.flag()))
 
 
+@_maker(ge.BitwiseAndOp, ge.BitwiseOrOp, ge.BitwiseXorOp, ge.BitShiftOp, ge.BitwiseNotOp)
+def _make_bitwise(b: _Builder, op_class) -> None:
+    """Bit operations on integers (i32 leaves in a float graph, whose result is
+    cast back); shifts by 0 to 7 bits, so values stay in range."""
+    integer = b.element_type if not b.is_float else i32
+    x = b.value(element_type=integer) if not b.is_float else b.leaf(b.shape(), i32, kinds=("arg", "dense", "random"))
+    shape = tuple(x.type.get_shape())
+    if op_class is ge.BitwiseNotOp:
+        op = ge.BitwiseNotOp.new(x)
+    elif op_class is ge.BitShiftOp:
+        amount = b.splat(b.integer(0, 7), TensorType(integer, list(b.partner_shape(shape))))
+        op = ge.BitShiftOp.new(x, amount, direction=b.choice(("left", "right")))
+    else:
+        op = op_class.new(x, b.leaf(b.partner_shape(shape), integer, kinds=("arg", "dense", "splat")))
+    if not b.is_float:
+        b.emit(op)
+        return
+    y = b.emit(op, False).result
+    b.emit(ge.CastOp.new(y, result_type=TensorType(b.element_type, list(y.type.get_shape()))))
+
+
 @_maker(ge.SignOp)
 def _make_sign(b: _Builder, op_class) -> None:
     b.emit(ge.SignOp.new(b.value()))

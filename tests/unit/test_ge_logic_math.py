@@ -1,4 +1,4 @@
-"""Reference semantics of ge.compare, ge.and / or / not, ge.mod, ge.sign, ge.floor /
+"""Reference semantics of ge.compare, ge.and / or / not, the bitwise ops, ge.mod, ge.sign, ge.floor /
 ceil / round and the trigonometric ops against an independent computation:
 Python's operators and `math` on each element, broadcasting by index arithmetic
 (`broadcast_apply`). Each op runs through `op.evaluate` and the reference
@@ -23,6 +23,11 @@ from gecomp.dialects.ge import (
     AsinOp,
     AtanhOp,
     AtanOp,
+    BitShiftOp,
+    BitwiseAndOp,
+    BitwiseNotOp,
+    BitwiseOrOp,
+    BitwiseXorOp,
     CeilOp,
     CompareOp,
     CoshOp,
@@ -78,6 +83,37 @@ def test_logical_binary(op, fn, shapes, rng, run_op):
 def test_not(rng, run_op):
     m = rng.integers(0, 2, (3, 5)).astype(bool)
     np.testing.assert_array_equal(run_op(NotOp, m), broadcast_apply(lambda x: not x, m).astype(bool))
+
+
+BITWISE = {
+    BitwiseAndOp: lambda x, y: x & y,
+    BitwiseOrOp: lambda x, y: x | y,
+    BitwiseXorOp: lambda x, y: x ^ y,
+}
+
+
+@pytest.mark.parametrize("dtype", (np.uint8, np.uint16, np.int32, np.uint64))
+@pytest.mark.parametrize("op_class", BITWISE, ids=lambda c: c.name)
+def test_bitwise_logic(op_class, dtype, rng, run_op):
+    a = sample(rng, (3, 1, 5), np.int64, 0, 250).astype(dtype)
+    b = sample(rng, (4, 5), np.int64, 0, 250).astype(dtype)
+    got = run_op(op_class, a, b)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, broadcast_apply(BITWISE[op_class], a, b).astype(dtype))
+    np.testing.assert_array_equal(run_op(BitwiseNotOp, a), (~a.astype(np.int64)).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", (np.uint8, np.uint32, np.uint64))
+@pytest.mark.parametrize("direction", ["left", "right"])
+def test_bit_shift_by_any_amount(direction, dtype, rng, run_op):
+    """Python's shifts on each element, wrapped to the width; a shift by the width
+    or more gives 0."""
+    bits = np.dtype(dtype).itemsize * 8
+    a = sample(rng, (2, 6), np.int64, 0, 255).astype(dtype)
+    shift = np.array([0, 1, 3, bits - 1, bits, bits + 5], dtype)
+    shifted = (lambda x, n: (x << n) % (1 << bits)) if direction == "left" else (lambda x, n: x >> n)
+    want = broadcast_apply(shifted, a, shift)
+    np.testing.assert_array_equal(run_op(BitShiftOp, a, shift, direction=direction), want.astype(dtype))
 
 
 @pytest.mark.parametrize("dtype", INTS + (np.int8,))

@@ -305,6 +305,46 @@ func.func @main(%a: tensor<4xi1>) {
 
 // -----
 
+func.func @main(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'ge.bitwise_and' op operand must have an integer element type, got f32}}
+  %0 = ge.bitwise_and %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xui8>, %b: tensor<4xui16>) {
+  // expected-error @+1 {{'ge.bitwise_or' op}}
+  %0 = ge.bitwise_or %a, %b : (tensor<4xui8>, tensor<4xui16>) -> tensor<4xui8>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xf16>) {
+  // expected-error @+1 {{'ge.bitwise_xor' op operand must have an integer element type, got f16}}
+  %0 = ge.bitwise_xor %a, %a : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xf16>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xi1>) {
+  // expected-error @+1 {{'ge.bitwise_not' op operand must have an integer element type, got i1}}
+  %0 = ge.bitwise_not %a : (tensor<4xi1>) -> tensor<4xi1>
+  func.return
+}
+
+// -----
+
+func.func @main(%a: tensor<4xui8>) {
+  // expected-error @+1 {{'ge.bit_shift' op attribute 'direction'}}
+  %0 = ge.bit_shift %a, %a {direction = "up"} : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  func.return
+}
+
+// -----
+
 func.func @main(%a: tensor<4xi1>) {
   // expected-error @+1 {{'ge.sign' op operand must be numeric, got i1}}
   %0 = ge.sign %a : (tensor<4xi1>) -> tensor<4xi1>

@@ -206,6 +206,33 @@ func.func @logic(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %m: tensor<2x3xi1>, %n:
   func.return
 }
 
+// Bitwise logic and shifts on integers (operands broadcast).
+// CHECK-LABEL: func.func @bitwise(
+// GENERIC-LABEL: "func.func"() <{sym_name = "bitwise"
+func.func @bitwise(%u: tensor<2x4xui8>, %v: tensor<4xui8>, %i: tensor<3xi32>) {
+  // CHECK-NEXT: %and = ge.bitwise_and %u, %v : (tensor<2x4xui8>, tensor<4xui8>) -> tensor<2x4xui8>
+  // CHECK-NEXT: %or = ge.bitwise_or %i, %i : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+  // CHECK-NEXT: %xor = ge.bitwise_xor %v, %u : (tensor<4xui8>, tensor<2x4xui8>) -> tensor<2x4xui8>
+  // CHECK-NEXT: %not = ge.bitwise_not %i : (tensor<3xi32>) -> tensor<3xi32>
+  // CHECK-NEXT: %shl = ge.bit_shift %u, %v : (tensor<2x4xui8>, tensor<4xui8>) -> tensor<2x4xui8>
+  // CHECK-NEXT: %shr = ge.bit_shift %u, %v {direction = "right"} : (tensor<2x4xui8>, tensor<4xui8>) -> tensor<2x4xui8>
+  // CHECK-NEXT: func.return
+  // GENERIC:      %and = "ge.bitwise_and"(%u, %v) : (tensor<2x4xui8>, tensor<4xui8>) -> tensor<2x4xui8>
+  // GENERIC-NEXT: %or = "ge.bitwise_or"(%i, %i) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+  // GENERIC-NEXT: %xor = "ge.bitwise_xor"(%v, %u) : (tensor<4xui8>, tensor<2x4xui8>) -> tensor<2x4xui8>
+  // GENERIC-NEXT: %not = "ge.bitwise_not"(%i) : (tensor<3xi32>) -> tensor<3xi32>
+  // GENERIC-NEXT: %shl = "ge.bit_shift"(%u, %v) <{direction = "left"}> : (tensor<2x4xui8>, tensor<4xui8>) -> tensor<2x4xui8>
+  // GENERIC-NEXT: %shr = "ge.bit_shift"(%u, %v) <{direction = "right"}> : (tensor<2x4xui8>, tensor<4xui8>) -> tensor<2x4xui8>
+  // GENERIC-NEXT: "func.return"() : () -> ()
+  %and = ge.bitwise_and %u, %v : (tensor<2x4xui8>, tensor<4xui8>) -> tensor<2x4xui8>
+  %or = ge.bitwise_or %i, %i : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+  %xor = ge.bitwise_xor %v, %u : (tensor<4xui8>, tensor<2x4xui8>) -> tensor<2x4xui8>
+  %not = ge.bitwise_not %i : (tensor<3xi32>) -> tensor<3xi32>
+  %shl = ge.bit_shift %u, %v : (tensor<2x4xui8>, tensor<4xui8>) -> tensor<2x4xui8>
+  %shr = ge.bit_shift %u, %v {direction = "right"} : (tensor<2x4xui8>, tensor<4xui8>) -> tensor<2x4xui8>
+  func.return
+}
+
 // Sign on integers and floats, rounding and the trigonometric ops (float only).
 // CHECK-LABEL: func.func @rounding(
 // GENERIC-LABEL: "func.func"() <{sym_name = "rounding"

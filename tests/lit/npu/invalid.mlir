@@ -318,3 +318,21 @@ func.func @main(%x: memref<512xf16, #npu.space<gm>>) {
   %v = npu.gm_view %x : memref<4x64xf16, #npu.space<gm>>
   func.return
 }
+
+// -----
+
+npu.kernel @k(%g: memref<1024xf16, #npu.space<gm>>) attributes {block_dim = 1} {
+  %c0 = arith.constant 0 : index
+  %u = npu.alloc {offset = 0} : memref<1024xf16, #npu.space<ub>>
+  // expected-error @+1 {{needs an integer element type, got f16}}
+  npu.vxor %u[%c0], %u[%c0], %u[%c0] {cols = 256}
+}
+
+// -----
+
+npu.kernel @k(%g: memref<1024xf16, #npu.space<gm>>) attributes {block_dim = 1} {
+  %c0 = arith.constant 0 : index
+  %u = npu.alloc {offset = 0} : memref<1024xf32, #npu.space<ub>>
+  // expected-error @+1 {{needs an integer element type, got f32}}
+  npu.vnot %u[%c0], %u[%c0] {cols = 256}
+}

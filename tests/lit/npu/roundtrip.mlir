@@ -15,6 +15,7 @@
 // CHECK-NEXT: %a = npu.alloc {offset = 0} : memref<1024xf16, #npu.space<l0a>>
 // CHECK-NEXT: %b = npu.alloc {offset = 0} : memref<1024xf16, #npu.space<l0b>>
 // CHECK-NEXT: %acc = npu.alloc {offset = 0} : memref<1024xf32, #npu.space<l0c>>
+// CHECK-NEXT: %q = npu.alloc {offset = 16384} : memref<256xui16, #npu.space<ub>>
 // CHECK-NEXT: npu.copy %g[%i], %u[%c0] {rows = 16, cols = 64, strides = [256, 64]}
 // CHECK-NEXT: npu.copy %g[%c0], %l1[%c0] {cols = 4096}
 // CHECK-NEXT: npu.copy %l1[%c0], %u[%c0] {cols = 2048}
@@ -32,6 +33,12 @@
 // CHECK-NEXT: npu.vdiv %u[%c0], %u[%c0], %u[%c0] {cols = 256}
 // CHECK-NEXT: npu.vmax %u[%c0], %u[%c0], %u[%c0] {cols = 256}
 // CHECK-NEXT: npu.vmin %u[%c0], %u[%c0], %u[%c0] {cols = 256}
+// CHECK-NEXT: npu.vand %q[%c0], %q[%c0], %q[%c0] {cols = 256}
+// CHECK-NEXT: npu.vor %q[%c0], %q[%c0], %q[%c0] {cols = 256}
+// CHECK-NEXT: npu.vxor %q[%c0], %q[%c0], %q[%c0] {cols = 256}
+// CHECK-NEXT: npu.vshl %q[%c0], %q[%c0], %q[%c0] {cols = 256}
+// CHECK-NEXT: npu.vshr %q[%c0], %q[%c0], %q[%c0] {cols = 256}
+// CHECK-NEXT: npu.vnot %q[%c0], %q[%c0] {cols = 256}
 // CHECK-NEXT: npu.vadds %u[%c0], %u[%c0] {cols = 256, scalar = 1.5}
 // CHECK-NEXT: npu.vmuls %u[%c0], %u[%c0] {cols = 256, scalar = -0.5}
 // CHECK-NEXT: npu.vmaxs %u[%c0], %u[%c0] {cols = 256, scalar = 0.0}
@@ -103,6 +110,7 @@ builtin.module attributes {npu.gm_arena_bytes = 8192 : i64} {
     %a = npu.alloc {offset = 0} : memref<1024xf16, #npu.space<l0a>>
     %b = npu.alloc {offset = 0} : memref<1024xf16, #npu.space<l0b>>
     %acc = npu.alloc {offset = 0} : memref<1024xf32, #npu.space<l0c>>
+    %q = npu.alloc {offset = 16384} : memref<256xui16, #npu.space<ub>>
     npu.copy %g[%i], %u[%c0] {rows = 16, cols = 64, strides = [256, 64]}
     npu.copy %g[%c0], %l1[%c0] {cols = 4096}
     npu.copy %l1[%c0], %u[%c0] {cols = 2048}
@@ -120,6 +128,12 @@ builtin.module attributes {npu.gm_arena_bytes = 8192 : i64} {
     npu.vdiv %u[%c0], %u[%c0], %u[%c0] {cols = 256}
     npu.vmax %u[%c0], %u[%c0], %u[%c0] {cols = 256}
     npu.vmin %u[%c0], %u[%c0], %u[%c0] {cols = 256}
+    npu.vand %q[%c0], %q[%c0], %q[%c0] {cols = 256}
+    npu.vor %q[%c0], %q[%c0], %q[%c0] {cols = 256}
+    npu.vxor %q[%c0], %q[%c0], %q[%c0] {cols = 256}
+    npu.vshl %q[%c0], %q[%c0], %q[%c0] {cols = 256}
+    npu.vshr %q[%c0], %q[%c0], %q[%c0] {cols = 256}
+    npu.vnot %q[%c0], %q[%c0] {cols = 256}
     npu.vadds %u[%c0], %u[%c0] {cols = 256, scalar = 1.5}
     npu.vmuls %u[%c0], %u[%c0] {cols = 256, scalar = -0.5}
     npu.vmaxs %u[%c0], %u[%c0] {cols = 256, scalar = 0.0}
