@@ -75,7 +75,7 @@ def load_model(path: str) -> Model:
         if _prepared_by_onnx(model):
             from .onnx_proto import parse_onnx_text
 
-            return parse_onnx_text(text)
+            return _with_locations(parse_onnx_text(text), model)
         return model
     if path.endswith(".onnx"):
         from .onnx_proto import load_onnx
@@ -84,6 +84,20 @@ def load_model(path: str) -> Model:
             raise CompileError(f"cannot open '{path}': No such file or directory")
         return load_onnx(path)
     raise CompileError(f"'{path}': expected a .onnx or .onnxtxt file")
+
+
+def _with_locations(prepared: Model, text: Model) -> Model:
+    """`prepared` (read by onnx's parser, which keeps no locations) with the
+    locations of the same text as our reader saw it, so errors still point at
+    its lines: nodes matched by their outputs, values by their names (nodes an
+    expansion made have none)."""
+    nodes = {tuple(node.outputs): node.location for node in text.graph.nodes}
+    for node in prepared.graph.nodes:
+        node.location = nodes.get(tuple(node.outputs))
+    values = {v.name: v.location for v in text.graph.inputs + text.graph.outputs + text.graph.initializers}
+    for v in prepared.graph.inputs + prepared.graph.outputs + prepared.graph.initializers:
+        v.location = values.get(v.name)
+    return prepared
 
 
 def _prepared_by_onnx(model: Model) -> bool:
