@@ -213,3 +213,13 @@ def test_wav2vec2_first_conv_compiles_on_ascend910(capsys):
     lines = [f"%w = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.2> : {w}",
              f"%y = ge.conv2d %x, %w {{strides = [1, 5]}} : ({x}, {w}) -> {y}"]
     check_pinned(main_module([f'%x: {x} {{ge.name = "x"}}'], lines, "%y", y), "img2col", capsys, "ascend910")
+
+
+@pytest.mark.parametrize("y_format", [None, "NC1HWC0"], ids=["nchw-out", "5hd-out"])
+@pytest.mark.parametrize("dtype", ["f16", "f32"])
+def test_1x1_of_an_nchw_input_is_a_gemm(y_format, dtype, capsys):
+    """NCHW input (its (C x P) rows, whole channel blocks) as the GEMM's operand: an
+    EfficientNet squeeze-excitation 1x1 on the pooled input reads no UB slabs."""
+    text = conv_module(n=2, c=32, o=24, h=3, w=5, kh=1, kw=1, pads=(0, 0, 0, 0), w_format="FRACTAL_Z",
+                       y_format=y_format, bias=True, act="silu", dtype=dtype)
+    check_pinned(text, "gemm-1x1", capsys)

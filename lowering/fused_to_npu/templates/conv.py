@@ -562,16 +562,20 @@ def img2col_problem(c: ConvCase) -> CubeProblem:
 def gemm_1x1_problem(c: ConvCase) -> CubeProblem:
     """A 1x1 convolution of stride 1 and no padding is a plain matrix product: an
     NC1HWC0 input IS the FRACTAL_NZ image of its (P x C) matrix in blocks of C0
-    channels, read by the cube straight from GM (no UB slab, no img2col copies);
-    FRACTAL_Z weights are the (K x O) B. ValueError says why it does not apply."""
+    channels, read by the cube straight from GM (no UB slab, no img2col copies),
+    and an NCHW one is its row-major (C x P) transpose (when C is whole channel
+    blocks); FRACTAL_Z weights are the other operand. ValueError says why it does
+    not apply."""
     _check_cube_types(c)
     g = c.g
     if (g.kh, g.kw) != (1, 1):
         raise ValueError(f"a {g.kh}x{g.kw} window (a GEMM needs 1x1)")
     if g.strides != (1, 1) or any(g.pads):
         raise ValueError(f"strides {list(g.strides)} and pads {list(g.pads)} (a GEMM needs stride 1, no padding)")
-    if c.x.format != Format.NC1HWC0 or c.w.format != Format.FRACTAL_Z:
-        raise ValueError(f"a {c.x.format.value} input with {c.w.format.value} weights (it reads NC1HWC0 and FRACTAL_Z)")
+    if c.x.format not in (Format.NC1HWC0, Format.ND) or c.w.format != Format.FRACTAL_Z:
+        raise ValueError(f"a {c.x.format.value} input with {c.w.format.value} weights (it reads NC1HWC0 or NCHW, and FRACTAL_Z)")
+    if c.x.format == Format.ND and g.cg % g.c0:
+        raise ValueError(f"an NCHW input of {g.cg} channels per group (K rows of whole {g.c0}-channel blocks are needed)")
     pixels_as_rows = c.out.format == Format.NC1HWC0
     image = _image_view(c.x, g, pixels_as_rows, channels=(g.c, g.cg))
     return _cube_problem(c, pixels_as_rows, image, _fz_weights(c.w, g, transposed=pixels_as_rows))

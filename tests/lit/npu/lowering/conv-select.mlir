@@ -6,11 +6,12 @@
 
 // A depthwise 3x3 convolution: on the vector unit (the cube would multiply
 // 1-channel blocks of zeros), reading the NC1HWC0 the 1x1 convolution before it
-// writes; that 1x1 convolution reads the graph's NCHW input, so it is img2col.
+// writes; that 1x1 convolution reads the graph's NCHW input as the (C x P) operand
+// of a GEMM.
 // CHECK-LABEL: conv 1x16x10x10 -> 16x10x10, window 1x1, strides [1, 1], dilations [1, 1], groups 1:
 // CHECK-SAME:    depthwise-vector not legal: not depthwise
-// CHECK-SAME:    gemm-1x1 not legal: a ND input with FRACTAL_Z weights
-// CHECK-SAME:    img2col estimated {{[0-9]+}} cycles (chosen)
+// CHECK-SAME:    gemm-1x1 estimated {{[0-9]+}} cycles (chosen)
+// CHECK-SAME:    img2col estimated {{[0-9]+}} cycles
 // CHECK:       conv 1x16x10x10 -> 16x10x10, window 3x3, strides [1, 1], dilations [1, 1], groups 16:
 // CHECK-SAME:    depthwise-vector estimated {{[0-9]+}} cycles (chosen)
 // CHECK-SAME:    gemm-1x1 not legal: a 3x3 window (a GEMM needs 1x1)
