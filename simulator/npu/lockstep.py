@@ -70,10 +70,7 @@ class _Worker:
     per-thread buffers, so a thread per block would pay their setup every launch."""
 
     def __init__(self, lockstep: "Lockstep", core: int):
-        # The turn is a lock held while the worker may not run: handing it over is
-        # releasing it (from the thread that hands over), cheaper than a Semaphore.
-        self.turn = threading.Lock()
-        self.turn.acquire()
+        self.turn = threading.Semaphore(0)
         self.block: Block | None = None
         self.thread = threading.Thread(target=lockstep._serve, args=(self,), name=f"core {core}", daemon=True)
         self.thread.start()
@@ -149,8 +146,7 @@ class Lockstep:
     def close(self) -> None:
         self._closed = True
         for worker in self._workers.values():
-            if worker.turn.locked():
-                worker.turn.release()
+            worker.turn.release()
         for worker in self._workers.values():
             worker.thread.join()
         self._workers.clear()
