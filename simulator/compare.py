@@ -96,8 +96,13 @@ def compiled_floor(source, compiled) -> np.dtype | None:
     floor = precision_floor(source)
     if not precision.recorded_lowered(compiled):
         return floor
-    candidates = [np.dtype(np.float16), *([floor] if floor is not None else [])]
-    return max(candidates, key=_own_tolerance)
+    return least_precise(np.dtype(np.float16), floor)
+
+
+def least_precise(*floors: np.dtype | None) -> np.dtype | None:
+    """The float type with the loosest tolerance among `floors` (None ignored)."""
+    found = [np.dtype(f) for f in floors if f is not None]
+    return max(found, key=_own_tolerance) if found else None
 
 
 def worst_mismatch(

@@ -207,7 +207,7 @@ def _compare_each(args: argparse.Namespace, source, compiled, graph_types) -> in
     specs = input_specs(main_function(source))
     inputs = load_inputs(args.inputs, specs) if args.inputs else random_inputs(specs, args.seed)
     reference = reference_by_name(source, inputs)
-    outputs = compare_each(compiled, graph_types, reference, inputs, hw=args.hw)
+    outputs = compare_each(compiled, graph_types, reference, inputs, hw=args.hw, floor=compiled_floor(source, compiled))
     print(localisation_summary(outputs))
     if args.dump:
         _dump(args.dump, outputs, reference)

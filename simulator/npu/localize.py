@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from ...core.diagnostics import SourceLocation, location_of
 from ...dialects.ge.formats import format_of, from_physical
-from ..compare import Mismatch, worst_mismatch
+from ..compare import Mismatch, least_precise, worst_mismatch
 from ..reference import evaluate_values
 from ..signature import main_function, output_specs
 from . import simulate
@@ -108,8 +108,11 @@ def compare_each(
     reference: dict[str, np.ndarray],
     inputs: Sequence[np.ndarray],
     hw=None,
+    floor: np.dtype | None = None,
 ) -> list[KernelOutput]:
-    """Simulate `compiled`, comparing what each launch wrote with `reference`."""
+    """Simulate `compiled`, comparing what each launch wrote with `reference`, at
+    the tolerance of the buffer's type or of `floor` if looser (`compiled_floor`:
+    f16 when a precision mode computed ops in f16 whose buffers stay f32)."""
     kernels = {op.sym_name.data: op for op in compiled.walk() if op.name == "npu.kernel"}
     found: list[KernelOutput] = []
 
@@ -132,8 +135,9 @@ def compare_each(
                 continue
             entry.actual, entry.compared_with = logical, counterpart
             expected = reference[counterpart]
-            floor = logical.dtype if np.issubdtype(logical.dtype, np.floating) else None
-            entry.mismatch = worst_mismatch(counterpart, expected, logical.astype(expected.dtype), floor)
+            own = logical.dtype if np.issubdtype(logical.dtype, np.floating) else None
+            looser = least_precise(own, floor) if own is not None else None
+            entry.mismatch = worst_mismatch(counterpart, expected, logical.astype(expected.dtype), looser)
             entry.status = MISMATCH if entry.mismatch is not None and entry.mismatch.ratio > 1.0 else OK
 
     simulate(compiled, inputs, hw=hw, after_launch=after_launch)

@@ -32,8 +32,8 @@ MLP = os.path.join(ROOT, "examples", "mlp.mlir")
 EAGER_TINY = "ge-compile{fuse=false hw=tiny}"
 
 
-def _localised(pipeline: str, sabotage=None):
-    source = load_module(make_context(), MLP)
+def _localised(pipeline: str, sabotage=None, path: str = MLP, floor=None):
+    source = load_module(make_context(), path)
     compiled = source.clone()
     types: dict = {}
     instrumentation = Instrumentation()
@@ -43,7 +43,26 @@ def _localised(pipeline: str, sabotage=None):
     if sabotage is not None:
         sabotage(compiled)
     inputs = random_inputs(input_specs(main_function(source)), 0)
-    return compare_each(compiled, types, reference_by_name(source, inputs), inputs, hw="tiny")
+    if floor is not None:
+        floor = floor(source, compiled)
+    return compare_each(compiled, types, reference_by_name(source, inputs), inputs, hw="tiny", floor=floor)
+
+
+def test_a_precision_mode_is_compared_at_the_precision_it_compiled(tmp_path):
+    """An f32 MLP compiled with force_fp16 keeps f32 buffers computed in f16: at
+    their own f32 tolerance they differ, at the compiled precision (the floor
+    ge-sim --compare-each passes) they are within it."""
+    from gecomp.simulator.compare import compiled_floor
+
+    f32_mlp = tmp_path / "mlp32.mlir"
+    with open(MLP) as f:
+        f32_mlp.write_text(f.read().replace("f16", "f32"))
+    pipeline = "ge-compile{hw=tiny reuse=false precision=force_fp16}"
+    at_f32 = _localised(pipeline, path=str(f32_mlp))
+    assert first_mismatch(at_f32) is not None
+    at_compiled = _localised(pipeline, path=str(f32_mlp), floor=compiled_floor)
+    assert first_mismatch(at_compiled) is None
+    assert any(o.status == OK for o in at_compiled)
 
 
 def test_a_correct_compile_is_within_tolerance_everywhere():
