@@ -136,7 +136,9 @@ def test_fusion_only_makes_kernels_that_exist(case: str, hw: str):
 
 
 @pytest.mark.parametrize("hw", PRESETS)
-def test_a_long_elementwise_row_is_one_group(hw: str):
-    module = _compiled(CASES["erf-gelu-over-a-long-row"], f"ge-graph-opt,ge-fuse{{hw={hw}}}")
-    groups = [op for op in module.walk() if isinstance(op, fused.GroupOp)]
-    assert len(groups) == 1 and len(groups[0].body_ops()) >= 5
+def test_a_long_elementwise_row_is_one_kernel(hw: str):
+    """The exact-erf GELU written out over a row longer than UB holds is one kernel
+    (ge-simplify makes it one ge.gelu; before that it was one fused group), not
+    split into several by fused-ungroup."""
+    module = _compiled(CASES["erf-gelu-over-a-long-row"], f"ge-compile{{hw={hw}}}")
+    assert sum(1 for op in module.walk() if op.name == "npu.kernel") == 1
