@@ -89,11 +89,17 @@ def load_model(path: str) -> Model:
 def _with_locations(prepared: Model, text: Model) -> Model:
     """`prepared` (read by onnx's parser, which keeps no locations) with the
     locations of the same text as our reader saw it, so errors still point at
-    its lines: nodes matched by their outputs, values by their names (nodes an
-    expansion made have none)."""
+    its lines: nodes matched by their outputs, values by their names, and the
+    nodes of an expanded function op (`onnx_functions`) at the op's line."""
+    from .onnx_functions import expanded_from
+
     nodes = {tuple(node.outputs): node.location for node in text.graph.nodes}
+    written = [node.location for node in text.graph.nodes]
     for node in prepared.graph.nodes:
         node.location = nodes.get(tuple(node.outputs))
+        origin = expanded_from(node.name) if node.location is None else None
+        if origin is not None and origin < len(written):
+            node.location = written[origin]
     values = {v.name: v.location for v in text.graph.inputs + text.graph.outputs + text.graph.initializers}
     for v in prepared.graph.inputs + prepared.graph.outputs + prepared.graph.initializers:
         v.location = values.get(v.name)

@@ -29,6 +29,18 @@ MAX_DEPTH = 8
 nest two or three levels)."""
 
 
+SEPARATOR = "/"
+"""Between the expanded node's `name#position` and a body node's own name."""
+
+
+def expanded_from(node_name: str) -> int | None:
+    """The position, in the graph as written, of the node whose expansion made the
+    node called `node_name` (None for a node that was written)."""
+    head, separator, _ = node_name.partition(SEPARATOR)
+    position = head.rpartition("#")[2]
+    return int(position) if separator and "#" in head and position.isdigit() else None
+
+
 def expand_function_ops(proto, has_converter: Callable[[str, str], bool]):
     """`proto` with every top-level node of an op without a converter
     (`has_converter(domain, op_type)` is False) whose ONNX schema has a function
@@ -46,7 +58,7 @@ def expand_function_ops(proto, has_converter: Callable[[str, str], bool]):
             if body is None:
                 expanded.append(node)
                 continue
-            expanded.extend(_inline(*body, f"{node.name or node.op_type}#{index}/"))
+            expanded.extend(_inline(*body, f"{node.name or node.op_type}#{index}{SEPARATOR}"))
             changed = True
         if not changed:
             break

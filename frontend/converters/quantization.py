@@ -58,15 +58,20 @@ def _layout(c: NodeContext, x: Tensor) -> tuple[int, int]:
     return axis, block_size
 
 
+def _declared_type(c: NodeContext, since: int):
+    """The element type of the `output_dtype` attribute (from opset `since`), or None."""
+    declared = c.int("output_dtype", 0) if c.opset >= since else 0
+    return ge_element_type(declared, "attribute 'output_dtype'", c.unsupported) if declared else None
+
+
 @converts("QuantizeLinear")
 def quantize_linear(c: NodeContext):
     x, scale = c.input(0, "x"), c.input(1, "y_scale")
     zero = c.optional_input(2)
     axis, block_size = _layout(c, x)
-    declared = c.int("output_dtype", 0) if c.opset >= 21 else 0
-    target = zero.dtype if zero is not None else (
-        ge_element_type(declared, "attribute 'output_dtype'", c.unsupported) if declared else dtypes.from_numpy_dtype(np.uint8))
-    if zero is not None and declared and ge_element_type(declared, "attribute 'output_dtype'", c.unsupported) != target:
+    declared = _declared_type(c, since=21)
+    target = zero.dtype if zero is not None else declared or dtypes.from_numpy_dtype(np.uint8)
+    if declared is not None and declared != target:
         raise c.fail(f"output_dtype {declared} differs from the zero point's type {target}")
     saturate = bool(c.int("saturate", 1)) if c.opset >= 19 else True
     precision = c.int("precision", 0) if c.opset >= 23 else 0
@@ -94,8 +99,7 @@ def dequantize_linear(c: NodeContext):
     x, scale = c.input(0, "x"), c.input(1, "x_scale")
     zero = c.optional_input(2)
     axis, block_size = _layout(c, x)
-    declared = c.int("output_dtype", 0) if c.opset >= 23 else 0
-    result = ge_element_type(declared, "attribute 'output_dtype'", c.unsupported) if declared else scale.dtype
+    result = _declared_type(c, since=23) or scale.dtype
     value = ops.cast(x, dtypes.f32)
     if zero is not None:
         value = value - ops.cast(_broadcastable(c, zero, x, axis, block_size), dtypes.f32)

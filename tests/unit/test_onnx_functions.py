@@ -85,3 +85,18 @@ def test_an_unsupported_op_in_a_body_is_refused_naming_where_it_came_from():
     case = next(c for c in function_cases(["AffineGrid"])["AffineGrid"])
     with pytest.raises(UnsupportedError, match=r"unsupported op type: If \(\d+\); the first is node 'AffineGrid#0/If'"):
         import_model(model_from_proto(case.model))
+
+
+def test_an_error_inside_an_expanded_body_points_at_the_ops_line(tmp_path):
+    """A text model's Attention with key and query of different head sizes: the
+    error, raised in the body, is located at the Attention node's line."""
+    path = tmp_path / "attention.onnxtxt"
+    path.write_text(
+        '<ir_version: 10, opset_import: ["" : 23]>\n'
+        "g (float[1,2,4,8] q, float[1,2,6,7] k, float[1,2,6,8] v) => (float[1,2,4,8] y) {\n"
+        "  y = Attention (q, k, v)\n"
+        "}\n"
+    )
+    done = subprocess.run(["ge-translate", str(path)], capture_output=True, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"{path}:3:3: error: node 'Attention#0/") and done.stderr.count("\n") == 1
