@@ -102,7 +102,7 @@ def target_lines(name: str, estimates: list[tuple[str, TrafficEstimate]], fused_
 
 
 def _io_bytes(module) -> int:
-    from gecomp.simulator.signature import input_specs, main_function, output_specs
+    from gecomp.core.signature import input_specs, main_function, output_specs
 
     main = main_function(module)
     return sum(s.dtype.itemsize * _count(s.shape) for s in (*input_specs(main), *output_specs(main)))

@@ -27,7 +27,7 @@ from gecomp.dialects import ge
 from gecomp.frontend.builder import GraphBuilder
 from gecomp.simulator.hardware import load_preset
 from gecomp.simulator.npu import simulate
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 
 def _transpose(shape, perm):

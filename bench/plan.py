@@ -43,7 +43,7 @@ from gecomp.lowering.plan.memory import plan_gm
 from gecomp.lowering.plan.placement import STRATEGIES
 from gecomp.lowering.plan.streams import assign_streams
 from gecomp.simulator.npu import simulate
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATIO_TARGET = 1.10

@@ -57,7 +57,7 @@ from gecomp.dialects import npu
 from gecomp.simulator.npu.program import STAT_INDEX
 from gecomp.simulator.npu.report import SimulationReport, roofline_terms
 from gecomp.simulator.reference import run_reference
-from gecomp.simulator.signature import input_specs, main_function, output_specs, random_inputs
+from gecomp.core.signature import input_specs, main_function, output_specs, random_inputs
 
 Roofline = Callable[[HardwarePreset, SimulationReport, ModuleOp], float]
 

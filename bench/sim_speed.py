@@ -33,7 +33,7 @@ import numpy as np
 from gecomp.core.context import make_context
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.simulator.npu import simulate
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 GM = "#npu.space<gm>"
 UB = "#npu.space<ub>"

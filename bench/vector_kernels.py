@@ -18,7 +18,7 @@ from gecomp.core.context import make_context
 from gecomp.core.parsing import parse_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.run import execute
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 OVERLAP = "ge-to-npu,npu-double-buffer,npu-insert-sync,npu-plan-local-memory,npu-plan-gm"
 

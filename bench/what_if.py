@@ -33,7 +33,7 @@ from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.hardware import IDEAL_RESOURCES, HardwarePreset, idealized, load_preset
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.npu.report import SimulationReport
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 
 def rows_of(report: SimulationReport) -> list[tuple[str, int]]:

@@ -62,7 +62,7 @@ from ..dialects.ge import (
     SliceOp,
     SubOp,
 )
-from ..simulator.signature import NAME_ATTR
+from ..core.signature import NAME_ATTR
 
 
 class BuildError(CompileError):

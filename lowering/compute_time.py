@@ -11,7 +11,7 @@ from ..core.context import make_context
 from ..core.passes import parse_pass_pipeline, run_pipeline
 from ..simulator.hardware import HardwarePreset
 from ..simulator.npu import simulate
-from ..simulator.signature import input_specs, main_function, random_inputs
+from ..core.signature import input_specs, main_function, random_inputs
 
 
 class ComputeTimer:

@@ -15,7 +15,7 @@ from xdsl.ir import Block, SSAValue
 from xdsl.traits import IsTerminator
 
 from ..core.diagnostics import CompileError, op_error
-from .signature import main_function
+from ..core.signature import main_function
 
 
 def evaluate_block(block: Block, args: Sequence[np.ndarray]) -> list[np.ndarray]:

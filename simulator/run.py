@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from .limits import check_allocatable
 from .reference import run_reference
-from .signature import TensorSpec, input_specs, main_function, output_specs
+from ..core.signature import TensorSpec, input_specs, main_function, output_specs
 
 
 @dataclass

@@ -17,7 +17,7 @@ from ..simulator.hardware import load_preset
 from ..simulator.limits import check_allocatable
 from ..simulator.npu.profile import comparison_table, write_op_summary
 from ..simulator.run import execute
-from ..simulator.signature import input_specs, main_function, random_inputs
+from ..core.signature import input_specs, main_function, random_inputs
 from . import load_pattern_files, run_tool
 
 EAGER = "ge-compile{{fuse=false reuse=false streams=1 hw={hw}}}"

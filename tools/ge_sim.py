@@ -21,7 +21,7 @@ from ..simulator.limits import check_allocatable
 from ..simulator.npu.localize import compare_each, first_mismatch, named_types, reference_by_name
 from ..simulator.npu.localize import summary as localisation_summary
 from ..simulator.run import execute, module_level
-from ..simulator.signature import (
+from ..core.signature import (
     input_specs,
     load_inputs,
     main_function,

@@ -15,7 +15,7 @@ from ..core.diagnostics import CompileError
 from ..simulator.compare import precision_floor
 from ..simulator.devices import device_count, device_functions, run_devices
 from ..simulator.reference import run_reference
-from ..simulator.signature import (
+from ..core.signature import (
     TensorSpec,
     input_specs,
     load_inputs,

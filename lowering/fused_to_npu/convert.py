@@ -39,7 +39,7 @@ from ...core.progress import progress
 from ...dialects import fused, ge, npu
 from ...dialects.ge.formats import Format, format_of, physical_shape, with_format
 from ...simulator.hardware import load_preset
-from ...simulator.signature import NAME_ATTR, input_specs, main_function, output_specs
+from ...core.signature import NAME_ATTR, input_specs, main_function, output_specs
 from .context import GmTensor, KernelContext, print_notes, template_for
 from .kernel_builder import KernelBuilder
 from .kernel_cache import KernelCache, kernel_key

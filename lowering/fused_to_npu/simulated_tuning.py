@@ -34,7 +34,7 @@ from ...core.passes import Instrumentation, instrumented, record_statistic, run_
 from ...dialects import npu
 from ...simulator.hardware import HardwarePreset, load_preset
 from ...simulator.npu import simulate
-from ...simulator.signature import input_specs, main_function, random_inputs
+from ...core.signature import input_specs, main_function, random_inputs
 
 Choices = list[tuple[int, list[Any]]]
 """(position of an op in `@main`'s body, the choices to try for it), in the order tried."""

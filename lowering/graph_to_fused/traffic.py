@@ -20,7 +20,7 @@ from xdsl.traits import IsTerminator
 
 from ...core import dtypes
 from ...dialects import ge
-from ...simulator.signature import main_function
+from ...core.signature import main_function
 
 
 @dataclass(frozen=True)

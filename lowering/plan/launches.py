@@ -27,7 +27,7 @@ from xdsl.ir import Operation, SSAValue
 
 from ...core.diagnostics import CompileError, op_error
 from ...dialects import npu
-from ...simulator.signature import is_npu_host, main_function, npu_argument_roles
+from ...core.signature import is_npu_host, main_function, npu_argument_roles
 
 DEFINITIONS = (npu.GmBufferOp, npu.GmConstantOp, npu.GmViewOp)
 """Host ops that only name GM memory (no effect at run time)."""

@@ -38,7 +38,7 @@ from xdsl.rewriter import Rewriter
 from ...core.passes import record_statistic
 from ...dialects import npu
 from ...simulator.hardware import load_preset
-from ...simulator.signature import is_npu_host, main_function
+from ...core.signature import is_npu_host, main_function
 from .launches import DEFINITIONS, hoist_definitions
 
 

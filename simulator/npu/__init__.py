@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from ...core.diagnostics import CompileError
 from ..hardware import HardwarePreset, load_preset
-from ..signature import input_specs, is_npu_host, main_function
+from ...core.signature import input_specs, is_npu_host, main_function
 from .blas import single_threaded_blas
 from .l2 import GlobalMemory
 from .plan import HostPlan, run_plan

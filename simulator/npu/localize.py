@@ -29,7 +29,7 @@ from ...core.diagnostics import SourceLocation, location_of
 from ...dialects.ge.formats import format_of, from_physical
 from ..compare import Mismatch, least_precise, worst_mismatch
 from ..reference import evaluate_values
-from ..signature import main_function, output_specs
+from ...core.signature import main_function, output_specs
 from . import simulate
 
 OK, MISMATCH, NO_REFERENCE, OVERWRITTEN = "ok", "mismatch", "no reference", "overwritten"

@@ -42,7 +42,7 @@ from ...core.diagnostics import CompileError, op_error
 from ...core.progress import progress
 from ...dialects import npu
 from ..hardware import HardwarePreset
-from ..signature import npu_argument_roles
+from ...core.signature import npu_argument_roles
 from .hazards import describe
 from .l2 import GlobalMemory
 from .lockstep import Block, Lockstep

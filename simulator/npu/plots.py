@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from ...core.diagnostics import CompileError
 from ..hardware import HardwarePreset, load_preset
-from ..signature import main_function
+from ...core.signature import main_function
 from .hazards import PIPE_NAMES
 from .l2 import GlobalMemory
 from .plan import HostPlan, Launch

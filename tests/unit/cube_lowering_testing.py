@@ -12,7 +12,7 @@ from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.compare import worst_mismatch
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.reference import run_reference
-from gecomp.simulator.signature import input_specs, main_function, output_specs, random_inputs
+from gecomp.core.signature import input_specs, main_function, output_specs, random_inputs
 
 
 def parse(text: str) -> ModuleOp:

@@ -15,7 +15,7 @@ from gecomp.frontend.builder import GraphBuilder, Tensor
 from gecomp.simulator.compare import worst_mismatch
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.reference import run_reference
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 import gecomp.dialects.ge as ge
 

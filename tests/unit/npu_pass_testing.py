@@ -15,7 +15,7 @@ from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.dialects import npu
 from gecomp.simulator.hardware import load_preset
 from gecomp.simulator.npu import simulate
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 from gecomp.transforms.npu.insert_sync import synchronize
 from npu_testing import kernel_module, local
 

@@ -14,7 +14,7 @@ from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.hardware import PRESET_DIR
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.npu.hazards import PIPE_INDEX
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 
 def gm(n: int | str, dtype: str = "f16") -> str:

@@ -18,7 +18,7 @@ from gecomp.lowering.plan.launches import HostPlanModel
 from gecomp.lowering.plan.streams import apply_schedule
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.reference import run_reference
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 SIZES = (16, 48, 256, 512, 1008, 4096)
 """Element counts (f16) of the synthetic buffers: below, at and above the 512-byte alignment."""

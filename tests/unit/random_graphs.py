@@ -60,7 +60,7 @@ from gecomp.core.parsing import parse_module, verify_module
 from gecomp.dialects import ge
 from gecomp.dialects.ge.canonicalization import splat_constant
 from gecomp.dialects.ge.formats import Format, format_error, with_format
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 __all__ = ["GENERATED_OPS", "RandomGraph", "graphs", "graphs_with"]
 

@@ -24,7 +24,7 @@ from gecomp.simulator.npu.localize import (
     summary,
 )
 from gecomp.simulator.run import module_level
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 from gecomp.tools import ge_sim
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -16,7 +16,7 @@ from gecomp.core.context import make_context
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.simulator.compare import precision_floor, tolerance, worst_mismatch
 from gecomp.simulator.reference import run_reference
-from gecomp.simulator.signature import TensorSpec, load_inputs, random_inputs, save_outputs
+from gecomp.core.signature import TensorSpec, load_inputs, random_inputs, save_outputs
 
 NEW_TYPES = {
     "bf16": ml_dtypes.bfloat16,

@@ -20,7 +20,7 @@ from gecomp.lowering.graph_to_fused.pattern import Match, apply_match, rejection
 from gecomp.lowering.graph_to_fused.traffic import estimate
 from gecomp.simulator.hardware import load_preset
 from gecomp.simulator.reference import run_reference
-from gecomp.simulator.signature import main_function
+from gecomp.core.signature import main_function
 
 
 def parse(body: str, args: str, results: str = ""):

@@ -28,7 +28,7 @@ from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipelin
 from gecomp.dialects import ge
 from gecomp.simulator.compare import worst_mismatch
 from gecomp.simulator.reference import run_reference
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 SETTINGS = settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 

@@ -17,7 +17,7 @@ from gecomp.dialects.ge import ConstOp, RandomAttr, TransDataOp
 from gecomp.dialects.ge.formats import Format, format_of
 from gecomp.simulator.compare import precision_floor, worst_mismatch
 from gecomp.simulator.reference import run_reference
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 from gecomp.tools import ge_opt, ge_sim
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ from gecomp.lowering.pipelines import CompilePipeline
 from gecomp.simulator.compare import worst_mismatch
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.reference import run_reference
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 M, K, N = 16, 32, 16
 

@@ -16,7 +16,7 @@ from gecomp.core.memo import ENV
 from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.reference import run_reference
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 from gecomp.dialects import npu
 from vector_testing import assert_matches, compile_and_compare, one_op, tensor
 

@@ -14,7 +14,7 @@ from gecomp.lowering.fused_to_npu.kernel_exists import kernel_problem
 from gecomp.simulator.compare import precision_floor, worst_mismatch
 from gecomp.simulator.hardware import load_preset
 from gecomp.simulator.run import execute
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 from xdsl.parser import Parser
 
 CASES = {

@@ -15,7 +15,7 @@ from xdsl.ir import Block, Region
 from gecomp.core.diagnostics import CompileError
 from gecomp.dialects import npu
 from gecomp.dialects.npu.access import Fractal, Strided, runs_overlap
-from gecomp.simulator.signature import input_specs, output_specs
+from gecomp.core.signature import input_specs, output_specs
 from npu_testing import parse, run
 
 LIT = Path(__file__).resolve().parents[1] / "lit" / "npu"

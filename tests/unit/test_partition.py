@@ -17,7 +17,7 @@ from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.compare import precision_floor, worst_mismatch
 from gecomp.simulator.devices import device_functions, run_devices
 from gecomp.simulator.reference import run_reference
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 from gecomp.transforms.distributed.sharding import reshaped_axis
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

@@ -20,7 +20,7 @@ from gecomp.lowering.plan.memory import plan_gm
 from gecomp.lowering.plan.merge_launches import MergeLaunchesPass
 from gecomp.lowering.plan.streams import assign_streams
 from gecomp.simulator.npu import simulate
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "*.mlir")))
 PLANS = [(1, False, False), (1, True, False), (0, True, False), (0, True, True)]

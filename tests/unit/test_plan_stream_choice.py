@@ -21,7 +21,7 @@ from gecomp.simulator.compare import worst_mismatch
 from gecomp.simulator.hardware import load_preset
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.reference import run_reference
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 
 BRANCHES = """
 builtin.module {

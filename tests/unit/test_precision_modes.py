@@ -21,7 +21,7 @@ from gecomp.core.parsing import parse_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.compare import compiled_floor, precision_floor, worst_mismatch
 from gecomp.simulator.run import execute
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 from gecomp.tools import ge_sim
 from gecomp.transforms.graph.precision import CUBE_OPS, DENY_LIST, MOVEMENT_OPS
 

@@ -13,7 +13,7 @@ from gecomp.core.parsing import load_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.npu.profile import OP_SUMMARY_COLUMNS, by_op_type, core_type, tasks, write_op_summary
 from gecomp.simulator.run import execute
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 from gecomp.tools import ge_prof
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -15,7 +15,7 @@ from gecomp.core.parsing import parse_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.hardware import load_preset
 from gecomp.simulator.npu import simulate
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 from npu_testing import gm, kernel_module, local, run
 
 

@@ -21,7 +21,7 @@ from gecomp.core.diagnostics import CompileError
 from gecomp.core.parsing import load_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.npu import simulate
-from gecomp.simulator.signature import input_specs, main_function, random_inputs
+from gecomp.core.signature import input_specs, main_function, random_inputs
 from npu_pass_testing import compiled, inputs_for
 from npu_random_kernels import random_kernel
 

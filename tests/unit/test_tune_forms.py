@@ -12,7 +12,7 @@ from gecomp.core.diagnostics import CompileError
 from gecomp.core.passes import Instrumentation, instrumented
 from gecomp.dialects import fused
 from gecomp.lowering.fused_to_npu.split_k import pin_form
-from gecomp.simulator.signature import main_function
+from gecomp.core.signature import main_function
 
 # Estimated fastest in 8 K slices, simulated faster in 4 (tests/lit/fused/tune-forms.mlir).
 MATMUL_GELU = """func.func @main(%a: tensor<32x1024xf16> {ge.name = "a"}) -> (tensor<32x256xf16> {ge.name = "out"}) {

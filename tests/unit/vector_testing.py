@@ -14,7 +14,7 @@ from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.dialects.ge.formats import Format, format_of, from_physical, to_physical
 from gecomp.simulator.compare import worst_mismatch
 from gecomp.simulator.run import execute
-from gecomp.simulator.signature import input_specs, main_function, output_specs, random_inputs
+from gecomp.core.signature import input_specs, main_function, output_specs, random_inputs
 
 
 def tensor(shape: Sequence[int], dtype: str = "f16", fmt: str | None = None) -> str:

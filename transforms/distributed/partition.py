@@ -37,7 +37,7 @@ from ...core.diagnostics import CompileError, op_error
 from ...core.passes import record_statistic
 from ...dialects import ge
 from ...simulator.devices import DEVICE_ATTR, DEVICES_ATTR
-from ...simulator.signature import main_function
+from ...core.signature import main_function
 from .sharding import PARTIAL, REPLICATED, Layout, Plan, is_split, propagate, shard_type, split, splittable
 
 STRATEGIES = ("dp", "tp", "pp")

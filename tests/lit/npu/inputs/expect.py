@@ -20,7 +20,7 @@ import numpy as np
 from gecomp.core.context import make_context
 from gecomp.core.parsing import load_module
 from gecomp.simulator.compare import worst_mismatch
-from gecomp.simulator.signature import input_specs, main_function, output_specs, random_inputs
+from gecomp.core.signature import input_specs, main_function, output_specs, random_inputs
 
 EXPECT = re.compile(r"^\s*//\s*EXPECT:\s*(\w+)\s*=\s*(.+)$")
 

@@ -16,8 +16,8 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, MemRefType, ModuleOp, StringAttr, TensorType
 
-from ..core import dtypes
-from ..core.diagnostics import CompileError
+from . import dtypes
+from .diagnostics import CompileError
 
 NAME_ATTR = "ge.name"
 OUTPUT_ATTR = "npu.output"
