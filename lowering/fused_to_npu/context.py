@@ -118,26 +118,6 @@ class KernelContext:
 
 KernelTemplate = Callable[[Operation, KernelContext], None]
 
-_TEMPLATES: dict[str, KernelTemplate] = {}
-
-
-def kernel_for(*op_classes: type[Operation]) -> Callable[[KernelTemplate], KernelTemplate]:
-    """Register a template for these op classes (by op name)."""
-
-    def register(template: KernelTemplate) -> KernelTemplate:
-        for cls in op_classes:
-            _TEMPLATES[cls.name] = template
-        return template
-
-    return register
-
-
-def template_for(op: Operation) -> KernelTemplate | None:
-    from . import templates  # noqa: F401  (importing registers every template)
-
-    return _TEMPLATES.get(op.name)
-
-
 def print_notes(kernel_name: str, notes: list[str]) -> None:
     for note in notes:
         print(f"[ge-to-npu] @{kernel_name}: {note}", file=sys.stderr)

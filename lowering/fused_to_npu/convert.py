@@ -8,7 +8,7 @@ launches over GM buffers, with one `npu.kernel` per op.
 * Ops that move no data get no kernel: `ge.identity` and `ge.dropout` reuse their
   input's buffer, a `ge.reshape` of an ND tensor is an `npu.gm_view` of it.
 * Every other op is lowered by the kernel template registered for it
-  (`context.kernel_for`), which writes a kernel whose parameters are the op's
+  (`templates/registry.kernel_for`), which writes a kernel whose parameters are the op's
   input buffers then its output buffers; the host launches it once. A result
   the op lets go unwritten (`FusedOp.DROPPABLE_RESULTS`) that nothing reads
   gets no buffer: the kernel's outputs are the written results, in order.
@@ -40,7 +40,8 @@ from ...dialects import fused, ge, npu
 from ...dialects.ge.formats import Format, format_of, physical_shape, with_format
 from ...simulator.hardware import load_preset
 from ...core.signature import NAME_ATTR, input_specs, main_function, output_specs
-from .context import GmTensor, KernelContext, print_notes, template_for
+from .context import GmTensor, KernelContext, print_notes
+from .templates import template_for
 from .kernel_builder import KernelBuilder
 from .kernel_cache import KernelCache, kernel_key
 from .split_k import FORM, SplitKPass

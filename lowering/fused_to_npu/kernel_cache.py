@@ -17,7 +17,7 @@ of twelve identical layers lowers each distinct kernel once.
   and whether the kernel follows a barrier of a merged kernel
   (`KernelContext.after_a_barrier`).
 
-**Why that is sufficient**: a template (`context.kernel_for`) sees the op, its
+**Why that is sufficient**: a template (`templates/registry.kernel_for`) sees the op, its
 `GmTensor`s and a `KernelContext`; the op and the tensors' types, formats and
 constness are in the key, and the only graph facts a template reads beyond them
 are a constant's splat value (in the key) and the op's own regions (in the key).

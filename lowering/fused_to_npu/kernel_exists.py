@@ -18,7 +18,8 @@ from xdsl.ir import Operation
 from ...core import memo
 from ...core.diagnostics import CompileError
 from ...simulator.hardware import HardwarePreset
-from .context import GmTensor, KernelContext, template_for
+from .context import GmTensor, KernelContext
+from .templates import template_for
 from .convert import gm_memref
 from .kernel_builder import KernelBuilder
 from .kernel_cache import kernel_key

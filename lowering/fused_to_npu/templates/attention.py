@@ -60,7 +60,8 @@ from xdsl.dialects.builtin import f32
 from ....dialects import fused, npu
 from ....dialects.ge.formats import Format
 from ...tiling import FRACTAL, AttentionShape, AttentionTiling, choose_attention_tiling, round_up
-from ..context import GmTensor, KernelContext, kernel_for
+from ..context import GmTensor, KernelContext
+from .registry import kernel_for
 from ..kernel_builder import Index
 from ..vector_emitter import Operand, Tile, VectorEmitter, emit_elementwise
 from .cube import RATES

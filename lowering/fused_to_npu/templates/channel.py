@@ -23,7 +23,8 @@ from xdsl.dialects.builtin import f32
 
 from ....dialects import ge, npu
 from ....dialects.ge.formats import Format
-from ..context import KernelContext, kernel_for
+from ..context import KernelContext
+from .registry import kernel_for
 from ..row_kernel import Role, RowOperand, RowView, blocked_view, emit_row_kernel
 from ..vector_emitter import Operand, Tile, VectorEmitter, as_col
 from .normalization import fp32_working_copy

@@ -41,7 +41,8 @@ from xdsl.dialects.builtin import StringAttr
 
 from ....core.diagnostics import CompileError, op_error
 from ....dialects import fused, ge
-from ..context import KernelContext, kernel_for
+from ..context import KernelContext
+from .registry import kernel_for
 from ..kernel_builder import KernelBuilder
 from .conv import ConvCase, conv_case, gemm_1x1_problem, img2col_problem
 from .cube_kernel import choose_problem_tiling, emit_cube_kernel

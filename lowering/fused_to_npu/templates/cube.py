@@ -19,7 +19,8 @@ from xdsl.dialects.builtin import f16, f32
 from ....dialects import fused, ge
 from ....dialects.fused.base import ACTIVATIONS
 from ...tiling import GemmShape
-from ..context import GmTensor, KernelContext, kernel_for, named
+from ..context import GmTensor, KernelContext, named
+from .registry import kernel_for
 from ..vector_emitter import Tile, VectorEmitter, add_terms, emit_elementwise
 from .cube_epilogue import CubeEpilogue, EpilogueInput, EpilogueTiles
 from .cube_kernel import CubeProblem, emit_cube_kernel

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ....dialects import ge
-from ..context import KernelContext, kernel_for
+from ..context import KernelContext
+from .registry import kernel_for
 from .copy_kernel import emit_moves, pieces_of
 from .index_map import IndexMap, MapAxis, box_map
 

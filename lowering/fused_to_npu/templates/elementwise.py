@@ -6,7 +6,8 @@ from __future__ import annotations
 from xdsl.dialects.builtin import f32
 
 from ....dialects import fused, ge, npu
-from ..context import KernelContext, kernel_for
+from ..context import KernelContext
+from .registry import kernel_for
 from ..row_kernel import emit_row_kernel, row_view
 from ..vector_emitter import Operand, Tile, VectorEmitter, VectorUnsupported, emit_elementwise
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from ....dialects import ge, npu
 from ....simulator.npu.costs import transfer_cycles, vector_cycles
-from ..context import KernelContext, kernel_for
+from ..context import KernelContext
+from .registry import kernel_for
 from ..kernel_builder import Index
 from .copy_kernel import copy_strides, grid_coordinates, tile_numbers
 

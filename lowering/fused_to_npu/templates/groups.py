@@ -35,7 +35,8 @@ from ....core import dtypes
 from ....dialects import fused, ge
 from ....dialects.fused.kinds import PatternKind, pattern_kind, reduced_axes_of
 from ....dialects.ge.formats import Format, format_of
-from ..context import GmTensor, KernelContext, kernel_for
+from ..context import GmTensor, KernelContext
+from .registry import kernel_for
 from ..nz_rows import NzRows
 from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel
 from ..row_view import wide_row_pieces

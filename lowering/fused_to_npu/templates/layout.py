@@ -9,7 +9,8 @@ UB, rather than 32-byte copies."""
 from __future__ import annotations
 
 from ....dialects import ge
-from ..context import KernelContext, kernel_for
+from ..context import KernelContext
+from .registry import kernel_for
 from .copy_kernel import emit_moves, pieces_of
 from .index_map import box_map
 

@@ -26,7 +26,8 @@ from xdsl.dialects.builtin import f32, i1
 
 from ....dialects import fused, ge, npu
 from ....dialects.ge.formats import Format
-from ..context import GmTensor, KernelContext, kernel_for
+from ..context import GmTensor, KernelContext
+from .registry import kernel_for
 from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel, operand_role
 from ..vector_emitter import Operand, Tile, VectorEmitter
 

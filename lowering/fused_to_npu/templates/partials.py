@@ -16,7 +16,8 @@ from xdsl.dialects.builtin import f32
 
 from ....dialects import fused, npu
 from ....dialects.ge.formats import Format
-from ..context import GmTensor, KernelContext, kernel_for, named
+from ..context import GmTensor, KernelContext, named
+from .registry import kernel_for
 from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel, operand_role
 from ..vector_emitter import Operand, Tile, VectorEmitter, add_terms
 from .cube import activate

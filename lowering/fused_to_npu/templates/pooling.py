@@ -37,7 +37,8 @@ from xdsl.ir import SSAValue
 from ....core import dtypes
 from ....dialects import ge, npu
 from ....dialects.ge.formats import Format, c0
-from ..context import KernelContext, kernel_for
+from ..context import KernelContext
+from .registry import kernel_for
 from ..kernel_builder import Index, KernelBuilder
 from .copy_kernel import copy_strides, grid_coordinates, tile_numbers
 from .copy_layout import round_up

@@ -28,7 +28,8 @@ from ....core import dtypes
 from ....dialects import ge, npu
 from ....dialects.ge.formats import Format
 from ....dialects.ge.reduction import reduced_axes
-from ..context import GmTensor, KernelContext, kernel_for
+from ..context import GmTensor, KernelContext
+from .registry import kernel_for
 from ..kernel_builder import Index
 from ..row_kernel import Body, Role, RowOperand, RowView, emit_row_kernel, fits
 from ..vector_emitter import UB_ALIGN_BYTES, Tile, VectorEmitter
