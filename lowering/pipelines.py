@@ -10,20 +10,9 @@ from xdsl.passes import ModulePass
 from ..core.passes import PipelinePass
 from ..core.precision import DEFAULT_MODE, MUST_KEEP_ORIGIN_DTYPE
 from ..transforms.graph.precision import PrecisionPass, check_mode, op_names
-from ..transforms.npu.double_buffer import DoubleBufferPass
-from ..transforms.npu.insert_sync import InsertSyncPass
-from ..transforms.npu.plan_local_memory import PlanLocalMemoryPass
-from ..transforms.npu.prefetch_constants import PrefetchConstantsPass
-from .fused_to_npu.convert import ToNpuPass
-from .fused_to_npu.materialize_broadcasts import MaterializeBroadcastsPass
-from .fused_to_npu.split_k import SplitKPass
-from .fused_to_npu.split_norm import SplitMatmulNormPass
 from .fused_to_npu.tune_convs import TuneConvsPass
 from .fused_to_npu.tune_tilings import TuneTilingsPass
-from .fused_to_npu.ungroup import UngroupPass
-from .plan.memory import PlanGmPass
-from .plan.merge_launches import MergeLaunchesPass
-from .plan.streams import AssignStreamsPass
+from .stages import form_stages, kernel_stages
 
 
 @dataclass(frozen=True)
@@ -57,10 +46,7 @@ class LowerToNpuPipeline(PipelinePass):
             merge=self.merge,
         )
         return [
-            SplitMatmulNormPass(hw=self.hw, debug=self.debug, merge=self.merge),
-            SplitKPass(hw=self.hw, debug=self.debug, merge=self.merge),
-            UngroupPass(hw=self.hw, debug=self.debug),
-            MaterializeBroadcastsPass(hw=self.hw),
+            *form_stages(self.hw, self.debug, self.merge),
             *([self._conv_tuning(), tuning] if self.tune else []),
             *self.kernel_stages(),
         ]
@@ -74,15 +60,7 @@ class LowerToNpuPipeline(PipelinePass):
     def kernel_stages(self) -> list[ModulePass]:
         """From the fused graph to the finished npu module: what fused-tune-tilings
         compiles each candidate with."""
-        return [
-            ToNpuPass(hw=self.hw, debug=self.debug, merge=self.merge),
-            DoubleBufferPass(enable=self.double_buffer, hw=self.hw),
-            PlanLocalMemoryPass(hw=self.hw),
-            InsertSyncPass(hw=self.hw),
-            AssignStreamsPass(streams=self.streams, hw=self.hw, merge=self.merge, debug=self.debug),
-            PlanGmPass(hw=self.hw, reuse=self.reuse),
-            *([MergeLaunchesPass(hw=self.hw), PrefetchConstantsPass(hw=self.hw)] if self.merge else []),
-        ]
+        return kernel_stages(self.hw, self.debug, self.reuse, self.streams, self.double_buffer, self.merge)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from ...dialects import npu
 from ...simulator.hardware import HardwarePreset, load_preset
 from ...simulator.npu import simulate
 from ...core.signature import input_specs, main_function, random_inputs
+from ..stages import form_stages, kernel_stages
 
 Choices = list[tuple[int, list[Any]]]
 """(position of an op in `@main`'s body, the choices to try for it), in the order tried."""
@@ -128,14 +129,13 @@ class SimulatedTuningPass(ModulePass):
         if self.debug:
             print(f"[{self.name}] {subject}: {text}", file=sys.stderr)
 
-    def lowering(self):
-        """`ge-lower-to-npu` with this pass's options and no tuning (imported here: it
-        runs the tuning passes)."""
-        from ..pipelines import LowerToNpuPipeline
+    def form_stages(self) -> list[ModulePass]:
+        """The lowering's form passes with this pass's options (no tuning)."""
+        return form_stages(self.hw, self.debug, self.merge)
 
-        return LowerToNpuPipeline(
-            hw=self.hw, reuse=self.reuse, streams=self.streams, double_buffer=self.double_buffer, merge=self.merge
-        )
+    def kernel_stages(self) -> list[ModulePass]:
+        """The rest of the lowering after the forms, with this pass's options."""
+        return kernel_stages(self.hw, self.debug, self.reuse, self.streams, self.double_buffer, self.merge)
 
 
 def _describe(op: Operation) -> str:

@@ -69,4 +69,4 @@ class TuneConvsPass(SimulatedTuningPass):
         pin_algorithm(op, choice)
 
     def candidate_stages(self) -> list[ModulePass]:
-        return self.lowering().kernel_stages()
+        return self.kernel_stages()

@@ -71,4 +71,4 @@ class TuneFormsPass(SimulatedTuningPass):
         pin_form(op, choice)
 
     def candidate_stages(self) -> list[ModulePass]:
-        return self.lowering().stages()
+        return [*self.form_stages(), *self.kernel_stages()]

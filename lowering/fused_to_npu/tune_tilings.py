@@ -53,4 +53,4 @@ class TuneTilingsPass(SimulatedTuningPass):
         pin_rank(op, choice)
 
     def candidate_stages(self) -> list[ModulePass]:
-        return self.lowering().kernel_stages()
+        return self.kernel_stages()

@@ -1,0 +1,53 @@
+"""The passes that take a fused module to a finished npu module, as lists.
+
+`ge-lower-to-npu` (`pipelines.py`) runs them, and so do the tuning passes
+(`fused_to_npu/simulated_tuning.py`), which compile every candidate with the
+rest of the lowering. The lists live here, below both, so that the tuning
+passes read them without importing the pipeline that runs the tuning passes.
+"""
+
+from __future__ import annotations
+
+from xdsl.passes import ModulePass
+
+from ..transforms.npu.double_buffer import DoubleBufferPass
+from ..transforms.npu.insert_sync import InsertSyncPass
+from ..transforms.npu.plan_local_memory import PlanLocalMemoryPass
+from ..transforms.npu.prefetch_constants import PrefetchConstantsPass
+from .fused_to_npu.convert import ToNpuPass
+from .fused_to_npu.materialize_broadcasts import MaterializeBroadcastsPass
+from .fused_to_npu.split_k import SplitKPass
+from .fused_to_npu.split_norm import SplitMatmulNormPass
+from .fused_to_npu.ungroup import UngroupPass
+from .plan.memory import PlanGmPass
+from .plan.merge_launches import MergeLaunchesPass
+from .plan.streams import AssignStreamsPass
+
+
+def form_stages(hw: str, debug: bool, merge: bool) -> list[ModulePass]:
+    """Each fused op in the form its kernels take: split normalised products and
+    split-K products, groups that cannot be one kernel ungrouped, broadcasts
+    materialised where a kernel cannot read them."""
+    return [
+        SplitMatmulNormPass(hw=hw, debug=debug, merge=merge),
+        SplitKPass(hw=hw, debug=debug, merge=merge),
+        UngroupPass(hw=hw, debug=debug),
+        MaterializeBroadcastsPass(hw=hw),
+    ]
+
+
+def kernel_stages(
+    hw: str, debug: bool, reuse: bool, streams: int, double_buffer: bool, merge: bool
+) -> list[ModulePass]:
+    """From the fused graph in kernel forms to the finished npu module: kernels,
+    double buffering, local memory, synchronisation, streams, GM planning, and
+    (with `merge`) merged launches with their constants prefetched."""
+    return [
+        ToNpuPass(hw=hw, debug=debug, merge=merge),
+        DoubleBufferPass(enable=double_buffer, hw=hw),
+        PlanLocalMemoryPass(hw=hw),
+        InsertSyncPass(hw=hw),
+        AssignStreamsPass(streams=streams, hw=hw, merge=merge, debug=debug),
+        PlanGmPass(hw=hw, reuse=reuse),
+        *([MergeLaunchesPass(hw=hw), PrefetchConstantsPass(hw=hw)] if merge else []),
+    ]
