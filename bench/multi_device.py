@@ -32,7 +32,7 @@ from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.dialects import ge
 from gecomp.simulator.hardware import load_preset
 from gecomp.lowering.compute_time import ComputeTimer
-from gecomp.simulator.multi_device import simulate_devices
+from gecomp.lowering.plan.device_streams import simulate_devices
 
 DEFAULT_CASES = [
     ("examples/mlp.mlir", "dp", [2, 4]),

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, module: ModuleOp, source: ModuleOp | None, che
     if args.report or args.json or args.trace:
         from ..lowering.compute_time import ComputeTimer
         from ..simulator.hardware import load_preset
-        from ..simulator.multi_device import simulate_devices
+        from ..lowering.plan.device_streams import simulate_devices
 
         report = simulate_devices(module, ComputeTimer(load_preset(args.hw)), hw=args.hw, algorithm=args.collectives)
         if args.report:

@@ -64,7 +64,7 @@ def run_point(point: Point) -> Result:
     from ..core.passes import parse_pass_pipeline, run_pipeline
     from ..simulator.hardware import load_preset
     from ..lowering.compute_time import ComputeTimer
-    from ..simulator.multi_device import simulate_devices
+    from ..lowering.plan.device_streams import simulate_devices
 
     start = time.perf_counter()
     result = Result(**asdict(point))

@@ -15,7 +15,8 @@ from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.lowering.compute_time import ComputeTimer
 from gecomp.simulator.collectives import collective_cost, load_interconnect
 from gecomp.simulator.hardware import load_preset
-from gecomp.simulator.multi_device import device_tasks, exposed, simulate_devices
+from gecomp.lowering.plan.device_streams import device_tasks, simulate_devices
+from gecomp.simulator.multi_device import exposed
 
 T = "tensor<128x128xf16>"
 
