@@ -41,7 +41,18 @@ def _contract(lhs: tuple[int, ...], rhs: tuple[int, ...], transpose_a: bool, tra
     return m, n
 
 
+def exact_sums(*arrays: np.ndarray) -> list[np.ndarray]:
+    """Float operands widened to f64 for a contraction: the reference's sums are then
+    correctly rounded once the result is stored, whatever order the BLAS adds in.
+    In f32 they would depend on it (a multi-threaded BLAS and a single-threaded one
+    differ in the last bits), and a model whose logits are large and nearly equal
+    (the light zoo's SqueezeNet: 1000 logits of 9.5e9, its weights constants)
+    turns those bits into a different softmax."""
+    return [x.astype(np.float64) if x.dtype.kind == "f" else x for x in arrays]
+
+
 def _matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -> np.ndarray:
+    a, b = exact_sums(a, b)
     if transpose_a:
         a = np.swapaxes(a, -1, -2)
     if transpose_b:
@@ -171,7 +182,7 @@ class Conv2DOp(GEOp):
 
     @classmethod
     def compute(cls, inputs, a, result_types):
-        x, w = inputs
+        x, w = exact_sums(*inputs)
         t, l, b, r = a.pads
         x = np.pad(x, ((0, 0), (0, 0), (t, b), (l, r)))
         n = x.shape[0]

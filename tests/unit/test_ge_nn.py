@@ -327,3 +327,18 @@ def test_conv2d_infers_the_onnx_output_shape():
     op = Conv2DOp.new(*block.args, strides=(2, 3), pads=(1, 2, 0, 1), dilations=(2, 1), groups=2)
     # H: (13 + 1 + 0 - 2*2 - 1) // 2 + 1 = 5; W: (11 + 2 + 1 - 4 - 1) // 3 + 1 = 4
     assert op.result_types[0] == tensor((2, 8, 5, 4), f16)
+
+
+def test_products_are_summed_exactly_then_rounded_once(run_op):
+    """The reference's matmul and conv sums are correctly rounded f32 values, not
+    whatever an f32 accumulation in the BLAS's order gives: large terms that
+    cancel (1e8 + 1 - 1e8 ...) are summed as the exact value would be."""
+    k = 4096
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, k)).astype(np.float32) * np.float32(1e4)
+    b = rng.standard_normal((k, 3)).astype(np.float32)
+    exact = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+    assert np.array_equal(run_op(MatmulOp, a, b), exact)
+    x = a.reshape(2, k, 1, 1)
+    w = np.ascontiguousarray(b.T).reshape(3, k, 1, 1)
+    assert np.array_equal(run_op(Conv2DOp, x, w).reshape(2, 3), exact)
