@@ -45,7 +45,8 @@ from xdsl.passes import ModulePass
 from ...core.passes import record_statistic
 from ...dialects import npu
 from ...simulator.hardware import HardwarePreset, load_preset
-from .affine import constant_bounds, constant_int, trip_count
+from ...simulator.npu.scalar import CMPI
+from .affine import AffineCache, constant_bounds, constant_int, trip_count
 from .buffers import Liveness, instructions, root_alloc
 from .distinct_kernels import transform_kernels
 from .plan_local_memory import Buffer, place
@@ -233,7 +234,59 @@ def double_buffer_kernel(kernel: npu.KernelOp, preset: HardwarePreset) -> Outcom
         PairedLoop(loop, copies).rewrite()
         outcome.doubled += 1
         outcome.buffers += len(copies)
+    if outcome.doubled:
+        fold_static_guards(kernel)
     return outcome
+
+
+def fold_static_guards(kernel: npu.KernelOp) -> None:
+    """Inline (or drop) every `scf.if` whose condition compares constants. The
+    remainder of a loop with constant bounds runs at a constant induction value,
+    which can make a guard of the body static: a false one may hold an access
+    that would be out of bounds (a padding row of a convolution), and a constant
+    out-of-bounds offset is an error even in code that never runs."""
+    affine = AffineCache()
+    while True:
+        found = next(
+            ((op, known) for op in kernel.walk() if isinstance(op, scf.IfOp)
+             for known in [_static_condition(op.cond, affine)] if known is not None),
+            None,
+        )
+        if found is None:
+            return
+        _inline_branch(*found)
+
+
+def _static_condition(cond: SSAValue, affine: AffineCache) -> bool | None:
+    owner = cond.owner
+    if not isinstance(owner, arith.CmpiOp):
+        return None
+    lhs, rhs = affine(owner.lhs), affine(owner.rhs)
+    if not (lhs.is_constant and rhs.is_constant):
+        return None
+    return bool(CMPI[owner.predicate.value.data](lhs.const, rhs.const))
+
+
+def _inline_branch(guard: scf.IfOp, taken: bool) -> None:
+    """Replace `guard` by the ops of its `taken` branch."""
+    region = guard.true_region if taken else guard.false_region
+    yields: list[SSAValue] = []
+    if region.blocks:
+        block = region.block
+        terminator = block.last_op
+        yields = list(terminator.operands)
+        for op in list(block.ops):
+            if op is not terminator:
+                op.detach()
+                guard.parent_block().insert_op_before(op, guard)
+    for result, value in zip(guard.results, yields):
+        result.replace_by(value)
+    condition = guard.cond.owner
+    guard.detach()
+    guard.erase()
+    if not condition.results[0].uses:
+        condition.detach()
+        condition.erase()
 
 
 @dataclass(frozen=True)
