@@ -117,3 +117,29 @@ def test_the_caches_change_nothing(monkeypatch, source, pipeline):
     assert a.report.total_cycles == b.report.total_cycles
     for x, y in zip(a.outputs, b.outputs, strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_no_tiling_search_runs_twice(monkeypatch):
+    """With the memos on, every cube tiling search of a convolutional block (the
+    implicit GEMM's `ImageOperand`, the 1x1 GEMM's views, each estimated by
+    conv_select and searched again when the kernel is built) runs once per key;
+    with them off, searches repeat."""
+    from gecomp.lowering import tiling
+
+    searched = []
+    search = tiling._search
+
+    def counted(hw, shape, a, bs, epilogue, first_b_prefetched):
+        searched.append(tiling._search_key(hw, shape, a, bs, epilogue, first_b_prefetched))
+        return search(hw, shape, a, bs, epilogue, first_b_prefetched)
+
+    monkeypatch.setattr(tiling, "_search", counted)
+    text = (EXAMPLES / "resnet_block.mlir").read_text()
+    tiling._SEARCHES.clear()
+    compiled(text, "ge-compile", True, monkeypatch)
+    keys = list(searched)
+    assert keys and None not in keys, "every operand of a convolution's product has a cost_key"
+    assert len(set(keys)) == len(keys)
+    searched.clear()
+    compiled(text, "ge-compile", False, monkeypatch)
+    assert len(searched) > len(keys)

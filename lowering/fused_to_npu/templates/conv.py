@@ -164,6 +164,12 @@ class ImageOperand:
 
     # ---- sizes and costs (lowering/tiling.py) ----
 
+    @property
+    def cost_key(self) -> tuple:
+        """What determines its sizes and costs in the tiling search (which memoises
+        the search on it): the geometry, the side, the input's format and type."""
+        return (type(self), self.g, self.transposed, self.x.format, self.x.element_type)
+
     def _pixel_rows(self, rows: int, cols: int) -> int:
         pixels = cols if self.transposed else rows
         return max(1, pixels // self.g.ow)
@@ -380,6 +386,11 @@ class OihwWeights:
         self.l1 = MatrixView(w, self.rows, self.cols, ND, False, 0)
         self.batches = BatchMap(((g.n, 0), (g.groups, g.og * g.cg * g.window)))
         self._zeros = None
+
+    @property
+    def cost_key(self) -> tuple:
+        """What determines its sizes and costs in the tiling search: the geometry and the type."""
+        return (type(self), self.g, self.w.element_type)
 
     def l1_elements(self, rows: int, cols: int) -> int:
         return self.l1.l1_elements(rows, cols)
