@@ -293,12 +293,13 @@ def _search_key(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple | None:
 
 def _search(hw, shape, a, bs, epilogue, first_b_prefetched) -> list[CubeTiling]:
     a, bs = _KnownCosts(a), [_KnownCosts(b) for b in bs]
+    scoring = _Scoring(hw, shape, a, bs, epilogue, first_b_prefetched)
     scored = []
-    for cand in _candidates(hw, shape, a, bs):
-        reserved = ub_reserved(a, cand.mb, cand.kc) + sum(ub_reserved(b, cand.kc, cand.n_block) for b in bs)
-        rows = _epilogue_rows(hw, cand, epilogue, reserved)
+    for cand in _candidates(hw, shape, a, bs, scoring.l1_bytes):
+        reserved_a, reserved_bs = scoring.reserved(cand.mb, cand.kc, cand.n_block)
+        rows = _epilogue_rows(hw, cand, epilogue, reserved_a + reserved_bs)
         if rows is not None:
-            scored.append(_score(hw, shape, a, bs, epilogue, cand, rows, first_b_prefetched))
+            scored.append(scoring.score(cand, rows))
     if not scored:
         raise ValueError(
             f"no tiling of ({shape.m} x {shape.k}) @ ({shape.k} x {shape.n}) fits the buffers of preset '{hw.name}'"
@@ -376,7 +377,9 @@ def with_count(t: CubeTiling, count: int, rank: int = 0) -> CubeTiling:
     return CubeTiling(**{**t.__dict__, "candidates": count, "rank": rank})
 
 
-def _candidates(hw, shape: GemmShape, a, bs):
+def _candidates(hw, shape: GemmShape, a, bs, l1):
+    """Every (mb, n_block, nb, kb, kc, a_resident) whose L0 and L1 buffers fit;
+    `l1(mb, n_block, kc, a_resident)` gives the L1 bytes (`l1_bytes`)."""
     size = shape.in_bytes
     l0c = hw.capacity("l0c")
     limit = max(TILE_CANDIDATES)
@@ -402,10 +405,10 @@ def _candidates(hw, shape: GemmShape, a, bs):
                     continue
                 resident = _a_can_stay(hw, shape, a, mb, n_block)
                 for kc in _chunks(kb, shape.k, k_step):
-                    if l1_bytes(hw, shape, a, bs, mb, n_block, kc, False) > hw.capacity("l1"):
+                    if l1(mb, n_block, kc, False) > hw.capacity("l1"):
                         break
                     yield _Candidate(mb, n_block, nb, kb, kc)
-                    if resident and l1_bytes(hw, shape, a, bs, mb, n_block, kc, True) <= hw.capacity("l1"):
+                    if resident and l1(mb, n_block, kc, True) <= hw.capacity("l1"):
                         yield _Candidate(mb, n_block, nb, kb, kc, True)
 
 
@@ -481,99 +484,190 @@ def _first_chunk_at_top(shape: GemmShape, c: _Candidate, per_core: int) -> bool:
     return first_item_at_top and shape.m % c.mb == 0 and shape.n % c.n_block == 0 and pairs <= 1
 
 
-def _score(
-    hw, shape: GemmShape, a, bs, e: EpilogueCost, c: _Candidate, rows: int, first_b_prefetched: bool = False
-) -> CubeTiling:
-    items, per_core = _share(hw, shape, c.mb, c.n_block)
-    block_dim = -(-items // per_core)
-    # A full item (tails are cheaper; the estimate is for ranking).
-    mb = min(c.mb, round_up(shape.m, FRACTAL))
-    n_block = min(c.n_block, round_up(shape.n, FRACTAL))
-    k = shape.k
-    chunks = -(-k // c.kc)
-    steps = -(-k // c.kb)
-    n_sub = -(-n_block // c.nb)
-    kb = min(c.kb, k)
-    kc = min(c.kc, k)
-    mmad = shape.products * n_sub * mmad_cycles(hw, mb, c.nb, kb, shape.rate)  # one L0 step
-    cube = steps * mmad
-    # A chunk's transfers stream; the flag to MTE1 waits for the last to land.
-    # A resident A is staged by the core's first item only: its share per item.
+class _Scoring:
+    """The estimate of each candidate of one search (`score`). Candidates share
+    most of their parts (an item's staging, its L0 loads, its epilogue chunks, its
+    share of the cores, its L1 bytes): each part is computed once per search, keyed
+    on the values it depends on, by the same expressions in the same order, so the
+    estimates are exactly those of computing every candidate afresh."""
 
-    staged: dict[int, tuple[float, float]] = {}  # the chunks of an item have at most two sizes
+    def __init__(self, hw, shape: GemmShape, a, bs, e: EpilogueCost, first_b_prefetched: bool) -> None:
+        self.hw, self.shape, self.a, self.bs, self.e = hw, shape, a, bs, e
+        self.first_b_prefetched = first_b_prefetched
+        self.gm_latency = hw.paths["gm_to_l1"].latency
+        self.l0b_latency = hw.paths["l1_to_l0b"].latency
+        self.m16, self.n16 = round_up(shape.m, FRACTAL), round_up(shape.n, FRACTAL)
+        self.hbm = (shape.batch * (shape.m * shape.k + shape.weights * shape.k * shape.n) * shape.in_bytes) / hw.hbm_bytes_per_cycle
+        self._l1: dict[tuple, int] = {}
+        self._reserved: dict[tuple, tuple[int, int]] = {}
+        self._share: dict[tuple, tuple[int, int]] = {}
+        self._staging: dict[tuple, tuple[float, float]] = {}
+        self._items: dict[tuple, tuple[float, float]] = {}
+        self._hbm: dict[tuple, float] = {}
+        self._mmad: dict[tuple, int] = {}
+        self._load: dict[tuple, int] = {}
+        self._epilogue: dict[tuple, tuple] = {}
 
-    def staging(size: int) -> tuple[float, float]:
+    # Each part: looked up by the values it depends on, computed on a miss.
+
+    def l1_bytes(self, mb: int, n_block: int, kc: int, a_resident: bool) -> int:
+        key = (mb, n_block, kc, a_resident)
+        found = self._l1.get(key)
+        if found is None:
+            found = self._l1[key] = l1_bytes(self.hw, self.shape, self.a, self.bs, mb, n_block, kc, a_resident)
+        return found
+
+    def reserved(self, mb: int, kc: int, n_block: int) -> tuple[int, int]:
+        """UB the operands' staging reserves: (A's, the B operands' together)."""
+        key = (mb, kc, n_block)
+        found = self._reserved.get(key)
+        if found is None:
+            found = self._reserved[key] = (
+                ub_reserved(self.a, mb, kc),
+                sum(ub_reserved(b, kc, n_block) for b in self.bs),
+            )
+        return found
+
+    def share(self, mb: int, n_block: int) -> tuple[int, int]:
+        key = (mb, n_block)
+        found = self._share.get(key)
+        if found is None:
+            found = self._share[key] = _share(self.hw, self.shape, mb, n_block)
+        return found
+
+    def staging(self, mb: int, n_block: int, size: int) -> tuple[float, float]:
         """(A, B and the landing) cycles of staging a chunk of `size`."""
-        if size not in staged:
-            b_cycles = sum(b.stage_cycles(hw, size, n_block) for b in bs) + hw.paths["gm_to_l1"].latency
-            staged[size] = a.stage_cycles(hw, mb, size), b_cycles
-        return staged[size]
+        key = (mb, n_block, size)
+        found = self._staging.get(key)
+        if found is None:
+            b_cycles = sum(b.stage_cycles(self.hw, size, n_block) for b in self.bs) + self.gm_latency
+            found = self._staging[key] = (self.a.stage_cycles(self.hw, mb, size), b_cycles)
+        return found
 
-    stage_a, stage_b = staging(kc)
-    stage = stage_a + stage_b
-    a_item, b_item = _item_staging(staging, k, kc)
-    b_hbm = _weights_hbm_cycles(hw, shape, bs, k, n_block, block_dim, c.mb, chunks)
-    # The first chunk's B loaded before the barrier leaves the first item's MTE2
-    # and the fill (its landing stays: A's first chunk lands under the same flag).
-    prefetched = 0.0
-    if first_b_prefetched and _first_chunk_at_top(shape, c, per_core):
-        prefetched = stage_b - hw.paths["gm_to_l1"].latency
-        stage -= prefetched
-    # A resident: the core's first item stages A and B, the others B alone.
-    with_a = max(a_item + b_item - prefetched, b_hbm)
-    mte2 = (with_a + (per_core - 1) * max(b_item, b_hbm)) / per_core if c.a_resident else with_a
-    load = (
-        a.load_cycles(hw, "l0a", mb, kb)
-        + n_sub * sum(b.load_cycles(hw, "l0b", kb, c.nb) for b in bs)
-        + hw.paths["l1_to_l0b"].latency
-    )
-    mte1 = steps * load
-    chunks_per_item = -(-mb // rows)
-    fixpipe = chunks_per_item * shape.products * n_sub * transfer_cycles(
-        hw, "l0c_to_ub", 1, rows * c.nb * e.fixpipe_bytes
-    )
-    vector = chunks_per_item * (
-        e.vector_instructions * hw.vector_costs["binary"].head
-        + math.ceil(e.vector_repeats_per_element * rows * n_block)
-    )
-    store = chunks_per_item * transfer_cycles(hw, "ub_to_gm", rows, n_block * e.out_bytes)
-    epilogue = fixpipe + vector + store
-    # Each pipe's work per item, with what must happen before its first item and
-    # after its last: the first chunk staged and loaded before the cube starts,
-    # the last chunk's L0 steps after it lands, L0C drained by the fixpipes
-    # before the next item accumulates, the last item's epilogue after its last
-    # mmad. The pipe that finishes last sets the time.
-    last_chunk_steps = -(-(k - (chunks - 1) * kc) // kb)
-    fill = stage + load
-    drain = fixpipe if per_core > 1 else 0
-    last = fixpipe + vector + store // max(chunks_per_item, 1)
-    critical = max(
-        per_core * mte2 + last_chunk_steps * max(load, mmad) + last,
-        stage + per_core * mte1 + mmad + last,
-        fill + per_core * cube + last,
-        fill + cube + per_core * epilogue,
-    )
-    contention = _steady(cube, mte2, mte1, epilogue) - max(cube, mte2, mte1, epilogue)
-    estimate = critical + per_core * contention + (per_core - 1) * drain
-    hbm = (shape.batch * (shape.m * shape.k + shape.weights * shape.k * shape.n) * shape.in_bytes) / hw.hbm_bytes_per_cycle
-    estimate = max(estimate, hbm)
-    buffers = (
-        ("l1", l1_bytes(hw, shape, a, bs, c.mb, c.n_block, c.kc, c.a_resident)),
-        ("l0a", 2 * round_up(c.mb, FRACTAL) * c.kb * shape.in_bytes),
-        ("l0b", 2 * c.kb * c.nb * shape.in_bytes),
-        ("l0c", shape.products * c.mb * -(-c.n_block // c.nb) * c.nb * 4),
-        (
-            "ub",
-            ub_bytes(e, rows, round_up(c.n_block, FRACTAL), row_slots(per_core, c.a_resident))
-            + ub_reserved(a, c.mb, c.kc)
-            + sum(ub_reserved(b, c.kc, c.n_block) for b in bs),
-        ),
-    )
-    terms = (("cube", cube), ("mte2", mte2), ("mte1", mte1), ("epilogue", epilogue), ("fill", fill), ("drain", drain))
-    return CubeTiling(
-        shape, c.mb, c.n_block, c.nb, c.kb, c.kc, rows, items, per_core, block_dim, estimate, terms, buffers, 0,
-        c.a_resident,
-    )
+    def item_staging(self, mb: int, n_block: int, kc: int) -> tuple[float, float]:
+        key = (mb, n_block, kc)
+        found = self._items.get(key)
+        if found is None:
+            found = self._items[key] = _item_staging(lambda size: self.staging(mb, n_block, size), self.shape.k, kc)
+        return found
+
+    def weights_hbm(self, n_block: int, block_dim: int, mb: int, chunks: int) -> float:
+        key = (n_block, block_dim, mb, chunks)
+        found = self._hbm.get(key)
+        if found is None:
+            found = self._hbm[key] = _weights_hbm_cycles(
+                self.hw, self.shape, self.bs, self.shape.k, n_block, block_dim, mb, chunks
+            )
+        return found
+
+    def mmad(self, mb: int, nb: int, kb: int, n_sub: int) -> int:
+        """One L0 step's products."""
+        key = (mb, nb, kb, n_sub)
+        found = self._mmad.get(key)
+        if found is None:
+            found = self._mmad[key] = self.shape.products * n_sub * mmad_cycles(self.hw, mb, nb, kb, self.shape.rate)
+        return found
+
+    def load(self, mb: int, kb: int, nb: int, n_sub: int) -> int:
+        """One L0 step's loads, and the landing."""
+        key = (mb, kb, nb, n_sub)
+        found = self._load.get(key)
+        if found is None:
+            found = self._load[key] = (
+                self.a.load_cycles(self.hw, "l0a", mb, kb)
+                + n_sub * sum(b.load_cycles(self.hw, "l0b", kb, nb) for b in self.bs)
+                + self.l0b_latency
+            )
+        return found
+
+    def epilogue(self, mb: int, rows: int, nb: int, n_block: int, n_sub: int) -> tuple:
+        """(row chunks per item, fixpipe, vector and store cycles of an item)."""
+        key = (mb, rows, nb, n_block, n_sub)
+        found = self._epilogue.get(key)
+        if found is None:
+            hw, e = self.hw, self.e
+            chunks_per_item = -(-mb // rows)
+            fixpipe = chunks_per_item * self.shape.products * n_sub * transfer_cycles(
+                hw, "l0c_to_ub", 1, rows * nb * e.fixpipe_bytes
+            )
+            vector = chunks_per_item * (
+                e.vector_instructions * hw.vector_costs["binary"].head
+                + math.ceil(e.vector_repeats_per_element * rows * n_block)
+            )
+            store = chunks_per_item * transfer_cycles(hw, "ub_to_gm", rows, n_block * e.out_bytes)
+            found = self._epilogue[key] = (chunks_per_item, fixpipe, vector, store)
+        return found
+
+    def score(self, c: _Candidate, rows: int) -> CubeTiling:
+        shape, e = self.shape, self.e
+        items, per_core = self.share(c.mb, c.n_block)
+        block_dim = -(-items // per_core)
+        # A full item (tails are cheaper; the estimate is for ranking).
+        mb = min(c.mb, self.m16)
+        n_block = min(c.n_block, self.n16)
+        k = shape.k
+        chunks = -(-k // c.kc)
+        steps = -(-k // c.kb)
+        n_sub = -(-n_block // c.nb)
+        kb = min(c.kb, k)
+        kc = min(c.kc, k)
+        mmad = self.mmad(mb, c.nb, kb, n_sub)  # one L0 step
+        cube = steps * mmad
+        # A chunk's transfers stream; the flag to MTE1 waits for the last to land.
+        # A resident A is staged by the core's first item only: its share per item.
+        stage_a, stage_b = self.staging(mb, n_block, kc)
+        stage = stage_a + stage_b
+        a_item, b_item = self.item_staging(mb, n_block, kc)
+        b_hbm = self.weights_hbm(n_block, block_dim, c.mb, chunks)
+        # The first chunk's B loaded before the barrier leaves the first item's MTE2
+        # and the fill (its landing stays: A's first chunk lands under the same flag).
+        prefetched = 0.0
+        if self.first_b_prefetched and _first_chunk_at_top(shape, c, per_core):
+            prefetched = stage_b - self.gm_latency
+            stage -= prefetched
+        # A resident: the core's first item stages A and B, the others B alone.
+        with_a = max(a_item + b_item - prefetched, b_hbm)
+        mte2 = (with_a + (per_core - 1) * max(b_item, b_hbm)) / per_core if c.a_resident else with_a
+        load = self.load(mb, kb, c.nb, n_sub)
+        mte1 = steps * load
+        chunks_per_item, fixpipe, vector, store = self.epilogue(mb, rows, c.nb, n_block, n_sub)
+        epilogue = fixpipe + vector + store
+        # Each pipe's work per item, with what must happen before its first item and
+        # after its last: the first chunk staged and loaded before the cube starts,
+        # the last chunk's L0 steps after it lands, L0C drained by the fixpipes
+        # before the next item accumulates, the last item's epilogue after its last
+        # mmad. The pipe that finishes last sets the time.
+        last_chunk_steps = -(-(k - (chunks - 1) * kc) // kb)
+        fill = stage + load
+        drain = fixpipe if per_core > 1 else 0
+        last = fixpipe + vector + store // max(chunks_per_item, 1)
+        critical = max(
+            per_core * mte2 + last_chunk_steps * max(load, mmad) + last,
+            stage + per_core * mte1 + mmad + last,
+            fill + per_core * cube + last,
+            fill + cube + per_core * epilogue,
+        )
+        contention = _steady(cube, mte2, mte1, epilogue) - max(cube, mte2, mte1, epilogue)
+        estimate = critical + per_core * contention + (per_core - 1) * drain
+        estimate = max(estimate, self.hbm)
+        reserved_a, reserved_bs = self.reserved(c.mb, c.kc, c.n_block)
+        buffers = (
+            ("l1", self.l1_bytes(c.mb, c.n_block, c.kc, c.a_resident)),
+            ("l0a", 2 * round_up(c.mb, FRACTAL) * c.kb * shape.in_bytes),
+            ("l0b", 2 * c.kb * c.nb * shape.in_bytes),
+            ("l0c", shape.products * c.mb * -(-c.n_block // c.nb) * c.nb * 4),
+            (
+                "ub",
+                ub_bytes(e, rows, round_up(c.n_block, FRACTAL), row_slots(per_core, c.a_resident))
+                + reserved_a
+                + reserved_bs,
+            ),
+        )
+        terms = (("cube", cube), ("mte2", mte2), ("mte1", mte1), ("epilogue", epilogue), ("fill", fill), ("drain", drain))
+        return CubeTiling(
+            shape, c.mb, c.n_block, c.nb, c.kb, c.kc, rows, items, per_core, block_dim, estimate, terms, buffers, 0,
+            c.a_resident,
+        )
 
 
 def _item_staging(staging, k: int, kc: int) -> tuple[float, float]:
