@@ -25,12 +25,12 @@ difference, else the accesses conflict (conservative).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import scf
-from xdsl.ir import Block, BlockArgument, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from ...dialects import npu
 from ...dialects.npu.access import Pattern, runs_overlap
@@ -274,8 +274,8 @@ def gm_alias_classes(kernel: npu.KernelOp) -> list[int]:
     if module is None:
         return classes
     name = kernel.sym_name.data
-    for launch in module.walk():
-        if not isinstance(launch, npu.LaunchOp) or launch.callee.root_reference.data != name:
+    for launch in _launches(module):
+        if launch.callee.root_reference.data != name:
             continue
         roots = [_gm_root(v) for v in launch.args]
         for i in range(count):
@@ -283,6 +283,16 @@ def gm_alias_classes(kernel: npu.KernelOp) -> list[int]:
                 if roots[i] is roots[j]:
                     classes[i] = min(classes[i], classes[j])
     return classes
+
+
+def _launches(module: Operation) -> Iterator[npu.LaunchOp]:
+    """The launches of the module's host code: kernels launch nothing, so their
+    bodies (most of a model's ops) are not walked, once per kernel."""
+    for region in module.regions:
+        for block in region.blocks:
+            for top in block.ops:
+                if not isinstance(top, npu.KernelOp):
+                    yield from (op for op in top.walk() if isinstance(op, npu.LaunchOp))
 
 
 def _gm_root(value: SSAValue) -> SSAValue:

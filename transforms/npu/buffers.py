@@ -54,7 +54,9 @@ def buffer_uses(kernel: npu.KernelOp) -> dict[npu.AllocOp, list[npu.InstructionO
     for instruction in instructions(kernel):
         for i in instruction.buffer_operands():
             alloc = root_alloc(instruction.operands[i])
-            if alloc is not None and instruction not in uses[alloc]:
+            # An instruction's operands are seen together: it is already listed
+            # only if it is the last one listed.
+            if alloc is not None and (not uses[alloc] or uses[alloc][-1] is not instruction):
                 uses[alloc].append(instruction)
     return uses
 

@@ -212,11 +212,13 @@ def double_buffer_kernel(kernel: npu.KernelOp, preset: HardwarePreset) -> Outcom
     outcome = Outcome()
     handled: set[npu.AllocOp] = set()
     loops = [op for op in kernel.walk() if isinstance(op, scf.ForOp)]
+    liveness = None  # of the kernel as it is: computed again only after a rewrite
     for loop in reversed(loops):  # inner loops first
         trips = trip_count(loop)
         if trips is not None and trips < 2 or npu.PIPELINED_ATTR in loop.attributes:
             continue
-        liveness = Liveness(kernel)
+        if liveness is None:
+            liveness = Liveness(kernel)
         private = liveness.private_to(loop) - handled
         pipes = {
             pipe_of(op)
@@ -232,6 +234,7 @@ def double_buffer_kernel(kernel: npu.KernelOp, preset: HardwarePreset) -> Outcom
         copies = {alloc.result: _copy_alloc(alloc).result for alloc in ordered}
         handled |= private | {c.owner for c in copies.values()}
         PairedLoop(loop, copies).rewrite()
+        liveness = None
         outcome.doubled += 1
         outcome.buffers += len(copies)
     if outcome.doubled:
