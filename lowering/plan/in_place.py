@@ -31,6 +31,7 @@ from types import SimpleNamespace
 import numpy as np
 from xdsl.ir import SSAValue
 
+from ...core import memo
 from ...dialects import npu
 from ...simulator.hardware import HardwarePreset
 from ...simulator.npu.hazards import NP
@@ -85,7 +86,28 @@ def kernel_can_share(
 ) -> bool:
     """Whether `kernel`, launched on `block_dim` blocks, computes the same when the
     parameters `outputs` share the bytes of the parameters `inputs` (all of
-    `numel` elements of one type); see the module docstring."""
+    `numel` elements of one type); see the module docstring. Memoised on the
+    kernel's structure (its name aside) and the other arguments: the launches of
+    a model's identical layers ask it of copies of one kernel."""
+    key = None
+    if memo.enabled():
+        structure = memo.structure_key(kernel, ignore=("sym_name",))
+        if structure is not None:
+            key = (structure, memo.stand_in(hw), frozenset(inputs), frozenset(outputs), block_dim, numel)
+    found = _SHARES.get(key) if key is not None else memo.Memo.MISSING
+    if found is memo.Memo.MISSING:
+        found = _traced_can_share(kernel, hw, inputs, outputs, block_dim, numel)
+        if key is not None:
+            _SHARES.put(key, found)
+    return found
+
+
+_SHARES = memo.Memo(1024)
+
+
+def _traced_can_share(
+    kernel: npu.KernelOp, hw: HardwarePreset, inputs: set[int], outputs: set[int], block_dim: int, numel: int
+) -> bool:
     decoder = _FootprintDecoder(hw, {**{i: "in" for i in inputs}, **{o: "out" for o in outputs}})
     try:
         program = decoder.decode(kernel)

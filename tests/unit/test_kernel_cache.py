@@ -143,3 +143,21 @@ def test_no_tiling_search_runs_twice(monkeypatch):
     searched.clear()
     compiled(text, "ge-compile", False, monkeypatch)
     assert len(searched) > len(keys)
+
+
+def test_in_place_proof_is_traced_once_per_kind_of_kernel(monkeypatch):
+    """npu-plan-gm proves in-place reuse by tracing the kernel (lowering/plan/in_place.py);
+    the launches of identical layers ask it of copies of one kernel, traced once with
+    the memos on, every time with them off; the module is the same text either way."""
+    from gecomp.lowering.plan import in_place
+
+    traced = []
+    trace = in_place._traced_can_share
+    monkeypatch.setattr(in_place, "_traced_can_share", lambda *args: traced.append(args) or trace(*args))
+    in_place._SHARES.clear()
+    on_text = compiled(layers(4), "ge-compile", True, monkeypatch)[0]
+    on = len(traced)
+    traced.clear()
+    off_text = compiled(layers(4), "ge-compile", False, monkeypatch)[0]
+    assert on_text == off_text
+    assert 0 < on < len(traced)
