@@ -143,3 +143,29 @@ def _random_inputs(model) -> dict[str, np.ndarray]:
         shape = [d.dim_value for d in t.shape.dim]
         inputs[info.name] = rng.uniform(-2.0, 2.0, size=shape).astype(helper.tensor_dtype_to_np_dtype(t.elem_type))
     return inputs
+
+
+@pytest.mark.parametrize("pipeline", ["ge-compile{hw=tiny}", "ge-compile{fuse=false reuse=false streams=1 hw=tiny}"])
+def test_mlp_with_long_rows_fits_tiny(pipeline: str):
+    """examples/mlp.mlir at batch 32 on tiny: the epilogue of the second matmul
+    (512 columns, bias + gelu) takes chunks of 4 rows, as its EpilogueCost counted,
+    but an ND output buffer was allocated for 16 rows and the kernel did not fit UB
+    (33280 > 32768 bytes) although fusion and the tiling had accepted it."""
+    from pathlib import Path
+
+    from gecomp.core.context import make_context
+    from gecomp.core.parsing import parse_module
+    from gecomp.frontend.fuzz_paths import compile_module
+    from gecomp.simulator.compare import precision_floor, worst_mismatch
+    from gecomp.simulator.reference import run_reference
+    from gecomp.simulator.run import execute
+
+    text = (Path(__file__).parents[2] / "examples" / "mlp.mlir").read_text().replace("128x", "32x")
+    module = parse_module(make_context(), text)
+    x = np.random.default_rng(0).uniform(-1, 1, (32, 512)).astype(np.float16)
+    expected = run_reference(module.clone(), [x])
+    floor = precision_floor(module)
+    compile_module(module, pipeline)
+    (got,) = execute(module, [x], hw="tiny").results
+    mismatch = worst_mismatch("y", expected[0], got, floor)
+    assert mismatch is None or mismatch.ratio <= 1.0, str(mismatch)

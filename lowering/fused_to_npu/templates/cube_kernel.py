@@ -313,11 +313,12 @@ class _CubeKernel:
         b, t, e = self.b, self.t, self.p.epilogue
         self.row_slots = t.row_slots  # a bias row per item when A is resident (tiling.row_slots)
         self.row_base: Index = 0
-        rows16 = round_up(t.rows, FRACTAL)
         self.copies = e.cost(len(self.p.bs)).copies
+        # A chunk's rows, as the tiling counted them (EpilogueCost); an NZ output also
+        # holds the zero rows padding the last chunk to whole 16-row fractals.
         self.outs = [
-            Copies(b, [rows16 * self.n_alloc], ty, "ub", f"out{o}")
-            for o, ty in enumerate(e.output_types)
+            Copies(b, [(round_up(t.rows, FRACTAL) if view.layout == NZ else t.rows) * self.n_alloc], ty, "ub", f"out{o}")
+            for o, (view, ty) in enumerate(zip(e.outputs, e.output_types))
         ]
         self.products = []
         if e.body is not None:
