@@ -80,6 +80,25 @@ def test_initializer_with_a_negative_dim(tmp_path):
     assert error_of(path) == f"{path}: error: initializer 'w' has a negative dim in its dims [2, -3]"
 
 
+@pytest.mark.parametrize("data_type, field, type_text", [
+    (TensorProto.FLOAT16, "int32_data", "float16[2, 3]"),
+    (TensorProto.INT64, "int64_data", "int64[2, 3]"),
+    (TensorProto.DOUBLE, "double_data", "double[2, 3]"),
+])
+def test_initializer_of_other_types_with_too_few_values(tmp_path, data_type, field, type_text):
+    w = TensorProto(name="w", data_type=data_type, dims=[2, 3])
+    getattr(w, field).extend([1] * 5)
+    path = add_w(tmp_path / "m.onnx", w)
+    assert one_line_failure(cli(path)) == (
+        f"{path}: error: initializer 'w': its data (5 values in {field}) does not match its type {type_text} (6 elements)"
+    )
+
+
+def test_initializer_with_a_negative_dim_through_the_cli(tmp_path):
+    path = add_w(tmp_path / "m.onnx", tensor("w", [2, -3], floats=[1.0] * 6))
+    assert one_line_failure(cli(path)) == f"{path}: error: initializer 'w' has a negative dim in its dims [2, -3]"
+
+
 def test_constant_attribute_with_short_data(tmp_path):
     value = tensor("", [2, 3], floats=[1.0] * 4)
     nodes = [helper.make_node("Constant", [], ["c"], value=value), helper.make_node("Add", ["x", "c"], ["y"])]
@@ -143,6 +162,13 @@ def test_dim_naming_no_symbolic_dim(tmp_path):
     path = symbolic_model(tmp_path)
     assert one_line_failure(cli(path, "--dim", "M=2")) == (
         f"{path}: error: --dim M=2: the model has no symbolic dim 'M' (its symbolic dims: N)"
+    )
+
+
+def test_dim_on_a_model_without_symbolic_dims(tmp_path):
+    path = add_w(tmp_path / "m.onnx", numpy_helper.from_array(np.ones((2, 3), np.float32), "w"))
+    assert one_line_failure(cli(path, "--dim", "N=3")) == (
+        f"{path}: error: --dim N=3: the model has no symbolic dim 'N' (it has none)"
     )
 
 
