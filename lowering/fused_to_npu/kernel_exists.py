@@ -6,7 +6,10 @@ decision that makes a kernel-to-be shares with the lowering itself.
 question, and the answer is the template's own: the op's kernel is written into
 a scratch kernel that is thrown away, so a decision is legal exactly when the
 kernel it asks for exists (a template refusing a case raises a located
-`CompileError`; any other exception is a bug of the template and propagates).
+`CompileError`; any other exception is a bug of the template and propagates),
+and its buffers fit the preset's local memories as `npu-plan-local-memory` will
+place them (a template sizing a buffer beyond what its tiling counted would
+otherwise be accepted here and refused by the lowering).
 The answer is memoised on the op's `kernel_key` (fusion asks it of every
 candidate, a model of identical layers the same question many times).
 """
@@ -18,6 +21,7 @@ from xdsl.ir import Operation
 from ...core import memo
 from ...core.diagnostics import CompileError
 from ...simulator.hardware import HardwarePreset
+from ...transforms.npu.plan_local_memory import plan_kernel
 from .context import GmTensor, KernelContext
 from .templates import template_for
 from .convert import gm_memref
@@ -55,6 +59,7 @@ def _scratch_build(op: Operation, template, hw: HardwarePreset, values, param_ty
     k.inputs, k.outputs = tensors[: len(op.operands)], tensors[len(op.operands) :]
     try:
         template(op, k)
+        plan_kernel(b.kernel, hw)  # its buffers fit the local memories, as npu-plan-local-memory places them
     except CompileError as e:
         return str(e).split("error: ", 1)[-1]
     return None
