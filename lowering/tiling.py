@@ -296,10 +296,10 @@ def _search(hw, shape, a, bs, epilogue, first_b_prefetched) -> list[CubeTiling]:
     scoring = _Scoring(hw, shape, a, bs, epilogue, first_b_prefetched)
     scored = []
     for cand in _candidates(hw, shape, a, bs, scoring.l1_bytes):
-        reserved_a, reserved_bs = scoring.reserved(cand.mb, cand.kc, cand.n_block)
-        rows = _epilogue_rows(hw, cand, epilogue, reserved_a + reserved_bs)
+        reserved = scoring.reserved(cand.mb, cand.kc, cand.n_block)
+        rows = _epilogue_rows(hw, cand, epilogue, reserved[0] + reserved[1])
         if rows is not None:
-            scored.append(scoring.score(cand, rows))
+            scored.append(scoring.score(cand, rows, reserved))
     if not scored:
         raise ValueError(
             f"no tiling of ({shape.m} x {shape.k}) @ ({shape.k} x {shape.n}) fits the buffers of preset '{hw.name}'"
@@ -486,9 +486,10 @@ def _first_chunk_at_top(shape: GemmShape, c: _Candidate, per_core: int) -> bool:
 
 class _Scoring:
     """The estimate of each candidate of one search (`score`). Candidates share
-    most of their parts (an item's staging, its L0 loads, its epilogue chunks, its
-    share of the cores, its L1 bytes): each part is computed once per search, keyed
-    on the values it depends on, by the same expressions in the same order, so the
+    most of their parts: those of an item's size (its share of the cores), of its
+    K chunk (staging), of its L0 step (loads and products) and of its epilogue's
+    row chunk. Each part is computed once per search, keyed on the candidate's
+    values it depends on, by the same expressions in the same order, so the
     estimates are exactly those of computing every candidate afresh."""
 
     def __init__(self, hw, shape: GemmShape, a, bs, e: EpilogueCost, first_b_prefetched: bool) -> None:
@@ -496,19 +497,14 @@ class _Scoring:
         self.first_b_prefetched = first_b_prefetched
         self.gm_latency = hw.paths["gm_to_l1"].latency
         self.l0b_latency = hw.paths["l1_to_l0b"].latency
-        self.m16, self.n16 = round_up(shape.m, FRACTAL), round_up(shape.n, FRACTAL)
         self.hbm = (shape.batch * (shape.m * shape.k + shape.weights * shape.k * shape.n) * shape.in_bytes) / hw.hbm_bytes_per_cycle
         self._l1: dict[tuple, int] = {}
         self._reserved: dict[tuple, tuple[int, int]] = {}
-        self._share: dict[tuple, tuple[int, int]] = {}
         self._staging: dict[tuple, tuple[float, float]] = {}
-        self._items: dict[tuple, tuple[float, float]] = {}
-        self._hbm: dict[tuple, float] = {}
-        self._mmad: dict[tuple, int] = {}
-        self._load: dict[tuple, int] = {}
-        self._epilogue: dict[tuple, tuple] = {}
-
-    # Each part: looked up by the values it depends on, computed on a miss.
+        self._items: dict[tuple, tuple] = {}
+        self._chunks: dict[tuple, tuple] = {}
+        self._steps: dict[tuple, tuple] = {}
+        self._epilogues: dict[tuple, tuple] = {}
 
     def l1_bytes(self, mb: int, n_block: int, kc: int, a_resident: bool) -> int:
         key = (mb, n_block, kc, a_resident)
@@ -528,15 +524,8 @@ class _Scoring:
             )
         return found
 
-    def share(self, mb: int, n_block: int) -> tuple[int, int]:
-        key = (mb, n_block)
-        found = self._share.get(key)
-        if found is None:
-            found = self._share[key] = _share(self.hw, self.shape, mb, n_block)
-        return found
-
     def staging(self, mb: int, n_block: int, size: int) -> tuple[float, float]:
-        """(A, B and the landing) cycles of staging a chunk of `size`."""
+        """(A, B and the landing) cycles of staging a chunk of `size` (of a full item)."""
         key = (mb, n_block, size)
         found = self._staging.get(key)
         if found is None:
@@ -544,81 +533,83 @@ class _Scoring:
             found = self._staging[key] = (self.a.stage_cycles(self.hw, mb, size), b_cycles)
         return found
 
-    def item_staging(self, mb: int, n_block: int, kc: int) -> tuple[float, float]:
-        key = (mb, n_block, kc)
+    def item(self, mb: int, n_block: int) -> tuple:
+        """(items, per core, cores, and a full item's rows and columns: tails are
+        cheaper; the estimate is for ranking) of items of mb x n_block."""
+        key = (mb, n_block)
         found = self._items.get(key)
         if found is None:
-            found = self._items[key] = _item_staging(lambda size: self.staging(mb, n_block, size), self.shape.k, kc)
-        return found
-
-    def weights_hbm(self, n_block: int, block_dim: int, mb: int, chunks: int) -> float:
-        key = (n_block, block_dim, mb, chunks)
-        found = self._hbm.get(key)
-        if found is None:
-            found = self._hbm[key] = _weights_hbm_cycles(
-                self.hw, self.shape, self.bs, self.shape.k, n_block, block_dim, mb, chunks
+            items, per_core = _share(self.hw, self.shape, mb, n_block)
+            found = self._items[key] = (
+                items, per_core, -(-items // per_core),
+                min(mb, round_up(self.shape.m, FRACTAL)), min(n_block, round_up(self.shape.n, FRACTAL)),
             )
         return found
 
-    def mmad(self, mb: int, nb: int, kb: int, n_sub: int) -> int:
-        """One L0 step's products."""
-        key = (mb, nb, kb, n_sub)
-        found = self._mmad.get(key)
+    def chunk(self, c: _Candidate) -> tuple:
+        """(chunks, kc, staging of the first chunk (A, B), of the item (A, B), the
+        item's B from the HBM) of the candidate's K chunk."""
+        key = (c.mb, c.n_block, c.kc)
+        found = self._chunks.get(key)
         if found is None:
-            found = self._mmad[key] = self.shape.products * n_sub * mmad_cycles(self.hw, mb, nb, kb, self.shape.rate)
+            _, _, block_dim, mb, n_block = self.item(c.mb, c.n_block)
+            k = self.shape.k
+            chunks = -(-k // c.kc)
+            kc = min(c.kc, k)
+            stage_a, stage_b = self.staging(mb, n_block, kc)
+            a_item, b_item = _item_staging(lambda size: self.staging(mb, n_block, size), k, kc)
+            b_hbm = _weights_hbm_cycles(self.hw, self.shape, self.bs, k, n_block, block_dim, c.mb, chunks)
+            found = self._chunks[key] = (chunks, kc, stage_a, stage_b, a_item, b_item, b_hbm)
         return found
 
-    def load(self, mb: int, kb: int, nb: int, n_sub: int) -> int:
-        """One L0 step's loads, and the landing."""
-        key = (mb, kb, nb, n_sub)
-        found = self._load.get(key)
+    def step(self, c: _Candidate) -> tuple:
+        """(steps, kb, sub-tiles, one L0 step's products, its loads and the landing)."""
+        key = (c.mb, c.n_block, c.nb, c.kb)
+        found = self._steps.get(key)
         if found is None:
-            found = self._load[key] = (
-                self.a.load_cycles(self.hw, "l0a", mb, kb)
-                + n_sub * sum(b.load_cycles(self.hw, "l0b", kb, nb) for b in self.bs)
+            hw, shape = self.hw, self.shape
+            _, _, _, mb, n_block = self.item(c.mb, c.n_block)
+            steps = -(-shape.k // c.kb)
+            n_sub = -(-n_block // c.nb)
+            kb = min(c.kb, shape.k)
+            mmad = shape.products * n_sub * mmad_cycles(hw, mb, c.nb, kb, shape.rate)
+            load = (
+                self.a.load_cycles(hw, "l0a", mb, kb)
+                + n_sub * sum(b.load_cycles(hw, "l0b", kb, c.nb) for b in self.bs)
                 + self.l0b_latency
             )
+            found = self._steps[key] = (steps, kb, n_sub, mmad, load)
         return found
 
-    def epilogue(self, mb: int, rows: int, nb: int, n_block: int, n_sub: int) -> tuple:
+    def epilogue(self, c: _Candidate, rows: int, n_sub: int) -> tuple:
         """(row chunks per item, fixpipe, vector and store cycles of an item)."""
-        key = (mb, rows, nb, n_block, n_sub)
-        found = self._epilogue.get(key)
+        key = (c.mb, c.n_block, c.nb, rows)
+        found = self._epilogues.get(key)
         if found is None:
             hw, e = self.hw, self.e
+            _, _, _, mb, n_block = self.item(c.mb, c.n_block)
             chunks_per_item = -(-mb // rows)
             fixpipe = chunks_per_item * self.shape.products * n_sub * transfer_cycles(
-                hw, "l0c_to_ub", 1, rows * nb * e.fixpipe_bytes
+                hw, "l0c_to_ub", 1, rows * c.nb * e.fixpipe_bytes
             )
             vector = chunks_per_item * (
                 e.vector_instructions * hw.vector_costs["binary"].head
                 + math.ceil(e.vector_repeats_per_element * rows * n_block)
             )
             store = chunks_per_item * transfer_cycles(hw, "ub_to_gm", rows, n_block * e.out_bytes)
-            found = self._epilogue[key] = (chunks_per_item, fixpipe, vector, store)
+            found = self._epilogues[key] = (chunks_per_item, fixpipe, vector, store)
         return found
 
-    def score(self, c: _Candidate, rows: int) -> CubeTiling:
+    def score(self, c: _Candidate, rows: int, reserved: tuple[int, int]) -> CubeTiling:
         shape, e = self.shape, self.e
-        items, per_core = self.share(c.mb, c.n_block)
-        block_dim = -(-items // per_core)
-        # A full item (tails are cheaper; the estimate is for ranking).
-        mb = min(c.mb, self.m16)
-        n_block = min(c.n_block, self.n16)
+        items, per_core, block_dim, _, _ = self.item(c.mb, c.n_block)
         k = shape.k
-        chunks = -(-k // c.kc)
-        steps = -(-k // c.kb)
-        n_sub = -(-n_block // c.nb)
-        kb = min(c.kb, k)
-        kc = min(c.kc, k)
-        mmad = self.mmad(mb, c.nb, kb, n_sub)  # one L0 step
+        chunks, kc, stage_a, stage_b, a_item, b_item, b_hbm = self.chunk(c)
+        steps, kb, n_sub, mmad, load = self.step(c)  # one L0 step
         cube = steps * mmad
         # A chunk's transfers stream; the flag to MTE1 waits for the last to land.
         # A resident A is staged by the core's first item only: its share per item.
-        stage_a, stage_b = self.staging(mb, n_block, kc)
         stage = stage_a + stage_b
-        a_item, b_item = self.item_staging(mb, n_block, kc)
-        b_hbm = self.weights_hbm(n_block, block_dim, c.mb, chunks)
         # The first chunk's B loaded before the barrier leaves the first item's MTE2
         # and the fill (its landing stays: A's first chunk lands under the same flag).
         prefetched = 0.0
@@ -628,9 +619,8 @@ class _Scoring:
         # A resident: the core's first item stages A and B, the others B alone.
         with_a = max(a_item + b_item - prefetched, b_hbm)
         mte2 = (with_a + (per_core - 1) * max(b_item, b_hbm)) / per_core if c.a_resident else with_a
-        load = self.load(mb, kb, c.nb, n_sub)
         mte1 = steps * load
-        chunks_per_item, fixpipe, vector, store = self.epilogue(mb, rows, c.nb, n_block, n_sub)
+        chunks_per_item, fixpipe, vector, store = self.epilogue(c, rows, n_sub)
         epilogue = fixpipe + vector + store
         # Each pipe's work per item, with what must happen before its first item and
         # after its last: the first chunk staged and loaded before the cube starts,
@@ -650,7 +640,6 @@ class _Scoring:
         contention = _steady(cube, mte2, mte1, epilogue) - max(cube, mte2, mte1, epilogue)
         estimate = critical + per_core * contention + (per_core - 1) * drain
         estimate = max(estimate, self.hbm)
-        reserved_a, reserved_bs = self.reserved(c.mb, c.kc, c.n_block)
         buffers = (
             ("l1", self.l1_bytes(c.mb, c.n_block, c.kc, c.a_resident)),
             ("l0a", 2 * round_up(c.mb, FRACTAL) * c.kb * shape.in_bytes),
@@ -659,8 +648,8 @@ class _Scoring:
             (
                 "ub",
                 ub_bytes(e, rows, round_up(c.n_block, FRACTAL), row_slots(per_core, c.a_resident))
-                + reserved_a
-                + reserved_bs,
+                + reserved[0]
+                + reserved[1],
             ),
         )
         terms = (("cube", cube), ("mte2", mte2), ("mte1", mte1), ("epilogue", epilogue), ("fill", fill), ("drain", drain))
