@@ -52,7 +52,8 @@ attribute dictionary, then a result type if there is one; a buffer operand is
 * `cube.py`: `npu.mmad` (M pipe);
 * `vector.py`: the V pipe's 2-D ops on UB (`npu.vadd`, `npu.vexp`, `npu.vreduce_max`, ...);
 * `sync.py`: `npu.set_flag`, `npu.wait_flag`, `npu.pipe_barrier` (within a core),
-  `npu.sync_all` and its halves `npu.sync_all_arrive` / `npu.sync_all_wait` (between the blocks);
+  `npu.sync_all` and its halves `npu.sync_all_arrive` / `npu.sync_all_wait` (between the blocks),
+  `npu.cross_set_flag` / `npu.cross_wait_flag` (between chosen blocks);
 * `structure.py`: `npu.kernel`, `npu.alloc`, `npu.block_idx`, `npu.block_dim`;
 * `host.py`: `npu.gm_buffer`, `npu.gm_constant`, `npu.gm_view`, `npu.launch`,
   `npu.record_event`, `npu.wait_event`.
@@ -84,7 +85,7 @@ from .host import (
 from .instruction import Access, InstructionOp
 from .memory import COPY_PIPES, MEMORY_OPS, CopyOp, FixpipeOp, LoadL0Op, ReadScalarOp, TransferOp
 from .structure import PHASES_ATTR, PIPELINED_ATTR, SOURCES_ATTR, STRUCTURE_OPS, AllocOp, BlockDimOp, BlockIdxOp, KernelOp, ReturnOp
-from .sync import SYNC_OPS, KernelBarrierOp, PipeBarrierOp, SetFlagOp, SyncAllArriveOp, SyncAllOp, SyncAllWaitOp, WaitFlagOp
+from .sync import SYNC_OPS, CrossSetFlagOp, CrossWaitFlagOp, KernelBarrierOp, PipeBarrierOp, SetFlagOp, SyncAllArriveOp, SyncAllOp, SyncAllWaitOp, WaitFlagOp
 from .vector import *  # noqa: F403
 from .vector import VECTOR_OPS, VectorOp
 

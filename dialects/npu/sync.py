@@ -8,6 +8,8 @@
     npu.sync_all_arrive                                   // the same barrier in two halves: this block is done,
     ...                                                   //   (loads of constants meanwhile)
     npu.sync_all_wait                                     //   and now waits for the others
+    npu.cross_set_flag                                    // this block's phase is done (its flag count + 1)
+    npu.cross_wait_flag {waits = [1, 0, 1, 1, 2, 1]}      // block 1 waits for block 0's 1st flag and block 2's
 
 A flag (src, dst, event) counts: the k-th `wait_flag` consumes the k-th
 `set_flag` of the same triple, whatever their order in the program, so the
@@ -43,6 +45,23 @@ phase's loads of constants there), and write only local buffers. The halves
 stand at the top level of the kernel body like `sync_all`, each arrive followed
 by its wait before any other barrier; the simulator checks what is read between
 them.
+
+`cross_set_flag` ... `cross_wait_flag` is a barrier narrowed to the blocks that
+matter (Ascend C's `CrossCoreSetFlag` / `CrossCoreWaitFlag`, GE SuperKernel's
+early start): at the set, once everything the block issued before it has
+completed, the block stores its flag to GM (its count of sets goes up by one),
+without holding its scalar unit (as at `sync_all_arrive`); at the wait, block c
+drains its pipes and stops until every producer block b listed for it has set
+its flag at least n times, `waits` holding the triples (c, b, n) flat. A block
+not listed as a consumer waits for nobody: it starts its next phase as soon as
+its own pipes have drained. Everything block b issued before its n-th set is
+then ordered before everything block c issues after the wait, and nothing else
+is: a GM access of one block that no chain of sets, waits and barriers orders
+against a conflicting access of another is a race, which the simulator's race
+checker reports. Counts are known statically: n is at most the number of
+`cross_set_flag` before the wait in the kernel body. Costs are those of the
+SyncAll flags (a 32-byte store and a poll read per wait, `sync_all_transfers`):
+the same GM workspace mechanism, read for fewer flags.
 """
 
 from __future__ import annotations
@@ -146,4 +165,52 @@ class SyncAllWaitOp(KernelBarrierOp):
             raise VerifyException("must follow its 'npu.sync_all_arrive', with no other barrier between them")
 
 
-SYNC_OPS = (SetFlagOp, WaitFlagOp, PipeBarrierOp, SyncAllOp, SyncAllArriveOp, SyncAllWaitOp)
+@irdl_op_definition
+class CrossSetFlagOp(KernelBarrierOp):
+    name = "npu.cross_set_flag"
+
+
+@irdl_op_definition
+class CrossWaitFlagOp(KernelBarrierOp):
+    name = "npu.cross_wait_flag"
+
+    waits = field(Kind.INTS)
+
+    def check_pairing(self) -> None:
+        triples = self.triples()
+        if len(self.attr_values().waits) % 3:
+            raise VerifyException("'waits' holds (consumer, producer, count) triples, its length must be a multiple of 3")
+        block_dim = self.parent_op().attr_values().block_dim
+        sets = self.sets_before()
+        seen = set()
+        for consumer, producer, count in triples:
+            if not (0 <= consumer < block_dim and 0 <= producer < block_dim):
+                raise VerifyException(f"block ({consumer}, {producer}) out of the kernel's {block_dim} blocks")
+            if consumer == producer:
+                raise VerifyException(f"block {consumer} waits for itself (its own program order needs no flag)")
+            if not 1 <= count <= sets:
+                raise VerifyException(
+                    f"block {consumer} waits for block {producer}'s flag #{count}, but only {sets} "
+                    f"'npu.cross_set_flag' stand before this wait"
+                )
+            if (consumer, producer) in seen:
+                raise VerifyException(f"block {consumer} waits for block {producer} twice")
+            seen.add((consumer, producer))
+
+    def triples(self) -> list[tuple[int, int, int]]:
+        flat = list(self.attr_values().waits)
+        return [tuple(flat[i : i + 3]) for i in range(0, len(flat) - len(flat) % 3, 3)]
+
+    def needs(self, consumer: int) -> tuple[tuple[int, int], ...]:
+        """(producer, count) pairs block `consumer` waits for."""
+        return tuple((b, n) for c, b, n in self.triples() if c == consumer)
+
+    def sets_before(self) -> int:
+        count, op = 0, self.prev_op
+        while op is not None:
+            count += isinstance(op, CrossSetFlagOp)
+            op = op.prev_op
+        return count
+
+
+SYNC_OPS = (SetFlagOp, WaitFlagOp, PipeBarrierOp, SyncAllOp, SyncAllArriveOp, SyncAllWaitOp, CrossSetFlagOp, CrossWaitFlagOp)

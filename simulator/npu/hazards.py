@@ -208,3 +208,91 @@ class Hazards:
                 total += len(records)
         self.live = total
         self.prune_at = max(PRUNE_AT, 2 * total)
+
+
+class BlockOrder:
+    """Race detection between the blocks of one launch on GM, with vector clocks
+    over the blocks, for kernels whose phases meet at `npu.cross_set_flag` /
+    `npu.cross_wait_flag` rather than at a barrier of every block.
+
+    vc[c][b] is how many flags of block b are known set before block c's next
+    access: block b's own entry counts its sets, a wait on b's n-th set joins the
+    clock b had at that set, a barrier of every block (`npu.sync_all`) joins all.
+    A GM access of block c made after its e-th set is ordered before another
+    block's access only once that block knows c's (e+1)-th set. Every GM access
+    is checked against the live accesses of the other blocks to overlapping bytes
+    (a write against anything, a read against writes): an access that no chain
+    of sets and waits orders is a race, whichever block's the simulation ran
+    first. Accesses are kept per block in program order, in buckets of GM
+    addresses, so that an access looks only at the unordered accesses near it."""
+
+    BUCKET = 1 << 16  # GM bytes per bucket of live accesses
+
+    def __init__(self):
+        self.vc: dict[int, dict[int, int]] = {}
+        self.posts: dict[int, list[dict[int, int]]] = {}
+        # live[bucket][block]: (epoch, record) of the block's accesses touching the bucket
+        self.live: dict[int, dict[int, list[tuple[int, Record]]]] = {}
+
+    def clock(self, block: int) -> dict[int, int]:
+        vc = self.vc.get(block)
+        if vc is None:
+            vc = self.vc[block] = {}
+        return vc
+
+    def post(self, block: int) -> None:
+        """Block `block` set its flag (everything it issued before has completed)."""
+        vc = self.clock(block)
+        vc[block] = vc.get(block, 0) + 1
+        self.posts.setdefault(block, []).append(dict(vc))
+
+    def join(self, block: int, needs) -> None:
+        """Block `block` passed a wait for the (producer, count) flags `needs`."""
+        vc = self.clock(block)
+        for producer, count in needs:
+            for b, n in self.posts[producer][count - 1].items():
+                if n > vc.get(b, 0):
+                    vc[b] = n
+
+    def join_all(self) -> None:
+        """Every block passed one barrier: everything before it is ordered."""
+        merged: dict[int, int] = {}
+        for vc in self.vc.values():
+            for b, n in vc.items():
+                merged[b] = max(merged.get(b, 0), n)
+        for block in self.vc:
+            self.vc[block] = dict(merged)
+        self.live.clear()
+
+    def access(self, block: int, record: Record) -> None:
+        """Check block `block`'s GM access `record` against the other blocks' live
+        ones (CompileError naming both instructions on a race), then keep it."""
+        vc = self.clock(block)
+        epoch = vc.get(block, 0)
+        lo, hi, writes = record.lo, record.hi, record.writes
+        buckets = range(lo // self.BUCKET, (hi - 1) // self.BUCKET + 1)
+        for bucket in buckets:
+            for other, records in self.live.get(bucket, {}).items():
+                if other == block:
+                    continue
+                known = vc.get(other, 0)  # other's accesses before its (known + 1)-th set are ordered
+                for other_epoch, r in reversed(records):
+                    if other_epoch < known:
+                        break
+                    if r.hi <= lo or r.lo >= hi or not (writes or r.writes):
+                        continue
+                    if Hazards._overlap(r, record):
+                        raise self._race(block, record, other, r)
+        for bucket in buckets:
+            self.live.setdefault(bucket, {}).setdefault(block, []).append((epoch, record))
+
+    @staticmethod
+    def _race(block: int, later: Record, other: int, earlier: Record) -> CompileError:
+        first = "writes" if earlier.writes else "reads"
+        second = "writes" if later.writes else "reads"
+        lo, hi = max(earlier.lo, later.lo), min(earlier.hi, later.hi)
+        return CompileError(
+            f"race: '{later.op.name}' of block {block} {second} GM bytes [{lo}, {hi}) that {describe(earlier.op)} "
+            f"of block {other} {first}, and no cross_set_flag/cross_wait_flag or sync_all orders them",
+            later.op,
+        )

@@ -17,11 +17,15 @@ import numpy as np
 from ...core.diagnostics import location_of, op_error
 from ...dialects import npu
 from ...dialects.npu.base import element_bytes
-from .costs import mmad_cycles, mmad_min_cycles, sync_all_transfers, transfer_cost, vector_cycles, vector_min_cycles
+from ..hardware import SPACES
+from .costs import TransferCost, mmad_cycles, mmad_min_cycles, sync_all_transfers, transfer_cost, vector_cycles, vector_min_cycles
 from .core import ZERO_CLOCK
 from .hazards import PIPE_INDEX, S, Record
+from .lockstep import CrossCore
 
 Step = Callable[[object], None]
+GM_SPACE = SPACES.index("gm")
+NO_POLL = TransferCost(0, 0, 0, 1.0)  # a cross-core wait for nobody reads no flag
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,10 @@ class InstructionDecoder:
             return self._sync_all_arrive(op)
         if isinstance(op, npu.SyncAllWaitOp):
             return self._sync_all_wait(op)
+        if isinstance(op, npu.CrossSetFlagOp):
+            return self._cross_set_flag(op)
+        if isinstance(op, npu.CrossWaitFlagOp):
+            return self._cross_wait_flag(op)
         if isinstance(op, npu.ReadScalarOp):
             return self._read_scalar(op)
         return self._compute(op)
@@ -163,6 +171,7 @@ class InstructionDecoder:
             gm_transfer = self._gm_transfer(gm, hazard_specs[gm.access], slots[gm.access])
 
         gm_access = gm.access if gm is not None else 0
+        cross_block = self.own_block_reg() if gm is not None and self.has_cross_flags(op) else None
 
         def execute(core, issued: int, scalar_clock, offsets) -> None:
             pipe_free = core.pipe_free
@@ -185,7 +194,10 @@ class InstructionDecoder:
                 for ((space, writes, pattern, itemsize, span_bytes, contiguous), slot), o in zip(hazard_operands, offsets):
                     base = bases[slot]
                     lo = base + o * itemsize
-                    hz.access(space, pipe, Record(lo, lo + span_bytes, pipe, clock, writes, op, pattern, base, itemsize, o, contiguous))
+                    record = Record(lo, lo + span_bytes, pipe, clock, writes, op, pattern, base, itemsize, o, contiguous)
+                    hz.access(space, pipe, record)
+                    if cross_block is not None and space == GM_SPACE:
+                        core.meet(start, CrossCore("touch", regs[cross_block], record=record))
             kernel(*[view(bufs[slot], o) for (view, slot), o in zip(operands, offsets)])
             totals = core.stats
             for index, amount in stats:
@@ -451,6 +463,70 @@ class InstructionDecoder:
             mte2_free = core.pipe_free[mte2]
             drained = drain_all(core, cost, barrier_cost, where)
             release(core, max(core.meet(core.arrival, op), mte2_free), drained, poll, op.name)
+
+        return issue
+
+    # ---- cross-core flags ---------------------------------------------------------------
+
+    def own_block_reg(self) -> int:
+        """A register holding the running block's index (set with npu.block_idx's)."""
+        if getattr(self, "_own_block", None) is None:
+            self._own_block = len(self.regs)
+            self.regs.append(0)
+            self.block_idx_regs.append(self._own_block)
+        return self._own_block
+
+    def has_cross_flags(self, op) -> bool:
+        """Whether the kernel of `op` has npu.cross_wait_flag ops: its GM accesses are
+        then checked between the blocks (hazards.BlockOrder)."""
+        kernel = op
+        while kernel is not None and not isinstance(kernel, npu.KernelOp):
+            kernel = kernel.parent_op()
+        known = getattr(self, "_cross_kernels", None)
+        if known is None:
+            known = self._cross_kernels = {}
+        if kernel not in known:
+            known[kernel] = kernel is not None and any(isinstance(o, npu.CrossWaitFlagOp) for o in kernel.entry.ops)
+        return known[kernel]
+
+    def _cross_set_flag(self, op: npu.CrossSetFlagOp) -> Step:
+        """As `npu.sync_all_arrive`: the block's flag is stored once everything it
+        issued before has completed, its scalar unit going on; the blocks waiting
+        for that flag are released when it lands (`Lockstep.meet`)."""
+        where = f"when every pipe must drain at the 'npu.cross_set_flag' at {location_of(op)}"
+        cost, barrier_cost = self.hw.scalar_instruction_cycles, self.hw.barrier_cost
+        store, _ = sync_all_transfers(self.hw)
+        self.phase += 1
+        block, regs = self.own_block_reg(), self.regs
+
+        def issue(core) -> None:
+            store_flag(core, drained_at(core, cost, barrier_cost, where), store, op.name)
+            core.meet(core.arrival, CrossCore("set", regs[block], op=op))
+
+        return issue
+
+    def _cross_wait_flag(self, op: npu.CrossWaitFlagOp) -> Step:
+        """The block drains its pipes, then reads the flags of its producers back
+        (on MTE2, as `npu.sync_all_wait`) once the last of them has landed; a block
+        waiting for nobody goes on as soon as it has drained."""
+        where = f"when every pipe must drain at the 'npu.cross_wait_flag' at {location_of(op)}"
+        cost, barrier_cost = self.hw.scalar_instruction_cycles, self.hw.barrier_cost
+        _, poll = sync_all_transfers(self.hw)
+        mte2 = PIPE_INDEX["MTE2"]
+        needs = {}
+        for consumer, producer, count in op.triples():
+            needs.setdefault(consumer, []).append((producer, count))
+        block, regs = self.own_block_reg(), self.regs
+
+        def issue(core) -> None:
+            mte2_free = core.pipe_free[mte2]
+            drained = drain_all(core, cost, barrier_cost, where)
+            mine = needs.get(regs[block])
+            if mine is None:
+                release(core, drained, drained, NO_POLL, op.name)
+                return
+            landed = core.meet(drained, CrossCore("wait", regs[block], tuple(mine), op=op))
+            release(core, max(landed, mte2_free), drained, poll, op.name)
 
         return issue
 

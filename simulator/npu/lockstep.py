@@ -19,7 +19,10 @@ hand-overs.
 
 A block at an `npu.sync_all` (or `npu.sync_all_wait`) parks aside (`meet`) until
 every block of the launch has arrived; the last one to arrive releases the others
-at its cycle.
+at its cycle. A block at an `npu.cross_wait_flag` parks aside until the flags it
+waits for are set (`CrossCore`, through `meet` too); the set that completes them
+releases it at the latest flag's landing. `order` (hazards.BlockOrder) follows
+what the flags and barriers order between the blocks, for the race checker.
 
 The threads are only a way to keep each block's Python stack (a block may stop
 mid-loop, mid-instruction); nothing runs in parallel, and the hand-over order
@@ -38,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.diagnostics import CompileError
+from .hazards import BlockOrder, Record
 
 QUANTUM = 512
 """How far (cycles) a block may run ahead of the earliest waiting block before it
@@ -48,6 +52,20 @@ simulation speed: 256 took twice the hand-overs for the same cycles within 0.1%.
 
 class _Aborted(BaseException):
     """Unwinds a parked block when another block failed."""
+
+
+@dataclass(frozen=True)
+class CrossCore:
+    """What a block hands `Lockstep.meet` for the cross-core flags: its flag set
+    ("set", landed at the cycle given), a wait for the (producer, count) flags
+    `needs` ("wait", at npu.cross_wait_flag `op`), or a GM access of a kernel that
+    has them ("touch", `record`), checked against the other blocks'."""
+
+    kind: str
+    block: int
+    needs: tuple = ()
+    op: object = None
+    record: Record | None = None
 
 
 @dataclass(eq=False)
@@ -93,6 +111,10 @@ class Lockstep:
         self._seq = 0
         self._arrived: list[tuple[int, Block, object]] = []  # (cycle, block, op) at an npu.sync_all
         self._met = 0  # the latest arrival of the last barrier everyone passed
+        self._posted: dict[int, list[int]] = {}  # block -> when each of its cross-core flags landed
+        self._flag_waiters: list[tuple[int, Block, CrossCore]] = []
+        self._flag_released: dict[Block, int] = {}
+        self.order = BlockOrder()
         self._next_block: Callable[[Block], Block | None] = lambda block: None
         self._errstate = np.geterr()
 
@@ -114,7 +136,10 @@ class Lockstep:
     def meet(self, cycle: int, parties: int, op) -> int:
         """The current block reaches the npu.sync_all (or npu.sync_all_wait) `op`, its
         flag landed at `cycle`: it waits, its turn handed over, until `parties` blocks
-        have reached it. Returns the latest arrival."""
+        have reached it. Returns the latest arrival. (A `CrossCore` `op`: see
+        `_cross_core`.)"""
+        if isinstance(op, CrossCore):
+            return self._cross_core(cycle, op)
         block = self._current
         self._arrived.append((cycle, block, op))
         if len(self._arrived) == parties:
@@ -122,6 +147,7 @@ class Lockstep:
             for _, other, _ in self._arrived[:-1]:
                 self._park(other, self._met)
             self._arrived = []
+            self.order.join_all()
             return self._met
         block.leave()
         self._hand_over()
@@ -129,11 +155,54 @@ class Lockstep:
         block.enter()
         return self._met
 
+    def _cross_core(self, cycle: int, op: CrossCore) -> int:
+        """A flag set (returns `cycle`, releases the waits it completes), a wait
+        (returns when the last flag it needs landed, the block parked until
+        then), or a GM access checked against the other blocks'."""
+        if op.kind == "touch":
+            self.order.access(op.block, op.record)
+            return cycle
+        if op.kind == "set":
+            self._posted.setdefault(op.block, []).append(cycle)
+            self.order.post(op.block)
+            for waiter in [w for w in self._flag_waiters if self._flags_landed(w[2].needs) is not None]:
+                self._flag_waiters.remove(waiter)
+                waited, other, wait = waiter
+                self._flag_released[other] = max(waited, self._flags_landed(wait.needs))
+                self.order.join(wait.block, wait.needs)
+                self._park(other, self._flag_released[other])
+            return cycle
+        landed = self._flags_landed(op.needs)
+        if landed is not None:
+            self.order.join(op.block, op.needs)
+            return max(cycle, landed)
+        block = self._current
+        if block is None:  # a lone block waiting for others
+            raise CompileError(f"deadlock: block {op.block} waits for flags of blocks that never run", op.op)
+        self._flag_waiters.append((cycle, block, op))
+        block.leave()
+        self._hand_over()
+        self._wait_turn(self._workers[block.core])
+        block.enter()
+        return self._flag_released.pop(block)
+
+    def _flags_landed(self, needs) -> int | None:
+        """When the last of the (producer, count) flags `needs` landed, or None if
+        one is not set yet."""
+        latest = 0
+        for producer, count in needs:
+            posted = self._posted.get(producer, ())
+            if len(posted) < count:
+                return None
+            latest = max(latest, posted[count - 1])
+        return latest
+
     def run(self, blocks: list[Block], next_block: Callable[[Block], Block | None]) -> None:
         """Run `blocks` (on distinct cores), and every block `next_block(finished)`
         returns as a core frees, to their ends; the first error of any block is raised
         here."""
         self._next_block = next_block
+        self._posted, self._flag_waiters, self.order = {}, [], BlockOrder()
         for block in blocks:
             self._park(block, block.start)
         self._hand_over()
@@ -184,7 +253,7 @@ class Lockstep:
 
     def _hand_over(self) -> None:
         """Give the turn to the earliest waiting block, or end the run."""
-        if not self._waiting and self._arrived:
+        if not self._waiting and (self._arrived or self._flag_waiters):
             self._abort(self._stranded())
             return
         if not self._waiting:
@@ -204,6 +273,16 @@ class Lockstep:
 
     def _stranded(self) -> CompileError:
         """Blocks wait at a barrier that no other block can reach any more."""
+        if self._flag_waiters:
+            waiters, self._flag_waiters = self._flag_waiters, []
+            for cycle, block, _ in waiters:
+                self._park(block, cycle)
+            wait = waiters[0][2]
+            return CompileError(
+                f"deadlock: block {wait.block} waits at this '{wait.op.name}' for flags {list(wait.needs)} "
+                f"((block, count) pairs) that no block will set any more",
+                wait.op,
+            )
         arrived, self._arrived = self._arrived, []
         for cycle, block, _ in arrived:
             self._park(block, cycle)
