@@ -63,6 +63,7 @@ _PROJECT_PASSES: dict[str, str] = {
     "npu-plan-gm": ".lowering.plan.memory:PlanGmPass",
     "npu-assign-streams": ".lowering.plan.streams:AssignStreamsPass",
     "npu-merge-launches": ".lowering.plan.merge_launches:MergeLaunchesPass",
+    "npu-narrow-sync": ".lowering.plan.narrow_sync:NarrowSyncPass",
     "ge-lower-to-npu": ".lowering.pipelines:LowerToNpuPipeline",
     "ge-compile": ".lowering.pipelines:CompilePipeline",
 }

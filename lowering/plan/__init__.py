@@ -7,7 +7,8 @@
 * `placement.py`: the placement strategies;
 * `in_place.py`: outputs written over inputs that die at the same launch;
 * `memory.py`: `npu-plan-gm`, the GM arena plan;
-* `merge_launches.py`: `npu-merge-launches`, consecutive launches as the phases of one kernel.
+* `merge_launches.py`: `npu-merge-launches`, consecutive launches as the phases of one kernel;
+* `narrow_sync.py`: `npu-narrow-sync`, each phase's blocks waiting only for the blocks they depend on.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ def stages_before_plan(pipeline) -> list:
     from ...core.passes import PipelinePass
     from .memory import PlanGmPass
     from .merge_launches import MergeLaunchesPass
+    from .narrow_sync import NarrowSyncPass
     from .streams import AssignStreamsPass
 
     stages = []
     for stage in pipeline.stages():
         if isinstance(stage, PipelinePass):
             stages += stages_before_plan(stage)
-        elif not isinstance(stage, (AssignStreamsPass, PlanGmPass, MergeLaunchesPass)):
+        elif not isinstance(stage, (AssignStreamsPass, PlanGmPass, MergeLaunchesPass, NarrowSyncPass)):
             stages.append(stage)
     return stages

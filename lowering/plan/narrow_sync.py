@@ -1,0 +1,248 @@
+"""`npu-narrow-sync`: a merged kernel's phase waits for the blocks whose GM it
+depends on, not for every block (GE SuperKernel's early start and narrowed sync
+range).
+
+`npu-merge-launches` joins launches into the phases of one kernel, meeting at
+`npu.sync_all` (split by `npu-prefetch-constants` into `sync_all_arrive` ...
+`sync_all_wait`): every block waits there for the slowest block of the launch,
+although a block of the next phase usually reads only what a few blocks of the
+previous one wrote (a row band of a LayerNorm reads the row band the blocks of
+the projection before it wrote). This pass replaces each barrier by its
+cross-core form: `npu.cross_set_flag` where the block's phase ends (its flag,
+stored once its writes have landed) and `npu.cross_wait_flag` where the next
+phase starts, listing per consumer block exactly the producer blocks it must
+wait for and the flag count it must see. A block depending on nobody starts
+its next phase as soon as its own pipes have drained.
+
+Who depends on whom is found on the kernel itself, not assumed from the ops: its
+control flow and index math are run for every block (the simulator's decoder
+with the instructions replaced by recorders, as `in_place.py` proves in-place
+reuse), giving per phase and block the GM bytes read and written, on the
+launch's own GM (arena offsets and views resolved, so that buffers sharing bytes
+are seen to). Block c's phase k depends on block b's phase j < k when c reads
+bytes b wrote, or writes bytes b read or wrote (the GM plan reuses bytes from
+phase to phase); c then waits until b has set its flag j + 1 times. Bytes are
+compared in 32-byte granules, the DMA's unit of a GM write (two cores writing
+one granule would clash anyway): a granule two blocks share costs a wait that
+exact bytes might not need, never a missing one. Every dependency is a direct
+one, so no chain of other blocks is relied on.
+
+A kernel keeps its barriers when this cannot be computed exactly: addresses
+read from GM (`npu.read_scalar`), more blocks than a flag word holds (64), or a
+kernel launched more than once (its arguments' bytes differ per launch). The
+simulator checks the result: a GM access of one block that no flag orders
+against a conflicting access of another is reported as a race.
+
+Run it after `npu-prefetch-constants` (the constants' loads then stand between a
+block's flag set and its wait, as they stood between the barrier's halves).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from ...core.passes import record_statistic
+from ...core.signature import is_npu_host, main_function
+from ...dialects import npu
+from ...dialects.npu.base import element_bytes
+from ...simulator.hardware import HardwarePreset, load_preset
+from ...simulator.npu.hazards import NP
+from .in_place import _DataDependentAddresses, _FootprintDecoder
+
+GRANULE = 32
+"""Bytes compared as one: the DMA's unit of a GM write."""
+
+MAX_BLOCKS = 64
+"""Blocks a dependency mask holds (one bit each)."""
+
+_PHASE_ENDS = (npu.SyncAllOp, npu.SyncAllArriveOp)
+
+
+class _PhaseFootprints(_FootprintDecoder):
+    """The footprint recorder, also marking where each phase ends."""
+
+    def instruction_step(self, op: npu.InstructionOp):
+        if isinstance(op, _PHASE_ENDS):
+            trace = self.trace
+            return lambda core: trace.append(None)
+        return super().instruction_step(op)
+
+
+@dataclass(frozen=True)
+class _Root:
+    """The GM bytes a kernel argument occupies: `key` names the allocation (the
+    arena, or the value itself), `base` its first byte there."""
+
+    key: object
+    base: int
+    itemsize: int
+
+
+def _root(value: SSAValue) -> _Root:
+    itemsize = element_bytes(value.type)
+    while isinstance(value.owner, npu.GmViewOp):
+        value = value.owner.source
+    owner = value.owner
+    if isinstance(owner, npu.GmBufferOp) and owner.attr_values().offset is not None:
+        return _Root("arena", owner.attr_values().offset, itemsize)
+    return _Root(value, 0, itemsize)
+
+
+def block_dependencies(kernel: npu.KernelOp, args: list[SSAValue], hw: HardwarePreset) -> list[dict[int, dict[int, int]]] | None:
+    """Per barrier k of `kernel` (launched on `args`): consumer block -> producer
+    block -> the flag count it must wait for (see the module docstring); None
+    when that cannot be computed exactly."""
+    block_dim = kernel.attr_values().block_dim
+    if block_dim > MAX_BLOCKS:
+        return None
+    roots = [_root(value) for value in args]
+    decoder = _PhaseFootprints(hw, {i: i for i in range(len(args)) if str(npu.space_of(args[i].type)) == "gm"})
+    try:
+        program = decoder.decode(kernel)
+    except _DataDependentAddresses:
+        return None
+    spans = [_block_spans(program, decoder.trace, block, block_dim, roots) for block in range(block_dim)]
+    phases = max(len(s) for s in spans)
+    written_keys = {key for s in spans for phase in s for key, writes in phase if writes}
+    sizes: dict[object, int] = {}  # granules of each GM allocation some phase writes
+    for block_spans in spans:
+        for phase in block_spans:
+            for (key, _), (_, hi) in phase.items():
+                if key in written_keys:
+                    sizes[key] = max(sizes.get(key, 0), int(hi.max(initial=0)) + 1)
+    cells = [
+        [{(key, w): _cells(phase.get((key, w)), size) for key, size in sizes.items() for w in (False, True)} for phase in s]
+        for s in spans
+    ]
+    written = [{key: _mask(cells, j, key, True, block_dim, sizes[key]) for key in sizes} for j in range(phases)]
+    touched = [{key: written[j][key] | _mask(cells, j, key, False, block_dim, sizes[key]) for key in sizes} for j in range(phases)]
+    barriers = []
+    for k in range(1, phases):
+        needs: dict[int, dict[int, int]] = {}
+        for c in range(block_dim):
+            mine = cells[c][k] if k < len(cells[c]) else {}
+            for key in sizes:
+                reads, writes = mine.get((key, False), _EMPTY), mine.get((key, True), _EMPTY)
+                for j in range(k):
+                    bits = _or(written[j][key], reads) | _or(touched[j][key], writes)
+                    for b in range(block_dim):
+                        if b != c and bits >> b & 1:
+                            needs.setdefault(c, {})[b] = max(needs.get(c, {}).get(b, 0), j + 1)
+        barriers.append(needs)
+    return barriers
+
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def _block_spans(program, trace: list, block: int, block_dim: int, roots: list[_Root]) -> list[dict]:
+    """Run `block`: per phase, (root key, writes) -> (granule starts, granule ends) touched."""
+    trace.clear()
+    for r in program.block_idx_regs:
+        program.regs[r] = block
+    for r in program.block_dim_regs:
+        program.regs[r] = block_dim
+    program.run(SimpleNamespace(s_time=0, busy=[0] * NP))
+    phases: list[dict] = [{}]
+    for entry in trace:
+        if entry is None:
+            phases.append({})
+            continue
+        argument, reads, writes, offset, pattern = entry
+        root = roots[argument]
+        _, run = pattern.runs()
+        lo = root.base + pattern.run_starts(offset).astype(np.int64) * root.itemsize
+        hi = lo + run * root.itemsize - 1
+        for flag in (False, True):
+            if (writes if flag else reads):
+                phases[-1].setdefault((root.key, flag), []).append((lo // GRANULE, hi // GRANULE))
+    return [{key: (np.concatenate([a for a, _ in v]), np.concatenate([b for _, b in v])) for key, v in p.items()} for p in phases]
+
+
+def _cells(spans, size: int) -> np.ndarray:
+    """The granules covered by (starts, ends) spans, as indices."""
+    if spans is None:
+        return _EMPTY
+    diff = np.zeros(size + 1, dtype=np.int64)
+    np.add.at(diff, spans[0], 1)
+    np.add.at(diff, spans[1] + 1, -1)
+    return np.flatnonzero(np.cumsum(diff[:-1]) > 0)
+
+
+def _mask(cells, phase: int, key, writes: bool, block_dim: int, size: int) -> np.ndarray:
+    """Per granule of `key`, the bit mask of the blocks that wrote (read) it in `phase`."""
+    mask = np.zeros(size, dtype=np.uint64)
+    for b in range(block_dim):
+        if phase < len(cells[b]):
+            mask[cells[b][phase][(key, writes)]] |= np.uint64(1 << b)
+    return mask
+
+
+def _or(mask: np.ndarray, cells: np.ndarray) -> int:
+    return int(np.bitwise_or.reduce(mask[cells])) if len(cells) else 0
+
+
+def narrow(kernel: npu.KernelOp, barriers: list[dict[int, dict[int, int]]]) -> None:
+    """Replace the k-th barrier of `kernel` by a flag set and a wait for `barriers[k]`."""
+    ends = [op for op in kernel.entry.ops if isinstance(op, _PHASE_ENDS)]
+    for end, needs in zip(ends, barriers):
+        if needs is None:
+            continue
+        waits = [v for c in sorted(needs) for b in sorted(needs[c]) for v in (c, b, needs[c][b])]
+        wait = npu.CrossWaitFlagOp.new(waits=waits)
+        if isinstance(end, npu.SyncAllOp):
+            Rewriter.replace_op(end, [npu.CrossSetFlagOp.new(), wait])
+            continue
+        second = end.next_op
+        while not isinstance(second, npu.SyncAllWaitOp):
+            second = second.next_op
+        Rewriter.replace_op(end, npu.CrossSetFlagOp.new())
+        Rewriter.replace_op(second, wait)
+
+
+def _widest(needs: dict[int, dict[int, int]]) -> int:
+    """The most producer blocks one consumer block waits for at a barrier."""
+    return max((len(producers) for producers in needs.values()), default=0)
+
+
+@dataclass(frozen=True)
+class NarrowSyncPass(ModulePass):
+    """Replace the barriers of merged kernels by cross-core flags: each block of a phase waits only for the blocks whose GM it depends on."""
+
+    name = "npu-narrow-sync"
+
+    hw: str = "ascend910"
+    widest: int = 50
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        main = main_function(op)
+        if not is_npu_host(main):
+            return
+        hw = load_preset(self.hw)
+        launches: dict[str, list[npu.LaunchOp]] = {}
+        for launch in main.body.block.ops:
+            if isinstance(launch, npu.LaunchOp):
+                launches.setdefault(launch.callee.string_value(), []).append(launch)
+        for kernel in list(op.body.block.ops):
+            if not isinstance(kernel, npu.KernelOp) or not any(isinstance(o, _PHASE_ENDS) for o in kernel.entry.ops):
+                continue
+            found = launches.get(kernel.sym_name.data, [])
+            barriers = block_dependencies(kernel, list(found[0].args), hw) if len(found) == 1 else None
+            if barriers is None:
+                record_statistic(self.name, "kernels kept at sync_all")
+                continue
+            block_dim = kernel.attr_values().block_dim
+            barriers = [needs if _widest(needs) * 100 <= self.widest * block_dim else None for needs in barriers]
+            record_statistic(self.name, "barriers kept (every block waits for most)", barriers.count(None))
+            narrow(kernel, barriers)
+            narrowed = [needs for needs in barriers if needs is not None]
+            record_statistic(self.name, "barriers narrowed", len(narrowed))
+            record_statistic(self.name, "block waits", sum(len(n) for needs in narrowed for n in needs.values()))

@@ -1,0 +1,119 @@
+"""npu-narrow-sync: a merged kernel's barriers become cross-core flags, each block
+waiting only for the blocks whose GM it depends on. The numbers stay those of the
+separate launches, and the race checker between blocks catches a wait that is
+dropped or weakened (the mutation test)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gecomp.core.context import make_context
+from gecomp.core.diagnostics import CompileError
+from gecomp.core.parsing import parse_module, verify_module
+from gecomp.dialects import npu
+from gecomp.lowering.plan.merge_launches import MergeLaunchesPass
+from gecomp.lowering.plan.narrow_sync import NarrowSyncPass
+from gecomp.simulator.npu import simulate
+
+SOURCE = (Path(__file__).parents[1] / "lit" / "npu" / "passes" / "narrow-sync.mlir").read_text()
+"""@double, @own, @swap on 2 blocks: t = 2x and s = t + x half by half, then each
+block copies the other block's half of s to y."""
+
+
+def narrowed(text: str = SOURCE):
+    module = parse_module(make_context(), text, "narrow.mlir")
+    MergeLaunchesPass(hw="tiny").apply(make_context(), module)
+    NarrowSyncPass(hw="tiny").apply(make_context(), module)
+    return module
+
+
+def wait_ops(module) -> list[npu.CrossWaitFlagOp]:
+    return [op for op in module.walk() if isinstance(op, npu.CrossWaitFlagOp)]
+
+
+def random_x(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(512).astype(np.float16)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_narrowed_kernel_computes_what_the_separate_launches_do(seed):
+    x = random_x(seed)
+    separate = simulate(parse_module(make_context(), SOURCE, "narrow.mlir"), [x], "tiny")
+    merged = simulate(narrowed(), [x], "tiny")
+    np.testing.assert_array_equal(merged.outputs[0], separate.outputs[0])
+    np.testing.assert_allclose(merged.outputs[0], np.roll(3 * x.astype(np.float64), 256), rtol=2e-3, atol=2e-3)
+
+
+def test_each_block_waits_for_exactly_the_blocks_it_reads():
+    first, second = wait_ops(narrowed())
+    assert first.triples() == []  # each block reads the half of t it wrote itself
+    assert second.triples() == [(0, 1, 2), (1, 0, 2)]  # each reads the other's half of s, written in phase 2
+
+
+def _mutants() -> list[tuple[str, str]]:
+    """The narrowed module's text with one wait dropped or weakened, each."""
+    text = str(narrowed())
+    found = re.search(r"waits = \[0, 1, 2, 1, 0, 2\]", text)
+    assert found is not None
+    replace = lambda new: text[: found.start()] + new + text[found.end() :]  # noqa: E731
+    return [
+        ("drop block 0's wait", replace("waits = [1, 0, 2]")),
+        ("drop block 1's wait", replace("waits = [0, 1, 2]")),
+        ("weaken block 0's wait to the first flag", replace("waits = [0, 1, 1, 1, 0, 2]")),
+        ("weaken block 1's wait to the first flag", replace("waits = [0, 1, 2, 1, 0, 1]")),
+    ]
+
+
+@pytest.mark.parametrize("mutant", _mutants(), ids=lambda m: m[0])
+def test_a_dropped_or_weakened_wait_is_reported_as_a_race(mutant):
+    _, text = mutant
+    module = parse_module(make_context(), text, "mutant.mlir")
+    with pytest.raises(CompileError, match=r"race: 'npu.copy' of block [01] (reads|writes) GM bytes .* that 'npu.copy' at .* of block [01]"):
+        simulate(module, [random_x(0)], "tiny")
+
+
+def test_a_barrier_that_is_no_longer_needed_passes_the_race_checker():
+    """The control of the mutation test: the narrowed module itself is race-free
+    (the checker is on by default) and its first phase boundary waits for nobody."""
+    simulate(narrowed(), [random_x(0)], "tiny")
+
+
+@pytest.mark.parametrize(
+    "waits,message",
+    [
+        ("[0, 1]", "multiple of 3"),
+        ("[0, 0, 1]", "waits for itself"),
+        ("[0, 2, 1]", "out of the kernel's 2 blocks"),
+        ("[0, 1, 3]", "only 2 'npu.cross_set_flag' stand before this wait"),
+        ("[0, 1, 1, 0, 1, 2]", "waits for block 1 twice"),
+    ],
+)
+def test_the_verifier_refuses_malformed_waits(waits, message):
+    text = re.sub(r"waits = \[0, 1, 2, 1, 0, 2\]", f"waits = {waits}", str(narrowed()))
+    with pytest.raises(CompileError, match=re.escape(message)):
+        verify_module(parse_module(make_context(), text, "bad.mlir"))
+
+
+def test_a_wait_outside_the_kernel_body_top_level_is_refused():
+    text = str(narrowed()).replace("npu.cross_wait_flag {waits = []}", "scf.if %true {\n npu.cross_wait_flag {waits = []}\n}")
+    text = text.replace("npu.cross_set_flag\n", "npu.cross_set_flag\n %true = arith.constant true\n", 1)
+    with pytest.raises(CompileError, match="must stand at the top level of the npu.kernel body"):
+        verify_module(parse_module(make_context(), text, "bad.mlir"))
+
+
+def test_a_kernel_reading_addresses_from_gm_keeps_its_barriers():
+    """Dependencies that cannot be traced statically fall back to npu.sync_all."""
+    text = SOURCE.replace(
+        "    %o = arith.muli %b, %c256 : index\n    %u = npu.alloc",
+        "    %o = arith.muli %b, %c256 : index\n    %r = npu.read_scalar %x[%c0] : index\n    %u = npu.alloc",
+        1,
+    )
+    module = parse_module(make_context(), text, "scalar.mlir")
+    MergeLaunchesPass(hw="tiny").apply(make_context(), module)
+    NarrowSyncPass(hw="tiny").apply(make_context(), module)
+    assert not wait_ops(module)
+    assert sum(isinstance(op, npu.SyncAllOp) for op in module.walk()) == 2
