@@ -14,10 +14,12 @@ import pytest
 from gecomp.core.context import make_context
 from gecomp.core.diagnostics import CompileError
 from gecomp.core.parsing import parse_module, verify_module
+from gecomp.core.signature import input_specs, main_function, random_inputs
 from gecomp.dialects import npu
 from gecomp.lowering.plan.merge_launches import MergeLaunchesPass
 from gecomp.lowering.plan.narrow_sync import NarrowSyncPass
 from gecomp.simulator.npu import simulate
+from npu_testing import compiled_graph
 
 SOURCE = (Path(__file__).parents[1] / "lit" / "npu" / "passes" / "narrow-sync.mlir").read_text()
 """@double, @own, @swap on 2 blocks: t = 2x and s = t + x half by half, then each
@@ -117,3 +119,26 @@ def test_a_kernel_reading_addresses_from_gm_keeps_its_barriers():
     NarrowSyncPass(hw="tiny").apply(make_context(), module)
     assert not wait_ops(module)
     assert sum(isinstance(op, npu.SyncAllOp) for op in module.walk()) == 2
+
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+@pytest.mark.parametrize("example", ["mlp.mlir"])
+def test_a_compiled_example_narrowed_computes_what_its_separate_launches_do(example):
+    """A real merged kernel (ge-compile's tilings, GM plan and prefetched constants)
+    narrowed: race-free, its outputs bit for bit those of the same kernels with
+    their barriers, and those of the unmerged module (whose tilings may differ:
+    merging changes some forms) within the fp16 tolerance, on random inputs."""
+    text = (EXAMPLES / example).read_text()
+    separate, _ = compiled_graph(text, "ge-compile{merge=false}")
+    barriers, _ = compiled_graph(text, "ge-compile")
+    merged, _ = compiled_graph(text, "ge-compile,npu-narrow-sync{widest=100}")
+    assert wait_ops(merged) and not any(isinstance(op, (npu.SyncAllOp, npu.SyncAllWaitOp)) for op in merged.walk())
+    for seed in (0, 1):
+        inputs = random_inputs(input_specs(main_function(merged)), seed)
+        outputs = simulate(merged, inputs).outputs
+        for got, want in zip(outputs, simulate(barriers, inputs).outputs):
+            np.testing.assert_array_equal(got, want)
+        for got, want in zip(outputs, simulate(separate, inputs).outputs):
+            np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-3)
