@@ -29,7 +29,11 @@ from .windows import read_window
 
 @converts("MatMul")
 def matmul(c: NodeContext):
-    a, b = c.input(0, "A"), c.input(1, "B")
+    return numpy_matmul(c, c.input(0, "A"), c.input(1, "B"))
+
+
+def numpy_matmul(c: NodeContext, a: Tensor, b: Tensor) -> Tensor:
+    """`a @ b` as numpy has it (1-D operands, broadcast batch dims)."""
     if a.rank == 0 or b.rank == 0:
         raise c.fail(f"operands must have rank >= 1, got {a.type} and {b.type}")
     a2 = ops.reshape(a, [1, a.shape[0]]) if a.rank == 1 else a

@@ -24,6 +24,7 @@ from ...dialects.ge import MaximumOp, MinimumOp, RoundOp
 from .. import ops
 from ..builder import Tensor, slice_
 from .context import NodeContext, ge_element_type
+from .linear import numpy_matmul
 from .registry import converts
 
 
@@ -104,3 +105,69 @@ def dequantize_linear(c: NodeContext):
     if zero is not None:
         value = value - ops.cast(_broadcastable(c, zero, x, axis, block_size), dtypes.f32)
     return ops.cast(value * ops.cast(_broadcastable(c, scale, x, axis, block_size), dtypes.f32), result)
+
+
+# ---- integer matrix products ------------------------------------------------------------------
+
+_EXACT_F32 = 1 << 24
+"""Integers up to this magnitude are exact in float32."""
+
+
+def _integer_matmul(c: NodeContext, a: Tensor, b: Tensor, a_zero: Tensor | None, b_zero: Tensor | None) -> Tensor:
+    """(a - a_zero) @ (b - b_zero) in int32, exactly. The cube multiplies floats,
+    so the operands go as float32 and K is cut into chunks short enough that
+    no partial sum can exceed 2^24 (where float32 stops being exact: 8-bit
+    operands less their zero points are at most 255 in magnitude); each chunk's
+    product is cast to int32 and the chunks are added in int32."""
+    if a.rank == 0 or b.rank == 0:
+        raise c.fail(f"operands must have rank >= 1, got {a.type} and {b.type}")
+    for x in (a, b):
+        if not (dtypes.is_integer(x.dtype) and np.dtype(dtypes.to_numpy_dtype(x.dtype)).itemsize == 1):
+            raise c.unsupported(f"operands must be 8-bit integers, got {x.type}")
+
+    def centred(x: Tensor, zero: Tensor | None, axis: int) -> Tensor:
+        value = ops.cast(x, dtypes.f32)
+        if zero is None:
+            return value
+        zero = ops.cast(zero, dtypes.f32)
+        if zero.rank == 1 and x.rank >= 2 and int(np.prod(zero.shape)) > 1:  # per row of a, per column of b
+            zero = ops.reshape(zero, [zero.shape[0], 1] if axis == -2 else [zero.shape[0]])
+        return value - zero
+
+    fa, fb = centred(a, a_zero, -2), centred(b, b_zero, -1)
+    k = a.shape[-1]
+    chunk = _EXACT_F32 // (255 * 255)
+    total = None
+    for start in range(0, k, chunk):
+        end = min(k, start + chunk)
+        pa = fa if (start, end) == (0, k) else slice_(fa, [start], [end], [a.rank - 1])
+        pb = fb if (start, end) == (0, k) else slice_(fb, [start], [end], [max(b.rank - 2, 0)])
+        part = ops.cast(numpy_matmul(c, pa, pb), dtypes.from_numpy_dtype(np.int32))
+        total = part if total is None else total + part
+    return total
+
+
+@converts("MatMulInteger")
+def matmul_integer(c: NodeContext):
+    return _integer_matmul(c, c.input(0, "A"), c.input(1, "B"), c.optional_input(2), c.optional_input(3))
+
+
+@converts("QLinearMatMul")
+def qlinear_matmul(c: NodeContext):
+    """As ONNX's reference: the exact integer product, times a_scale * b_scale /
+    y_scale, rounded half to even, plus y's zero point, clamped to y's type."""
+    a, a_scale, a_zero = c.input(0, "a"), c.input(1, "a_scale"), c.optional_input(2)
+    b, b_scale, b_zero = c.input(3, "b"), c.input(4, "b_scale"), c.optional_input(5)
+    y_scale, y_zero = c.input(6, "y_scale"), c.optional_input(7)
+    product = ops.cast(_integer_matmul(c, a, b, a_zero, b_zero), dtypes.f32)
+    for s in (a_scale, b_scale, y_scale):
+        if int(np.prod(s.shape)) != 1:
+            raise c.unsupported(f"only per-tensor scales are supported, got {s.type}")
+    scale = ops.cast(ops.reshape(a_scale, []), dtypes.f32) * ops.cast(ops.reshape(b_scale, []), dtypes.f32)
+    y = c.g.op(RoundOp, product * (scale / ops.cast(ops.reshape(y_scale, []), dtypes.f32)))
+    target = y_zero.dtype if y_zero is not None else a.dtype
+    if y_zero is not None:
+        y = y + ops.cast(ops.reshape(y_zero, []) if int(np.prod(y_zero.shape)) == 1 else y_zero, dtypes.f32)
+    info = ml_dtypes.iinfo(dtypes.to_numpy_dtype(target))
+    y = c.g.op(MinimumOp, c.g.op(MaximumOp, y, float(info.min)), float(info.max))
+    return ops.cast(y, target)
