@@ -116,7 +116,7 @@ def conv_transpose(c: NodeContext):
     # The equivalent convolution's input: zeros inserted, then padded (or cropped).
     y = x
     for axis, s in enumerate(strides):
-        y = _zero_inserted(c, y, 2 + axis, s)
+        y = zero_inserted(c, y, 2 + axis, s)
     crops = [max(0, -p) for p in (*begins, *ends)]
     if any(crops):
         y = slice_(y, crops[:n], [d - e for d, e in zip(y.shape[2:], crops[n:])], list(range(2, 2 + n)))
@@ -181,7 +181,7 @@ def _transposed_pads(c: NodeContext, spatial, kernel, strides, dilations) -> tup
     return begins, ends
 
 
-def _zero_inserted(c: NodeContext, x: Tensor, axis: int, stride: int) -> Tensor:
+def zero_inserted(c: NodeContext, x: Tensor, axis: int, stride: int) -> Tensor:
     """`stride - 1` zeros between neighbours along `axis`: (.., n, ..) ->
     (.., n, 1, ..) padded to (.., n, stride, ..), merged, the trailing zeros cut."""
     if stride == 1 or x.shape[axis] <= 1:
