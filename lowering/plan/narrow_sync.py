@@ -190,13 +190,28 @@ def _or(mask: np.ndarray, cells: np.ndarray) -> int:
     return int(np.bitwise_or.reduce(mask[cells])) if len(cells) else 0
 
 
-def narrow(kernel: npu.KernelOp, barriers: list[dict[int, dict[int, int]]]) -> None:
-    """Replace the k-th barrier of `kernel` by a flag set and a wait for `barriers[k]`."""
+def narrow(kernel: npu.KernelOp, barriers: list[dict[int, dict[int, int]] | None]) -> None:
+    """Replace the i-th barrier of `kernel` by a flag set and a wait for
+    `barriers[i]` (phase j's producers named by j + 1), or keep it where that is
+    None. A kept barrier orders everything before it: the dependencies on the
+    phases it closes are dropped from the waits after it, and the others count
+    the sets placed up to their phase."""
     ends = [op for op in kernel.entry.ops if isinstance(op, _PHASE_ENDS)]
-    for end, needs in zip(ends, barriers):
+    placed: list[int] = []  # per barrier, the flag sets placed up to it
+    kept = -1  # the last barrier kept
+    for i, (end, needs) in enumerate(zip(ends, barriers)):
         if needs is None:
+            kept = i
+            placed.append(placed[-1] if placed else 0)
             continue
-        waits = [v for c in sorted(needs) for b in sorted(needs[c]) for v in (c, b, needs[c][b])]
+        placed.append((placed[-1] if placed else 0) + 1)
+        waits = [
+            v
+            for c in sorted(needs)
+            for b in sorted(needs[c])
+            if needs[c][b] - 1 > kept
+            for v in (c, b, placed[needs[c][b] - 1])
+        ]
         wait = npu.CrossWaitFlagOp.new(waits=waits)
         if isinstance(end, npu.SyncAllOp):
             Rewriter.replace_op(end, [npu.CrossSetFlagOp.new(), wait])

@@ -142,3 +142,28 @@ def test_a_compiled_example_narrowed_computes_what_its_separate_launches_do(exam
             np.testing.assert_array_equal(got, want)
         for got, want in zip(outputs, simulate(separate, inputs).outputs):
             np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-3)
+
+
+def test_a_kept_barrier_orders_the_phases_it_closes():
+    """The first barrier kept (npu.sync_all), the second narrowed: its wait counts
+    only the flag sets placed (one), and a dependency on the phase the kept
+    barrier closed needs no wait."""
+    from gecomp.lowering.plan.narrow_sync import narrow
+
+    def merged_kernel():
+        module = parse_module(make_context(), SOURCE, "narrow.mlir")
+        MergeLaunchesPass(hw="tiny").apply(make_context(), module)
+        return module, next(op for op in module.walk() if isinstance(op, npu.KernelOp))
+
+    module, kernel = merged_kernel()
+    narrow(kernel, [None, {0: {1: 2}, 1: {0: 2}}])
+    (wait,) = wait_ops(module)
+    assert wait.triples() == [(0, 1, 1), (1, 0, 1)]
+    assert sum(isinstance(op, npu.SyncAllOp) for op in kernel.entry.ops) == 1
+    verify_module(module)
+    x = random_x(3)
+    np.testing.assert_allclose(simulate(module, [x], "tiny").outputs[0], np.roll(3 * x.astype(np.float64), 256), rtol=2e-3, atol=2e-3)
+
+    module, kernel = merged_kernel()
+    narrow(kernel, [None, {0: {1: 1}}])  # on phase 0, which the kept barrier closed
+    assert wait_ops(module)[0].triples() == []
