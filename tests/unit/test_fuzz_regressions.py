@@ -5,6 +5,11 @@ against onnxruntime: each must now be ok.
 Failure class 1 (issue 34): Pow went through exp(y ln x) for every exponent, so
 x^0 and x^-1 were NaN for a negative x; integer Pow lowered to float
 instructions on integer buffers (invalid IR the verifier now rejects).
+Class 6: a constant out-of-bounds GM offset left by npu-double-buffer in a
+guard made static (conv padding row). Class 7: a cube epilogue buffer larger
+than its tiling counted, accepted by the legality predicate (mlp on tiny).
+Class 8: norms / softmax over a size-1 axis in a group. And one oracle error:
+onnxruntime's f16 chains computed in f32 (the oracle now rounds every node).
 """
 
 from __future__ import annotations
