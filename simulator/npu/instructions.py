@@ -18,7 +18,7 @@ from ...core.diagnostics import location_of, op_error
 from ...dialects import npu
 from ...dialects.npu.base import element_bytes
 from ..hardware import SPACES
-from .costs import TransferCost, mmad_cycles, mmad_min_cycles, sync_all_transfers, transfer_cost, vector_cycles, vector_min_cycles
+from .costs import SYNC_FLAG_BYTES, TransferCost, mmad_cycles, mmad_min_cycles, sync_all_transfers, transfer_cost, vector_cycles, vector_min_cycles
 from .core import ZERO_CLOCK
 from .hazards import PIPE_INDEX, S, Record
 from .lockstep import CrossCore
@@ -511,11 +511,11 @@ class InstructionDecoder:
         waiting for nobody goes on as soon as it has drained."""
         where = f"when every pipe must drain at the 'npu.cross_wait_flag' at {location_of(op)}"
         cost, barrier_cost = self.hw.scalar_instruction_cycles, self.hw.barrier_cost
-        _, poll = sync_all_transfers(self.hw)
         mte2 = PIPE_INDEX["MTE2"]
         needs = {}
         for consumer, producer, count in op.triples():
             needs.setdefault(consumer, []).append((producer, count))
+        polls = {consumer: flags_read(self.hw, [b for b, _ in mine]) for consumer, mine in needs.items()}
         block, regs = self.own_block_reg(), self.regs
 
         def issue(core) -> None:
@@ -526,9 +526,17 @@ class InstructionDecoder:
                 release(core, drained, drained, NO_POLL, op.name)
                 return
             landed = core.meet(drained, CrossCore("wait", regs[block], tuple(mine), op=op))
-            release(core, max(landed, mte2_free), drained, poll, op.name)
+            release(core, max(landed, mte2_free), drained, polls[regs[block]], op.name)
 
         return issue
+
+
+def flags_read(hw, producers: list[int]) -> TransferCost:
+    """The read (GM -> UB) of the flags of `producers` at an npu.cross_wait_flag:
+    the span of the SyncAll workspace (32 bytes a block, in block order) from the
+    lowest to the highest, one transfer. [EST] rests on Ascend C's SyncAll
+    workspace layout; the 910's cross-core flags in GM are read the same way."""
+    return transfer_cost(hw, "gm_to_ub", 1, SYNC_FLAG_BYTES * (max(producers) - min(producers) + 1))
 
 
 def store_flag(core, drained: int, store, name: str) -> None:
