@@ -60,6 +60,19 @@ class Part:
         """Bytes moved from and to global memory when this part is one kernel."""
         return sum(value_bytes(v) for v in (*self.inputs, *self.outputs))
 
+    @cached_property
+    def output_bytes(self) -> int:
+        return sum(value_bytes(v) for v in self.outputs)
+
+    @cached_property
+    def sized_outputs(self) -> tuple[tuple[SSAValue, int], ...]:
+        return tuple((v, value_bytes(v)) for v in self.outputs)
+
+    @cached_property
+    def activation_inputs(self) -> tuple[tuple[SSAValue, int], ...]:
+        """The inputs that are not weights, with their bytes (what `peak_bytes` frees)."""
+        return tuple((v, value_bytes(v)) for v in self.inputs if not is_weight(v))
+
     def describe(self, limit: int = 4) -> str:
         names = [_op_label(op) for op in self.ops]
         shown = ", ".join(names[:limit]) + (f", +{len(names) - limit}" if len(names) > limit else "")
@@ -106,6 +119,10 @@ class FusionGraph:
             self.node_of[op] = i
             self.members[i] = [op]
         self._parts: dict[frozenset[Operation], Part] = {}
+        # Of the nodes as they are (`merge` resets them): asked for every candidate merge.
+        self._producers: dict[int, set[int]] | None = None
+        self._consumers: dict[int, frozenset[int]] = {}
+        self._node_parts: dict[int, Part] = {}
         self._kinds = {op: pattern_kind(op) for op in self.node_of}
         self.returned: set[SSAValue] = set()
         last = block.last_op
@@ -122,7 +139,10 @@ class FusionGraph:
         return min(self.index[op] for op in self.members[node])
 
     def part(self, node: int) -> Part:
-        return self.part_of(self.members[node])
+        known = self._node_parts.get(node)
+        if known is None:
+            known = self._node_parts[node] = self.part_of(self.members[node])
+        return known
 
     def part_of(self, ops: list[Operation]) -> Part:
         key = frozenset(ops)
@@ -142,14 +162,18 @@ class FusionGraph:
         found.discard(node)
         return found
 
-    def consumers(self, node: int) -> set[int]:
+    def consumers(self, node: int) -> frozenset[int]:
+        known = self._consumers.get(node)
+        if known is not None:
+            return known
         found = set()
         for v in self.part(node).outputs:
             for use in v.uses:
                 if use.operation in self.node_of:
                     found.add(self.node_of[use.operation])
         found.discard(node)
-        return found
+        known = self._consumers[node] = frozenset(found)
+        return known
 
     def readers(self, v: SSAValue) -> list[int]:
         """The nodes reading `v`, in order."""
@@ -162,6 +186,9 @@ class FusionGraph:
             self.node_of[op] = keep
         self.members[keep] += self.members.pop(gone)
         self.members[keep].sort(key=self.index.__getitem__)
+        self._producers = None
+        self._consumers.clear()
+        self._node_parts.clear()
         return keep
 
     # ---- global properties -----------------------------------------------------------------
@@ -184,44 +211,71 @@ class FusionGraph:
                     stack.append(n)
         return False
 
+    def _node_producers(self) -> dict[int, set[int]]:
+        """Each node's producers (the other nodes whose results it reads), computed
+        once per state of the graph: `schedule` asks it for every candidate merge."""
+        if self._producers is None:
+            producers: dict[int, set[int]] = {n: set() for n in self.members}
+            for n, ops in self.members.items():
+                for op in ops:
+                    for v in op.operands:
+                        owner = v.owner
+                        if isinstance(owner, Operation) and owner in self.node_of and self.node_of[owner] != n:
+                            producers[n].add(self.node_of[owner])
+            self._producers = producers
+        return self._producers
+
     def schedule(self, merged: tuple[int, int] | None = None) -> list[list[Operation]]:
         """The kernels in the order they would run: a topological order of the
         nodes, each as early as its inputs allow (the order `grouping.py`
         produces). With `merged`, as if those two nodes were one."""
-        groups = {n: list(ops) for n, ops in self.members.items()}
-        node_of = dict(self.node_of)
+        groups = self.members
+        if merged is not None:
+            groups = dict(groups)
+            groups[merged[0]] = groups[merged[0]] + groups.pop(merged[1])
+        return [groups[n] for n in self._order(merged)]
+
+    def _order(self, merged: tuple[int, int] | None) -> list[int]:
+        """`schedule`'s nodes (`merged`'s first node standing for both)."""
+        groups = self.members
+        waiting = {n: set(found) for n, found in self._node_producers().items()}
+        first = {n: self.index[ops[0]] for n, ops in groups.items()}  # members are in block order
         if merged is not None:
             a, b = merged
-            for op in groups[b]:
-                node_of[op] = a
-            groups[a] = groups[a] + groups.pop(b)
-        waiting = {n: set() for n in groups}
-        for n, ops in groups.items():
-            for op in ops:
-                for v in op.operands:
-                    owner = v.owner
-                    if isinstance(owner, Operation) and owner in node_of and node_of[owner] != n:
-                        waiting[n].add(node_of[owner])
+            groups = dict(groups)
+            del groups[b]
+            first[a] = min(first[a], first.pop(b))
+            waiting[a] = (waiting[a] | waiting.pop(b)) - {a, b}
+            for n, found in waiting.items():
+                if b in found:
+                    found.discard(b)
+                    if n != a:
+                        found.add(a)
         dependents: dict[int, list[int]] = {n: [] for n in groups}
         for n, deps in waiting.items():
             for d in deps:
                 dependents[d].append(n)
-        ready = [(min(self.index[o] for o in ops), n) for n, ops in groups.items() if not waiting[n]]
+        # Each node's first op is its own: the heap's keys are distinct, so the
+        # order does not depend on the order nodes enter it.
+        ready = [(first[n], n) for n in groups if not waiting[n]]
         heapq.heapify(ready)
         order = []
         while ready:
             _, n = heapq.heappop(ready)
-            order.append(groups[n])
+            order.append(n)
             for d in dependents[n]:
                 waiting[d].discard(n)
                 if not waiting[d]:
-                    heapq.heappush(ready, (min(self.index[o] for o in groups[d]), d))
+                    heapq.heappush(ready, (first[d], d))
         return order
 
     def peak_bytes(self, merged: tuple[int, int] | None = None) -> int:
         """Peak global memory of the activations (weights excluded: they are
         resident either way) when the kernels run in `schedule` order."""
-        kernels = [self.part_of(ops) for ops in self.schedule(merged)]
+        kernels = [
+            self.merged_part(*merged) if merged is not None and n == merged[0] else self.part(n)
+            for n in self._order(merged)
+        ]
         last_use: dict[SSAValue, int] = {}
         for step, part in enumerate(kernels):
             for v in part.inputs:
@@ -232,10 +286,10 @@ class FusionGraph:
         live = sum(value_bytes(a) for a in self.block.args if a in last_use)
         peak = live
         for step, part in enumerate(kernels):
-            live += sum(value_bytes(v) for v in part.outputs)
+            live += part.output_bytes
             peak = max(peak, live)
-            live -= sum(value_bytes(v) for v in part.inputs if last_use.get(v) == step and not is_weight(v))
-            live -= sum(value_bytes(v) for v in part.outputs if v not in last_use)
+            live -= sum(size for v, size in part.activation_inputs if last_use.get(v) == step)
+            live -= sum(size for v, size in part.sized_outputs if v not in last_use)
         return peak
 
     def candidates(self, horizontal: bool) -> Iterator[tuple[int, int, str]]:
