@@ -37,6 +37,12 @@ KNOWN_REFUSALS = re.compile(
 
 TARGET = 0.95
 
+# Cases whose expected outputs are further from the exact result than their own
+# tolerance (ONNX computed them with numpy's single-precision FFT: 1.5e-6 off at
+# exact zeros, atol 1e-7), so no correct implementation passes them;
+# test_inexact_expected_outputs proves it for each, in float64.
+INEXACT_EXPECTED = {"test_dft_inverse", "test_dft_inverse_opset19"}
+
 
 @pytest.fixture(scope="module")
 def results():
@@ -44,8 +50,24 @@ def results():
 
 
 def test_no_case_fails(results):
-    failed = [f"{r.name}: {r.reason}" for r in results if r.status == FAILED]
+    failed = [f"{r.name}: {r.reason}" for r in results if r.status == FAILED and r.name not in INEXACT_EXPECTED]
     assert failed == []
+
+
+def test_inexact_expected_outputs():
+    """Each INEXACT_EXPECTED case's expected output fails its own tolerance
+    against the exact (float64) inverse DFT of its input."""
+    import numpy as np
+
+    from gecomp.frontend.conformance import node_cases
+
+    cases = {c.name: c for c in node_cases(["DFT"])["DFT"]}
+    for name in INEXACT_EXPECTED:
+        case = cases[name]
+        (x, *_), (want,) = case.data_sets[0]
+        exact = np.fft.ifft(x[..., 0].astype(np.float64) + 1j * x[..., 1], axis=1)
+        exact = np.stack([exact.real, exact.imag], axis=-1)
+        assert not np.allclose(want, exact, rtol=case.rtol, atol=case.atol), name
 
 
 def test_refusals_are_of_known_kinds(results):
@@ -69,7 +91,7 @@ def test_npu_backend_meets_the_target():
     """Every case through ge-compile and the NPU simulator (one test: ~30 s)."""
     results = run_conformance("npu", multi_node=True)
     single = [r for r in results if r.op_type != MULTI_NODE]
-    assert [f"{r.name}: {r.reason}" for r in single if r.status == FAILED] == []
+    assert [f"{r.name}: {r.reason}" for r in single if r.status == FAILED and r.name not in INEXACT_EXPECTED] == []
     assert [r.name for r in single if r.status == UNSUPPORTED and not KNOWN_REFUSALS.search(r.reason)] == []
     rows = summarize(results)
     total = total_row(rows)
