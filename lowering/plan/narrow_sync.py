@@ -29,7 +29,11 @@ one, so no chain of other blocks is relied on.
 
 A kernel keeps its barriers when this cannot be computed exactly: addresses
 read from GM (`npu.read_scalar`), more blocks than a flag word holds (64), or a
-kernel launched more than once (its arguments' bytes differ per launch). The
+kernel launched more than once (its arguments' bytes differ per launch). With
+`widest=P` a barrier where some block would wait for more than P% of the blocks
+stays an `npu.sync_all` (the default 100 narrows every barrier: a wait for every
+block costs what the barrier does, minus the flags it need not read); the waits
+after a kept barrier drop what it already orders. The
 simulator checks the result: a GM access of one block that no flag orders
 against a conflicting access of another is reported as a race.
 
@@ -235,7 +239,7 @@ class NarrowSyncPass(ModulePass):
     name = "npu-narrow-sync"
 
     hw: str = "ascend910"
-    widest: int = 50
+    widest: int = 100
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         main = main_function(op)
