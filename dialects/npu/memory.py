@@ -116,6 +116,9 @@ class LoadL0Op(TransferOp):
 
     layout = field(Kind.STR, "nd", LAYOUTS)
     transpose = field(Kind.BOOL, False)
+    block = field(Kind.INT, 0)
+    """nz: columns per source block (0: the type's fractal width); fp32 images and
+    FRACTAL_Z weights keep their 8-column (32-byte) blocks in L1."""
 
     def pipe_name(self) -> str:
         return "MTE1"
@@ -123,9 +126,11 @@ class LoadL0Op(TransferOp):
     def _dst_shape(self, a) -> tuple[int, int]:
         return (a.cols, a.rows) if a.transpose else (a.rows, a.cols)
 
+    def _n0(self, a) -> int:
+        return a.block or fractal_n0(self.src.type.element_type)
+
     def default_strides(self, a):
-        n0 = fractal_n0(self.src.type.element_type)
-        src = a.rows * n0 if a.layout == "nz" else a.cols
+        src = a.rows * self._n0(a) if a.layout == "nz" else a.cols
         return [src, self._dst_shape(a)[1]]
 
     def check_operands(self, a):
@@ -136,7 +141,7 @@ class LoadL0Op(TransferOp):
     def accesses(self, a):
         s, d = self.row_strides(a)
         if a.layout == "nz":
-            source = Fractal(a.rows, a.cols, s, fractal_n0(self.src.type.element_type))
+            source = Fractal(a.rows, a.cols, s, self._n0(a))
         else:
             source = Strided(a.rows, a.cols, s)
         rows, cols = self._dst_shape(a)

@@ -11,8 +11,10 @@ dims of size 1 repeat). It writes the transfers a kernel needs:
 
 * `stage_to_l1` / `load_to_l0`: the cube's operand path. MTE2 copies the stored
   tile into L1 in the source's own layout (ND rows with a 16-element-aligned
-  stride, or NZ blocks), MTE1 (`npu.load_l0`) re-lays it out, transposing if
-  needed, into L0A / L0B as a row-major matrix;
+  stride, or NZ blocks of the source's width: an fp32 NZ image keeps its 8-column
+  blocks, so each block column is one contiguous run and not one 32-byte run per
+  row), MTE1 (`npu.load_l0`, its `block` the source's) re-lays it out,
+  transposing if needed, into L0A / L0B as a row-major matrix;
 * `load_to_ub` / `store_from_ub`: the epilogue's path, between GM and a
   row-major tile in UB (NZ blocks one copy per 16 columns).
 
@@ -155,46 +157,41 @@ class MatrixView:
         return snr * round_up(snc, FRACTAL)
 
     def l1_stride(self, rows: int, cols: int) -> int:
-        """The staged tile's row stride (ND) or block stride (NZ) in L1, for a buffer
-        sized for a logical (rows x cols) tile."""
+        """The staged tile's row stride (ND) or block stride (NZ: the source's blocks
+        are kept, `block` columns each) in L1, for a buffer sized for a logical
+        (rows x cols) tile."""
         _, snr, _, snc = self._stored(0, rows, 0, cols)
-        return round_up(snc, FRACTAL) if self.layout == ND else snr * FRACTAL
+        return round_up(snc, FRACTAL) if self.layout == ND else snr * self.block
 
     def stage_runs(self, rows: int, cols: int) -> tuple[int, int]:
         """(contiguous runs, bytes per run) of staging a logical (rows x cols) tile."""
         _, snr, _, snc = self._stored(0, rows, 0, cols)
-        if self.layout == NZ and self.block != FRACTAL:  # a copy per block, a run per row
-            return -(-snc // self.block) * snr, self.block * self.itemsize
         if self.layout == ND:
             if snc == self.row_stride or snr == 1:
                 return 1, snr * snc * self.itemsize
             return snr, snc * self.itemsize
-        blocks = -(-snc // FRACTAL)
-        if snr * FRACTAL == self.row_stride or blocks == 1:
-            return 1, blocks * snr * FRACTAL * self.itemsize
-        return blocks, snr * FRACTAL * self.itemsize
+        blocks = -(-snc // self.block)
+        if snr * self.block == self.row_stride or blocks == 1:
+            return 1, blocks * snr * self.block * self.itemsize
+        return blocks, snr * self.block * self.itemsize
 
     def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
-        runs, run_bytes = self.stage_runs(rows, cols)
-        if self.layout == NZ and self.block != FRACTAL:
-            _, snr, _, snc = self._stored(0, rows, 0, cols)
-            return -(-snc // self.block) * stream_cycles(hw, "gm_to_l1", snr, run_bytes)
-        return stream_cycles(hw, "gm_to_l1", runs, run_bytes)
+        return stream_cycles(hw, "gm_to_l1", *self.stage_runs(rows, cols))
 
     def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
         _, snr, _, snc = self._stored(0, rows, 0, cols)
         if self.layout == NZ:
-            return stream_cycles(hw, f"l1_to_{space}", -(-snc // FRACTAL), snr * FRACTAL * self.itemsize)
+            return stream_cycles(hw, f"l1_to_{space}", -(-snc // self.block), snr * self.block * self.itemsize)
         return stream_cycles(hw, f"l1_to_{space}", snr, snc * self.itemsize)
 
     def l1_offset(self, b: KernelBuilder, l1_stride: int, r0: Index, c0: Index) -> Index:
         """Where logical (r0, c0) of a staged tile sits in L1 (for NZ, its stored
-        column must start a 16-column block)."""
+        column must start a block)."""
         sr0, _, sc0, _ = self._stored(r0, 0, c0, 0)
         if self.layout == ND:
             return b.affine(sc0, (sr0, l1_stride))
-        assert l1_stride % FRACTAL == 0
-        return b.affine(0, (sc0, l1_stride // FRACTAL), (sr0, FRACTAL))
+        assert l1_stride % self.block == 0
+        return b.affine(0, (sc0, l1_stride // self.block), (sr0, self.block))
 
     def stage_to_l1(
         self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, l1, l1_stride: int,
@@ -208,45 +205,25 @@ class MatrixView:
         dst = self.l1_offset(b, l1_stride, *at)
         if self.layout == ND:
             b.emit(npu.CopyOp, self.value, src, l1, dst, rows=snr, cols=snc, strides=[self.row_stride, l1_stride])
-        elif self.block != FRACTAL:
-            self._stage_narrow_blocks(b, src, snr, snc, l1, dst, l1_stride)
         else:
             b.emit(
                 npu.CopyOp, self.value, src, l1, dst,
-                rows=-(-snc // FRACTAL), cols=snr * FRACTAL, strides=[self.row_stride, l1_stride],
+                rows=-(-snc // self.block), cols=snr * self.block, strides=[self.row_stride, l1_stride],
             )
-
-    def _stage_narrow_blocks(self, b: KernelBuilder, src: Index, rows: int, cols: int, l1, l1_start: Index, l1_stride: int) -> None:
-        """Stored blocks narrower than the L1 fractal (an fp32 FRACTAL_Z matrix: 8
-        columns) side by side into 16-column L1 blocks: one copy per block, an
-        scf.for over the L1 blocks."""
-        k = self.block
-        per_fractal = FRACTAL // k
-        blocks = -(-cols // k)
-
-        def copy(fractal: Index, index: int) -> None:
-            gm = b.affine(src, (fractal, per_fractal * self.row_stride), (index, self.row_stride))
-            dst = b.affine(b.add(l1_start, index * k), (fractal, l1_stride))
-            b.emit(npu.CopyOp, self.value, gm, l1, dst, rows=rows, cols=k, strides=[k, FRACTAL])
-
-        with b.loop(0, blocks // per_fractal, name="fblk") as fractal:
-            for index in range(per_fractal):
-                copy(fractal, index)
-        for index in range(blocks % per_fractal):
-            copy(blocks // per_fractal, index)
 
     def load_to_l0(
         self, b: KernelBuilder, l1, l1_stride: int, r0: Index, nr: int, c0: Index, nc: int, l0, l0_stride: int
     ) -> None:
         """MTE1: the logical sub-tile (r0.. +nr, c0.. +nc) of the staged tile into L0
         as a row-major matrix with row stride `l0_stride` (NZ sources move whole
-        16-column blocks, so the L0 tile may be rounded up to 16 rows or columns;
-        sc0 must start one)."""
+        blocks of the source's width, so the L0 tile may be rounded up to a block
+        of rows or columns; sc0 must start one)."""
         _, snr, _, snc = self._stored(r0, nr, c0, nc)
-        cols = snc if self.layout == ND else round_up(snc, FRACTAL)
+        cols = snc if self.layout == ND else round_up(snc, self.block)
+        block = {} if self.layout == ND or self.block == FRACTAL else {"block": self.block}
         b.emit(
             npu.LoadL0Op, l1, self.l1_offset(b, l1_stride, r0, c0), l0, 0,
-            rows=snr, cols=cols, layout=self.layout, transpose=self.transposed, strides=[l1_stride, l0_stride],
+            rows=snr, cols=cols, layout=self.layout, transpose=self.transposed, strides=[l1_stride, l0_stride], **block,
         )
 
     # ---- the epilogue's path: GM <-> UB --------------------------------------------------
