@@ -311,6 +311,8 @@ class Lockstep:
         """Cancel every waiting block (each unwinds on its own thread) and wake run()."""
         self._error = error
         waiting, self._waiting = self._waiting, []
+        waiting += [(cycle, 0, block) for cycle, block, _ in self._flag_waiters]  # parked at a cross_wait_flag
+        self._flag_waiters = []
         for _, _, block in waiting:
             block.cancelled = True
             worker = self._workers[block.core]

@@ -167,3 +167,33 @@ def test_a_kept_barrier_orders_the_phases_it_closes():
     module, kernel = merged_kernel()
     narrow(kernel, [None, {0: {1: 1}}])  # on phase 0, which the kept barrier closed
     assert wait_ops(module)[0].triples() == []
+
+
+def test_a_wait_for_a_flag_nobody_sets_is_a_deadlock_not_a_hang():
+    """The lockstep itself: block 0 waits for block 1's first flag, block 1 ends
+    without setting it; and a block parked at a wait is cancelled when another
+    fails (no thread left behind)."""
+    from gecomp.simulator.npu.lockstep import Block, CrossCore, Lockstep
+
+    lockstep = Lockstep()
+    wait = npu.CrossWaitFlagOp.new(waits=[0, 1, 1])
+    blocks = [
+        Block(0, 0, lambda: lockstep.meet(0, 2, CrossCore("wait", 0, ((1, 1),), op=wait)), lambda: None, lambda: None),
+        Block(1, 10, lambda: None, lambda: None, lambda: None),
+    ]
+    try:
+        with pytest.raises(CompileError, match=r"deadlock: block 0 waits at this 'npu.cross_wait_flag' for flags \[\(1, 1\)\]"):
+            lockstep.run(blocks, lambda block: None)
+
+        def fail():
+            raise CompileError("block 1 failed")
+
+        blocks = [
+            Block(0, 0, lambda: lockstep.meet(0, 2, CrossCore("wait", 0, ((1, 1),), op=wait)), lambda: None, lambda: None),
+            Block(1, 10, fail, lambda: None, lambda: None),
+        ]
+        with pytest.raises(CompileError, match="block 1 failed"):
+            lockstep.run(blocks, lambda block: None)
+    finally:
+        lockstep.close()
+    assert not lockstep._workers
