@@ -109,6 +109,10 @@ class KernelProgram:
     phases: int  # npu.sync_all splits the kernel into phases
     shortcuts: bool = True  # fast paths on (see KernelDecoder); off: the full simulation
     local_memory: LocalMemory | None = field(default=None)
+    # per core's LocalMemory, the (slot, view) of each local buffer: a block's turn
+    # in the lockstep (`lockstep.py`) binds its core's memory again, so the views
+    # are made once per core, not once per hand-over
+    local_views: dict = field(default_factory=dict)
 
     @property
     def arguments(self) -> list[BufferSlot]:
@@ -124,10 +128,16 @@ class KernelProgram:
         if self.local_memory is memory:
             return
         self.local_memory = memory
-        for buffer in self.buffers:
-            if buffer.argument is None:
-                backing = memory.spaces[buffer.space_name]
-                self.bufs[buffer.slot] = backing[buffer.local_offset :].view(buffer.dtype)
+        views = self.local_views.get(memory)
+        if views is None:
+            views = self.local_views[memory] = [
+                (buffer.slot, memory.spaces[buffer.space_name][buffer.local_offset :].view(buffer.dtype))
+                for buffer in self.buffers
+                if buffer.argument is None
+            ]
+        bufs = self.bufs
+        for slot, view in views:
+            bufs[slot] = view
 
     def run_block(self, block_idx: int, block_dim: int, start: int, check_races: bool, trace: bool, meet=None) -> Core:
         """Run one block from cycle `start`; `meet` is how its npu.sync_all waits for the
