@@ -38,7 +38,7 @@ from ....dialects import fused, npu
 from ....dialects.ge import formats
 from ....dialects.ge.formats import Format
 from ....simulator.hardware import HardwarePreset
-from ....simulator.npu.costs import transfer_cycles
+from ....simulator.npu.costs import stream_cycles, transfer_cycles
 from ...tiling import FRACTAL, GemmShape, round_up
 from ..context import GmTensor, KernelContext
 from ..kernel_builder import Index, KernelBuilder
@@ -204,8 +204,11 @@ class ImageOperand:
         channel_blocks = -(-positions // g.window)
         pixels = cols if self.transposed else rows
         width, per_row = (self._slab_width(pixels), pixels) if self.segments else (g.w, g.ow)
-        slab = g.slab_rows(out_rows) * transfer_cycles(hw, "gm_to_ub", 1, width * g.c0 * self.x.itemsize)
-        gather = positions * out_rows * transfer_cycles(hw, "ub_to_l1", per_row, g.c0 * self.x.itemsize)
+        # Each copy holds its pipe for its data cycles (the simulator streams them);
+        # a slab's latency is waited for once, before its gather reads it.
+        slab_row = stream_cycles(hw, "gm_to_ub", 1, width * g.c0 * self.x.itemsize)
+        slab = hw.paths["gm_to_ub"].latency + g.slab_rows(out_rows) * slab_row
+        gather = positions * out_rows * stream_cycles(hw, "ub_to_l1", per_row, g.c0 * self.x.itemsize)
         return channel_blocks * slab + gather
 
     def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
