@@ -234,3 +234,30 @@ def test_lhs_batched_projection_is_one_gemm():
     run.compile_module(module)
     sim = run.simulate(module, inputs, run.onnxruntime_outputs(proto, inputs))
     assert sim.worst_ratio <= 1.0, sim.worst
+
+
+def _post_norm_layer() -> onnx.ModelProto:
+    """BERT's post-norm residual blocks as TorchScript writes them: the output
+    projection (3-D MatMul + Add bias), the residual Add, LayerNormalization over
+    the last axis; then the FFN and the same again."""
+    g = Graph(3)
+
+    def add_norm(y: str, residual: str) -> str:
+        return g.op("LayerNormalization", g.op("Add", y, residual), g.weight(HIDDEN, scale=1.0), g.weight(HIDDEN),
+                    axis=-1, epsilon=1e-12)
+
+    h = add_norm(g.linear(g.attention("x", "div", False), HIDDEN, HIDDEN), "x")
+    out = add_norm(g.linear(g.gelu_erf(g.linear(h, HIDDEN, FFN)), FFN, HIDDEN), h)
+    return g.model(out, [1, SEQ, HIDDEN])
+
+
+def test_residual_and_norm_join_the_gemm_through_the_exporters_view():
+    """The GEMM's (M, N) result is viewed as (1, M, N) before the residual add and
+    the norm: both move below the view, and each projection, its residual and
+    its LayerNorm become one `fused.matmul_add_layer_norm` (no separate norm or
+    add kernel); the compiled layer matches onnxruntime."""
+    proto = _post_norm_layer()
+    ops = _fused_ops(proto)
+    assert ops.count("fused.matmul_add_layer_norm") == 2, ops
+    assert not {"ge.layer_norm", "ge.add", "fused.add_layer_norm"} & set(ops), ops
+    _compiled_matches_onnxruntime(proto)

@@ -294,6 +294,72 @@ class EpilogueBelowView(GEPattern):
         return None
 
 
+def _leading_view(value: SSAValue) -> ge.ReshapeOp | None:
+    """The ND reshape producing `value` that only adds leading unit dims (a (M, N)
+    GEMM result seen as (1, M, N)), whatever its other users, else None. Only
+    this direction: the rewrites below then always lower the rank, and stop."""
+    view = value.owner if isinstance(value.owner, ge.ReshapeOp) else None
+    if view is None or not (_is_nd(view.input.type) and _is_nd(view.result.type)):
+        return None
+    before, after = tuple(view.input.type.get_shape()), tuple(view.result.type.get_shape())
+    extra = len(after) - len(before)
+    return view if before and extra > 0 and after[extra:] == before and set(after[:extra]) == {1} else None
+
+
+class ResidualBelowView(GEPattern):
+    """`reshape(y) + r` -> `reshape(y + reshape(r))` when the reshape only adds
+    leading unit dims, r has the sum's shape (no broadcast) and a norm reads the
+    sum: the
+    residual add of an exported layer (its GEMM result viewed as (1, M, N)) in
+    the GEMM's own shape, so the `matmul + residual + norm` patterns see the
+    GEMM, the add and the norm without a view between them. The reshape of r is
+    a view, and cancels against the one that made r when r was a GEMM's too."""
+
+    COUNTER = "reshape moved below a residual add"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, ge.AddOp) or not _is_nd(op.result.type):
+            return
+        if not any(isinstance(u.operation, ge.LayerNormOp | ge.RMSNormOp) for u in op.result.uses):
+            return  # only a sum a norm reads: other adds (a GELU's inside) keep their shape
+        lhs, rhs = op.operands
+        for i, (viewed, other) in enumerate(((lhs, rhs), (rhs, lhs))):
+            view = _leading_view(viewed)
+            if view is None or view.result.type != op.result.type or other.type != op.result.type:
+                continue
+            inner = TensorType(op.result.type.element_type, view.input.type.get_shape())
+            seen = ge.ReshapeOp.new(other, result_type=inner)
+            operands = [view.input, seen.result] if i == 0 else [seen.result, view.input]
+            moved = ge.AddOp.build(operands=operands, result_types=[inner], properties=dict(op.properties),
+                                   attributes=dict(op.attributes))
+            back = ge.ReshapeOp.new(moved, result_type=op.result.type)
+            seen.location = moved.location = back.location = op.location
+            rewriter.replace(op, [seen, moved, back], [back.result])
+            return
+
+
+class NormBelowView(GEPattern):
+    """`norm(reshape(y))` -> `reshape(norm(y))` for a layer / RMS norm over the
+    last dim only, when the reshape only adds or drops leading unit dims: the
+    statistics are per row either way, and the norm then reads the residual sum
+    in the GEMM's shape (`ResidualBelowView`), where `matmul + residual + norm`
+    fusion takes all three."""
+
+    COUNTER = "reshape moved below a norm"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, ge.LayerNormOp | ge.RMSNormOp) or not _is_nd(op.result.type):
+            return
+        view = _leading_view(op.input)
+        rank = len(op.result.type.get_shape())
+        if view is None or op.attr_value("axis") % rank != rank - 1:
+            return
+        moved = type(op).new(view.input, *op.operands[1:], axis=-1, epsilon=op.attr_value("epsilon"))
+        back = ge.ReshapeOp.new(moved, result_type=op.result.type)
+        moved.location = back.location = op.location
+        rewriter.replace(op, [moved, back], [back.result])
+
+
 # ---- rotary embedding ------------------------------------------------------------------
 
 
@@ -587,7 +653,9 @@ def _rows_layout(factor: np.ndarray, split_shape, transpose: ge.TransposeOp, row
 
 IDIOMS: dict[type[Operation], tuple[RewritePattern, ...]] = {
     ge.MulOp: (WrittenOutGelu(), EpilogueBelowView()),
-    ge.AddOp: (RotaryOnRows(), EpilogueBelowView()),
+    ge.AddOp: (RotaryOnRows(), EpilogueBelowView(), ResidualBelowView()),
+    ge.LayerNormOp: (NormBelowView(),),
+    ge.RMSNormOp: (NormBelowView(),),
     ge.BatchMatmulOp: (LhsBatchedMatmulToGemm(),),
     ge.SplitOp: (SplitProduct(),),
     ge.ReshapeOp: (RepeatedHeads(),),

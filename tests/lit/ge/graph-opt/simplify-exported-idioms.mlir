@@ -207,3 +207,35 @@ func.func @split_product(%x: tensor<16x32xf32>) -> (tensor<1x16x32xf32>, tensor<
   %q, %k, %v = ge.split %r {axis = 2, sizes = [32, 32, 32]} : (tensor<1x16x96xf32>) -> (tensor<1x16x32xf32>, tensor<1x16x32xf32>, tensor<1x16x32xf32>)
   func.return %q, %k, %v : tensor<1x16x32xf32>, tensor<1x16x32xf32>, tensor<1x16x32xf32>
 }
+
+// -----
+
+// A post-norm residual block: the GEMM's result viewed as (1, M, N), the
+// residual add and the LayerNorm over the last dim move below the view (the
+// residual gets a view of its own), so matmul + residual + norm fusion sees
+// them on the GEMM.
+// CHECK-LABEL: func.func @residual_norm_below_view
+// CHECK-NEXT:    %p = ge.matmul %a, %w : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+// CHECK-NEXT:    %[[R:.*]] = ge.reshape %r : (tensor<1x8x16xf32>) -> tensor<8x16xf32>
+// CHECK-NEXT:    %[[S:.*]] = ge.add %p, %[[R]] : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+// CHECK-NEXT:    %[[N:.*]] = ge.layer_norm %[[S]], %g, %b : (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+// CHECK-NEXT:    %{{.*}} = ge.reshape %[[N]] : (tensor<8x16xf32>) -> tensor<1x8x16xf32>
+func.func @residual_norm_below_view(%a: tensor<8x16xf32>, %w: tensor<16x16xf32>, %r: tensor<1x8x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<1x8x16xf32> {
+  %p = ge.matmul %a, %w : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %v = ge.reshape %p : (tensor<8x16xf32>) -> tensor<1x8x16xf32>
+  %s = ge.add %v, %r : (tensor<1x8x16xf32>, tensor<1x8x16xf32>) -> tensor<1x8x16xf32>
+  %n = ge.layer_norm %s, %g, %b {axis = 2 : i64} : (tensor<1x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<1x8x16xf32>
+  func.return %n : tensor<1x8x16xf32>
+}
+
+// -----
+
+// An add no norm reads keeps the exporter's shape (a written-out GELU's inner
+// sum stays whole for its pattern).
+// CHECK-LABEL: func.func @add_without_norm_keeps_view
+// CHECK:         ge.add %v, %r : (tensor<1x8x16xf32>, tensor<1x8x16xf32>)
+func.func @add_without_norm_keeps_view(%p: tensor<8x16xf32>, %r: tensor<1x8x16xf32>) -> tensor<1x8x16xf32> {
+  %v = ge.reshape %p : (tensor<8x16xf32>) -> tensor<1x8x16xf32>
+  %s = ge.add %v, %r : (tensor<1x8x16xf32>, tensor<1x8x16xf32>) -> tensor<1x8x16xf32>
+  func.return %s : tensor<1x8x16xf32>
+}
