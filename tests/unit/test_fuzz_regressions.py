@@ -105,7 +105,36 @@ CASES = {
 }
 
 
-OPEN: dict[str, tuple[str, dict, str]] = {}
+OPEN: dict[str, tuple[str, dict, str]] = {
+    # `bench/fuzz.py --seed 42`, graph 9, reduced (fails the same on random inputs): every path,
+    # the reference interpreter too, differs from onnxruntime by 1.65x the f16 tolerance. The
+    # importer decomposes Softsign in f16 (|x|, + 1, divide: three roundings, as ONNX's function
+    # body does; activations.py computes only formats coarser than f16 in f32), onnxruntime
+    # rounds once; the 1-ulp difference is amplified by a LayerNormalization over 100 values whose
+    # spread is ~50 ulps. Open: a choice between computing f16 activations in f32 and a tolerance
+    # that accounts for an ill-conditioned norm (issue 34 closing note).
+    "f16_softsign_layer_norm_conditioning": (
+        'g (float16[100,1,4,2] t7) => (float16[100] t45) <int64[3] c30 = {1,2,3}, float16[100] c43 = {14835,'
+        '15136,15283,46322,46537,13531,13872,15206,12718,47195,47315,47856,14284,44143,44586,12300,14558,'
+        '48077,14078,46294,47219,14434,48060,15338,46310,46325,15084,47553,15027,13193,14595,14390,47649,'
+        '47119,15035,11313,45121,14195,14362,11710,15240,46924,45034,14718,47242,44839,48070,14380,46205,'
+        '47728,47445,47443,7208,47268,47385,15293,47910,13449,45661,47176,47048,47368,15098,46622,45178,'
+        '13752,47736,47324,13546,47370,13864,14041,47177,46467,14784,13934,46669,13414,47585,47223,47307,'
+        '15220,47209,11004,45803,47113,47515,46193,13612,46123,14400,47180,47484,45812,14819,46790,47191,'
+        '15260,15260,46747}, float16[100] c44 = {14948,46583,1942,13294,47058,47507,13099,45483,7499,47130,'
+        '47869,11351,14836,14768,14438,13639,47567,47144,48082,11330,14037,14599,46023,47471,12591,13430,'
+        '14148,47832,14161,47987,45634,42587,48095,14133,12304,14956,10554,47699,12816,13322,44954,9551,'
+        '14314,14838,45455,15023,14013,13706,45675,47003,15070,14680,46100,13292,44065,14933,47445,46720,'
+        '40074,46205,13597,14432,48051,13479,47800,13675,48000,45856,45636,47762,47773,12483,42760,14175,'
+        '46054,43981,11590,15331,14426,13898,14422,45965,47814,48034,14696,46718,15198,10603,45391,48007,'
+        '47145,47355,47665,48044,14872,15334,43319,45183,45957,'
+        '47272}> { t31 = ReduceL1 <keepdims: int = 0> (t7,'
+        ' c30) t35 = Softsign (t31) t45 = LayerNormalization <axis: int = 0, epsilon: float = 1e-05> (t35,'
+        ' c43, c44) }',
+        {},
+        "miscompile: output 0[7]: expected -0.103088, got -0.0848389",
+    ),
+}
 """Minimal graphs of failures not fixed yet, with the failing message: each is an
 xfail(strict=True) test, so it is tracked and turns red once it is fixed (then it
 moves to CASES); failing with another message is an error, not an expected failure."""
