@@ -3,9 +3,17 @@
 PyTorch's own machinery does the work: `make_fx` retraces the dynamo graph on
 fake tensors of the call's concrete shapes (so one graph per shape: the gears),
 through `torch.func.functionalize` (no in-place ops) and the core ATen
-decompositions (`torch._decomp.core_aten_decompositions`). Two decompositions are
-left out because ge has the op they take apart: `_safe_softmax` (softmax) and
-the encoder layer's fast path has none to begin with.
+decompositions. Two decompositions are left out because ge has the op they take
+apart: `_safe_softmax` (softmax) and the encoder layer's fast path has none to
+begin with.
+
+The table is PyTorch's core ATen decompositions of ops that have a kernel
+(`_core_aten_decompositions_post_autograd`, built once per process). The public
+`core_aten_decompositions()` adds an entry for every CompositeImplicitAutograd
+op of every namespace, which takes the better part of a second to collect; those
+ops need no entry here, because `make_fx` traces below autograd, where a
+composite op runs its implicit decomposition anyway (the traced graphs are the
+same).
 
 Then everything that does not depend on a graph input is computed once, in
 PyTorch, and stored on the node (`node.meta["constant"]`): parameters and buffers
@@ -16,10 +24,11 @@ masks, transposed weights). The ge module sees those as `ge.const`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
-from torch._decomp import core_aten_decompositions
+from torch._decomp import _core_aten_decompositions_post_autograd
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx import GraphModule, Node
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -27,8 +36,9 @@ from torch.fx.experimental.proxy_tensor import make_fx
 _KEPT_WHOLE = (torch.ops.aten._safe_softmax.default,)
 
 
+@functools.cache
 def decompositions() -> dict:
-    table = dict(core_aten_decompositions())
+    table = dict(_core_aten_decompositions_post_autograd())
     for op in _KEPT_WHOLE:
         table.pop(op, None)
     return table

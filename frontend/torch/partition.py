@@ -14,7 +14,7 @@ import warnings
 from dataclasses import dataclass, field
 
 
-from torch.fx import GraphModule, Node
+from torch.fx import Graph, GraphModule, Node
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
@@ -68,11 +68,47 @@ def split(traced: GraphModule, strict: bool = False) -> Split:
             fallbacks.setdefault(name, message)
     for message in fallbacks.values():
         warnings.warn(f"gecomp.torch: {message}; it runs in eager PyTorch", FallbackWarning, stacklevel=2)
+    if not fallbacks:
+        whole = _whole_graph(traced)
+        if whole is not None:
+            return whole
     partitioner = CapabilityBasedPartitioner(traced, support, allows_single_node_partition=True)
     partitions = [p for p in partitioner.propose_partitions() if _computes(p.nodes)]
     module = fuse_by_partitions(traced, [p.nodes for p in partitions], prefix="fused_", always_return_tuple=True)
     names = [n.target for n in module.graph.nodes if n.op == "call_module" and n.target.startswith("fused_")]
     return Split(module, names, fallbacks)
+
+
+def _whole_graph(traced: GraphModule) -> Split | None:
+    """When every node converts, the one partition is the graph itself: an outer
+    graph calling it as `fused_0` with the arguments it uses and returning its
+    results, what the partitioner would make, without its search for groups and
+    the copy of every node (a third of the capture time of a BERT). None where
+    the graph returns something other than computed values (then the
+    partitioner decides)."""
+    graph = traced.graph
+    output = next(n for n in graph.nodes if n.op == "output")
+    results = output.args[0]
+    flat = list(results) if isinstance(results, list | tuple) else [results]
+    if not flat or not all(isinstance(r, Node) and r.op == "call_function" for r in flat):
+        return None
+    outer = Graph()
+    arguments = []
+    for node in [n for n in graph.nodes if n.op == "placeholder"]:
+        kept = outer.placeholder(node.name)
+        kept.meta = dict(node.meta)
+        if node.users:
+            arguments.append(kept)
+        else:
+            graph.erase_node(node)
+    call = outer.call_module("fused_0", tuple(arguments))
+    values = [outer.call_function(operator.getitem, (call, i)) for i in range(len(flat))]
+    for value, result in zip(values, flat):
+        value.meta = dict(result.meta)
+    outer.output(type(results)(values) if isinstance(results, list | tuple) else values[0])
+    output.args = (tuple(flat),)
+    traced.recompile()
+    return Split(GraphModule({"fused_0": traced}, outer), ["fused_0"], {})
 
 
 def _computes(nodes) -> bool:
