@@ -9,7 +9,9 @@ worst error against eager PyTorch, and the cycles of the same model's ONNX expor
 
 The models are the set of bench/models/export.py at its configurations (batch 1,
 random weights, nothing downloaded), built as a user would: Hugging Face models
-as they come (their default attention, no mask), no fast path switched off.
+with their default attention and no mask, no fast path switched off; like their
+exports they return the last hidden state only (no pooler, no key/value cache), so
+both paths compute the same thing.
 """
 
 from __future__ import annotations
@@ -26,13 +28,20 @@ sys.path.insert(0, os.path.join(HERE, "models"))
 
 
 def _hf(model_class: str, config_class: str, **config):
+    """A Hugging Face model at the configuration of its ONNX export, returning its
+    last hidden state as the export does (export._hidden_state), but with the
+    model's default attention and no mask: as a user would call it."""
+
     def build():
         import torch
         import transformers
 
+        import export
+
         torch.manual_seed(0)
         model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config)).eval()
-        return model, (torch.randint(0, 1000, (1, 16), generator=torch.Generator().manual_seed(0)),)
+        ids = torch.randint(0, 1000, (1, 16), generator=torch.Generator().manual_seed(0))
+        return export._hidden_state(model), (ids,)
 
     return build
 
@@ -49,11 +58,11 @@ def models() -> dict:
         "bert": _hf("BertModel", "BertConfig", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                     intermediate_size=128, **small),
         "gpt2": _hf("GPT2Model", "GPT2Config", n_embd=64, n_layer=2, n_head=4, n_positions=64, vocab_size=1000,
-                    **ids),
+                    use_cache=False, **ids),
         "llama": _hf("LlamaModel", "LlamaConfig", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                     num_attention_heads=4, num_key_value_heads=2, **small),
+                     num_attention_heads=4, num_key_value_heads=2, use_cache=False, **small),
         "t5_encoder": _hf("T5EncoderModel", "T5Config", d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4,
-                          vocab_size=1000),
+                          vocab_size=1000, use_cache=False),
     }
 
 

@@ -211,3 +211,30 @@ def test_attention_from_sdpa_fuses_as_the_onnx_form_does():
     fused = str(compile_module(module, "ge-graph-opt,ge-fuse"))
     assert fused.count("fused.flash_attention") == 1
     assert "ge.softmax" not in fused
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2"])
+def test_torch_path_compiles_to_the_same_ops_as_the_onnx_export(name):
+    """The same model through `torch.compile`'s capture and through its committed
+    ONNX export (bench/models) reaches the same fused graph: the same kernels of
+    the same kinds (weights aside, which are the exports' own), so the same
+    simulated time. The torch side is built as a user would (default SDPA
+    attention, no mask); the export used eager attention and a mask of ones."""
+    pytest.importorskip("transformers")
+    import collections
+
+    from gecomp.bench import models as model_set
+    from gecomp.bench import torch_backend
+    from gecomp.bench.models import run
+    from gecomp.frontend.torch.backend import compile_module
+
+    model, inputs = torch_backend.models()[name]()
+
+    def kinds(module):
+        fused = compile_module(module, "ge-graph-opt,ge-fuse")
+        return collections.Counter(op.name for op in fused.walk() if op.name != "ge.const")
+
+    from_torch = kinds(gtorch.export_module(model, inputs))
+    from_onnx = kinds(run.import_proto(model_set.load(f"{name}.dynamo")))
+    assert from_torch == from_onnx
+    assert from_torch["fused.flash_attention"] == 2
