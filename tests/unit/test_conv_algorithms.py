@@ -223,3 +223,22 @@ def test_1x1_of_an_nchw_input_is_a_gemm(y_format, dtype, capsys):
     text = conv_module(n=2, c=32, o=24, h=3, w=5, kh=1, kw=1, pads=(0, 0, 0, 0), w_format="FRACTAL_Z",
                        y_format=y_format, bias=True, act="silu", dtype=dtype)
     check_pinned(text, "gemm-1x1", capsys)
+
+
+@pytest.mark.parametrize("algorithm", ["gemm-1x1", "img2col"])
+def test_fp32_nz_operands_stage_whole_8_column_blocks(algorithm, capsys):
+    """fp32 FRACTAL_Z weights and NC1HWC0 images are NZ matrices of 8-column blocks:
+    L1 keeps them (one contiguous run per block column, never a 32-byte copy per
+    row) and `npu.load_l0{block = 8}` reads them; the numbers stay the reference's."""
+    from gecomp.dialects import npu
+
+    text = conv_module(n=1, c=64, o=48, h=6, w=7, kh=1, kw=1, pads=(0, 0, 0, 0), x_format="NC1HWC0",
+                       w_format="FRACTAL_Z", y_format="NC1HWC0", bias=True, act="relu", dtype="f32")
+    module = parse(text)
+    pin_algorithm(_conv_ops(module)[0], algorithm)
+    check_lowering(module, "ascend910", pipeline="ge-lower-to-npu{hw=ascend910}")
+    loads = [op for op in module.walk() if isinstance(op, npu.LoadL0Op) and op.attr_values().layout == "nz"]
+    assert any(op.attr_values().block == 8 for op in loads)  # img2col's gathered image is 16-column
+    to_l1 = [op.attr_values() for op in module.walk()
+             if isinstance(op, npu.CopyOp) and op.spaces() == ("gm", "l1")]
+    assert to_l1 and all(a.cols > 8 for a in to_l1), [(a.rows, a.cols) for a in to_l1]
