@@ -261,3 +261,30 @@ def test_residual_and_norm_join_the_gemm_through_the_exporters_view():
     assert ops.count("fused.matmul_add_layer_norm") == 2, ops
     assert not {"ge.layer_norm", "ge.add", "fused.add_layer_norm"} & set(ops), ops
     _compiled_matches_onnxruntime(proto)
+
+
+def _rms_norm_block() -> onnx.ModelProto:
+    """LLaMA's pre-norm residual block as TorchScript writes it: RMSNorm as Pow,
+    ReduceMean, Add eps, Sqrt, Reciprocal and two Muls (the weight last), the
+    projection, the residual Add, and the next RMSNorm."""
+    g = Graph(4)
+
+    def rms(x: str) -> str:
+        mean = g.op("ReduceMean", g.op("Pow", x, g.const(np.float32(2))), axes=[-1], keepdims=1)
+        inv = g.op("Reciprocal", g.op("Sqrt", g.op("Add", mean, g.const(np.float32(1e-6)))))
+        return g.op("Mul", g.weight(HIDDEN, scale=1.0), g.op("Mul", x, inv))
+
+    h = g.op("Add", "x", g.op("MatMul", rms("x"), g.weight(HIDDEN, HIDDEN)))
+    return g.model(rms(h), [1, SEQ, HIDDEN])
+
+
+def test_written_out_rms_norm_is_one_op_that_fuses_with_the_residual():
+    """Each written-out RMSNorm is one `ge.rms_norm` for fusion: the second one,
+    after the projection's residual add, fuses with the GEMM and the add
+    (`fused.matmul_add_rms_norm`); no reduction or rsqrt kernel is left, and the
+    compiled block matches onnxruntime."""
+    proto = _rms_norm_block()
+    ops = _fused_ops(proto)
+    assert ops.count("fused.matmul_add_rms_norm") == 1, ops
+    assert not {"ge.reduce_mean", "ge.rsqrt", "ge.sqrt", "ge.reciprocal"} & set(ops), ops
+    _compiled_matches_onnxruntime(proto)

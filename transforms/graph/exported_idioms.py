@@ -64,6 +64,7 @@ from ...dialects import ge
 from ...core.dtypes import to_numpy_dtype
 from ...dialects.ge.canonicalization import GEPattern, constant_from_array, splat_scalar
 from ...dialects.ge.formats import Format, format_of
+from ...dialects.ge.reduction import reduced_axes
 
 RTOL = 1e-5
 """How close a written-out constant must be to the exact one (float32 rounding
@@ -360,6 +361,62 @@ class NormBelowView(GEPattern):
         rewriter.replace(op, [moved, back], [back.result])
 
 
+
+# ---- RMSNorm, written out --------------------------------------------------------------
+
+
+def _mean_square_of(value: SSAValue, x: SSAValue) -> bool:
+    """Whether `value` is mean(x * x) (or mean(x ** 2)) over x's last dim only, kept."""
+    mean = _single_use_producer(value, ge.ReduceMeanOp)
+    rank = len(x.type.get_shape())
+    if mean is None or not mean.attr_value("keepdims") or rank == 0:
+        return False
+    if reduced_axes(mean.attr_value("axes"), rank) != (rank - 1,):
+        return False
+    square = _single_use_producer(mean.input, ge.MulOp)
+    return square is not None and square.lhs is x and square.rhs is x
+
+
+def _rms_of(root: ge.MulOp) -> tuple[SSAValue, float] | None:
+    """(x, epsilon) if `root` is x * rsqrt(mean(x * x, last dim) + epsilon)."""
+    for x, r in ((root.lhs, root.rhs), (root.rhs, root.lhs)):
+        rsqrt = _single_use_producer(r, ge.RsqrtOp)
+        total = _single_use_producer(rsqrt.input, ge.AddOp) if rsqrt is not None else None
+        if total is None or not isinstance(x.type, TensorType) or not _is_nd(x.type):
+            continue
+        for mean, eps in ((total.lhs, total.rhs), (total.rhs, total.lhs)):
+            epsilon = _scalar(eps)
+            if epsilon is not None and epsilon > 0 and _mean_square_of(mean, x):
+                return x, epsilon
+    return None
+
+
+class WrittenOutRmsNorm(GEPattern):
+    """`x * rsqrt(mean(x * x, -1) + eps)` (Hugging Face's LlamaRMSNorm / T5's
+    layer norm as exporters write them: Pow or Mul, ReduceMean, Add, Sqrt and
+    Reciprocal or Div, which `ge-simplify` brings to one `rsqrt`) -> one
+    `ge.rms_norm` with a scale of ones; the model's weight multiply after it
+    stays a separate elementwise op the norm's patterns and fusion see. As
+    one op, the residual add before it and the GEMM before that fuse with it
+    (`fused.add_rms_norm`, `fused.matmul_add_rms_norm`): one kernel where the
+    written-out form was a chain of reductions and broadcasts."""
+
+    COUNTER = "written-out rms_norm to ge.rms_norm"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, ge.MulOp) or op.result.type != op.lhs.type and op.result.type != op.rhs.type:
+            return
+        found = _rms_of(op)
+        if found is None or found[0].type != op.result.type:
+            return
+        x, epsilon = found
+        width = x.type.get_shape()[-1]
+        ones = constant_from_array(np.ones((width,), to_numpy_dtype(x.type.element_type)),
+                                   TensorType(x.type.element_type, [width]))
+        norm = ge.RMSNormOp.new(x, ones.results[0], axis=-1, epsilon=epsilon)
+        ones.location = norm.location = op.location
+        rewriter.replace(op, [ones, norm], [norm.result])
+
 # ---- rotary embedding ------------------------------------------------------------------
 
 
@@ -652,7 +709,7 @@ def _rows_layout(factor: np.ndarray, split_shape, transpose: ge.TransposeOp, row
 
 
 IDIOMS: dict[type[Operation], tuple[RewritePattern, ...]] = {
-    ge.MulOp: (WrittenOutGelu(), EpilogueBelowView()),
+    ge.MulOp: (WrittenOutGelu(), WrittenOutRmsNorm(), EpilogueBelowView()),
     ge.AddOp: (RotaryOnRows(), EpilogueBelowView(), ResidualBelowView()),
     ge.LayerNormOp: (NormBelowView(),),
     ge.RMSNormOp: (NormBelowView(),),

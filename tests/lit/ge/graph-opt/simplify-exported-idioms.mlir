@@ -239,3 +239,40 @@ func.func @add_without_norm_keeps_view(%p: tensor<8x16xf32>, %r: tensor<1x8x16xf
   %s = ge.add %v, %r : (tensor<1x8x16xf32>, tensor<1x8x16xf32>) -> tensor<1x8x16xf32>
   func.return %s : tensor<1x8x16xf32>
 }
+
+// -----
+
+// Hugging Face's LlamaRMSNorm as exported (after ge-simplify's pow(x,2) -> x*x
+// and 1/sqrt -> rsqrt): x * rsqrt(mean(x*x, -1) + eps) is one ge.rms_norm with
+// a scale of ones.
+// CHECK-LABEL: func.func @rms_norm_written_out
+// CHECK-NEXT:    %[[ONES:.*]] = ge.const dense<1.000000e+00> : tensor<16xf32>
+// CHECK-NEXT:    %[[N:.*]] = ge.rms_norm %x, %[[ONES]] {epsilon = 9.99999997{{[0-9]*}}e-07} : (tensor<1x8x16xf32>, tensor<16xf32>) -> tensor<1x8x16xf32>
+// CHECK-NEXT:    func.return %[[N]]
+func.func @rms_norm_written_out(%x: tensor<1x8x16xf32>) -> tensor<1x8x16xf32> {
+  %two = ge.const dense<2.0> : tensor<f32>
+  %eps = ge.const dense<1.0e-06> : tensor<f32>
+  %one = ge.const dense<1.0> : tensor<f32>
+  %p = ge.pow %x, %two : (tensor<1x8x16xf32>, tensor<f32>) -> tensor<1x8x16xf32>
+  %m = ge.reduce_mean %p {axes = [-1]} : (tensor<1x8x16xf32>) -> tensor<1x8x1xf32>
+  %a = ge.add %m, %eps : (tensor<1x8x1xf32>, tensor<f32>) -> tensor<1x8x1xf32>
+  %s = ge.sqrt %a : (tensor<1x8x1xf32>) -> tensor<1x8x1xf32>
+  %r = ge.div %one, %s : (tensor<f32>, tensor<1x8x1xf32>) -> tensor<1x8x1xf32>
+  %y = ge.mul %x, %r : (tensor<1x8x16xf32>, tensor<1x8x1xf32>) -> tensor<1x8x16xf32>
+  func.return %y : tensor<1x8x16xf32>
+}
+
+// -----
+
+// A mean over more than the last dim is not an RMSNorm: left as it is.
+// CHECK-LABEL: func.func @mean_square_over_two_dims
+// CHECK-NOT:     ge.rms_norm
+func.func @mean_square_over_two_dims(%x: tensor<1x8x16xf32>) -> tensor<1x8x16xf32> {
+  %eps = ge.const dense<1.0e-06> : tensor<f32>
+  %p = ge.mul %x, %x : (tensor<1x8x16xf32>, tensor<1x8x16xf32>) -> tensor<1x8x16xf32>
+  %m = ge.reduce_mean %p {axes = [1, 2]} : (tensor<1x8x16xf32>) -> tensor<1x1x1xf32>
+  %a = ge.add %m, %eps : (tensor<1x1x1xf32>, tensor<f32>) -> tensor<1x1x1xf32>
+  %r = ge.rsqrt %a : (tensor<1x1x1xf32>) -> tensor<1x1x1xf32>
+  %y = ge.mul %x, %r : (tensor<1x8x16xf32>, tensor<1x1x1xf32>) -> tensor<1x8x16xf32>
+  func.return %y : tensor<1x8x16xf32>
+}
