@@ -20,12 +20,13 @@ import ml_dtypes
 import numpy as np
 
 from ...core import dtypes
-from ...dialects.ge import MaximumOp, MinimumOp, RoundOp
+from ...dialects.ge import BiasAddOp, Conv2DOp, MaximumOp, MinimumOp, RoundOp
 from .. import ops
 from ..builder import Tensor, slice_
 from .context import NodeContext, ge_element_type
 from .linear import numpy_matmul
 from .registry import converts
+from .windows import read_window
 
 
 def _broadcastable(c: NodeContext, value: Tensor, x: Tensor, axis: int, block_size: int) -> Tensor:
@@ -107,6 +108,17 @@ def dequantize_linear(c: NodeContext):
     return ops.cast(value * ops.cast(_broadcastable(c, scale, x, axis, block_size), dtypes.f32), result)
 
 
+def _centred(x: Tensor, zero: Tensor | None, shaped) -> Tensor:
+    """x - zero in float32 (exact for 8-bit values); `shaped` lays a zero
+    point that is a vector out to broadcast against x."""
+    value = ops.cast(x, dtypes.f32)
+    if zero is None:
+        return value
+    if int(np.prod(zero.shape)) == 1:
+        return value - ops.cast(ops.reshape(zero, []), dtypes.f32)
+    return value - ops.cast(shaped(zero), dtypes.f32)
+
+
 # ---- integer matrix products ------------------------------------------------------------------
 
 _EXACT_F32 = 1 << 24
@@ -125,16 +137,10 @@ def _integer_matmul(c: NodeContext, a: Tensor, b: Tensor, a_zero: Tensor | None,
         if not (dtypes.is_integer(x.dtype) and np.dtype(dtypes.to_numpy_dtype(x.dtype)).itemsize == 1):
             raise c.unsupported(f"operands must be 8-bit integers, got {x.type}")
 
-    def centred(x: Tensor, zero: Tensor | None, axis: int) -> Tensor:
-        value = ops.cast(x, dtypes.f32)
-        if zero is None:
-            return value
-        zero = ops.cast(zero, dtypes.f32)
-        if zero.rank == 1 and x.rank >= 2 and int(np.prod(zero.shape)) > 1:  # per row of a, per column of b
-            zero = ops.reshape(zero, [zero.shape[0], 1] if axis == -2 else [zero.shape[0]])
-        return value - zero
+    def per_row(zero: Tensor) -> Tensor:  # a's zero point per row
+        return ops.reshape(zero, [zero.shape[0], 1]) if zero.rank == 1 and a.rank >= 2 else zero
 
-    fa, fb = centred(a, a_zero, -2), centred(b, b_zero, -1)
+    fa, fb = _centred(a, a_zero, per_row), _centred(b, b_zero, lambda zero: zero)
     k = a.shape[-1]
     chunk = _EXACT_F32 // (255 * 255)
     total = None
@@ -171,3 +177,65 @@ def qlinear_matmul(c: NodeContext):
     info = ml_dtypes.iinfo(dtypes.to_numpy_dtype(target))
     y = c.g.op(MinimumOp, c.g.op(MaximumOp, y, float(info.min)), float(info.max))
     return ops.cast(y, target)
+
+
+def _integer_conv(c: NodeContext, x: Tensor, w: Tensor, x_zero: Tensor | None, w_zero: Tensor | None) -> Tensor:
+    """The 2-D convolution of x - x_zero by w - w_zero in int32, exactly: float32
+    convolutions over chunks of input channels whose products per output sum
+    to at most 2^24 in magnitude, cast to int32 and added (as _integer_matmul).
+    Padding reads zeros of x - x_zero, as ONNX's reference pads."""
+    if x.rank != 4 or w.rank != 4:
+        raise c.unsupported(f"only 2-D integer convolutions are supported, got {x.type} and {w.type}")
+    for t in (x, w):
+        if not (dtypes.is_integer(t.dtype) and np.dtype(dtypes.to_numpy_dtype(t.dtype)).itemsize == 1):
+            raise c.unsupported(f"operands must be 8-bit integers, got {t.type}")
+    groups = c.int("group", 1)
+    window = read_window(c, x.shape[2:], w.shape[2:])
+    fx = _centred(x, x_zero, lambda zero: zero)
+    fw = _centred(w, w_zero, lambda zero: ops.reshape(zero, [zero.shape[0], 1, 1, 1]))
+    per_output = w.shape[1] * w.shape[2] * w.shape[3]
+    chunk = max(1, (_EXACT_F32 // (255 * 255)) // (w.shape[2] * w.shape[3]))
+    if per_output * 255 * 255 > _EXACT_F32 and (groups != 1 or w.shape[2] * w.shape[3] * 255 * 255 > _EXACT_F32):
+        raise c.unsupported(f"a grouped or very large-kernel integer convolution ({w.type}) cannot be split "
+                            "into exact float32 parts")
+    total = None
+    channels = w.shape[1]
+    for start in range(0, channels, chunk if groups == 1 else channels):
+        end = min(channels, start + chunk) if groups == 1 else channels
+        px = fx if (start, end) == (0, channels) else slice_(fx, [start], [end], [1])
+        pw = fw if (start, end) == (0, channels) else slice_(fw, [start], [end], [1])
+        part = c.g.op(Conv2DOp, px, pw, strides=window.strides, pads=window.pads, dilations=window.dilations,
+                      groups=groups)
+        part = ops.cast(part, dtypes.from_numpy_dtype(np.int32))
+        total = part if total is None else total + part
+    return total
+
+
+@converts("ConvInteger")
+def conv_integer(c: NodeContext):
+    return _integer_conv(c, c.input(0, "x"), c.input(1, "w"), c.optional_input(2), c.optional_input(3))
+
+
+@converts("QLinearConv")
+def qlinear_conv(c: NodeContext):
+    """As ONNX's reference: the exact integer convolution plus the int32 bias,
+    times x_scale * w_scale / y_scale (w_scale per output channel or not),
+    plus y's zero point, clamped to y's type, rounded half to even."""
+    x, x_scale, x_zero = c.input(0, "x"), c.input(1, "x_scale"), c.input(2, "x_zero_point")
+    w, w_scale, w_zero = c.input(3, "w"), c.input(4, "w_scale"), c.input(5, "w_zero_point")
+    y_scale, y_zero = c.input(6, "y_scale"), c.input(7, "y_zero_point")
+    total = _integer_conv(c, x, w, x_zero, w_zero)
+    bias = c.optional_input(8)
+    if bias is not None:
+        total = c.g.op(BiasAddOp, total, bias, axis=1)
+    if int(np.prod(x_scale.shape)) != 1 or int(np.prod(y_scale.shape)) != 1:
+        raise c.unsupported("only per-tensor x_scale and y_scale are supported")
+    per_channel = int(np.prod(w_scale.shape)) > 1
+    if per_channel and (w_scale.rank != 1 or w_scale.shape[0] != w.shape[0]):
+        raise c.fail(f"w_scale must be a scalar or one value per output channel, got {w_scale.type}")
+    scale = ops.cast(ops.reshape(w_scale, [w_scale.shape[0], 1, 1] if per_channel else []), dtypes.f32)
+    scale = scale * ops.cast(ops.reshape(x_scale, []), dtypes.f32) / ops.cast(ops.reshape(y_scale, []), dtypes.f32)
+    y = ops.cast(total, dtypes.f32) * scale + ops.cast(ops.reshape(y_zero, []), dtypes.f32)
+    info = ml_dtypes.iinfo(dtypes.to_numpy_dtype(y_zero.dtype))
+    y = c.g.op(RoundOp, c.g.op(MinimumOp, c.g.op(MaximumOp, y, float(info.min)), float(info.max)))
+    return ops.cast(y, y_zero.dtype)
