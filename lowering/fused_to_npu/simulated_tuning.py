@@ -130,12 +130,13 @@ class SimulatedTuningPass(ModulePass):
             print(f"[{self.name}] {subject}: {text}", file=sys.stderr)
 
     def form_stages(self) -> list[ModulePass]:
-        """The lowering's form passes with this pass's options (no tuning)."""
-        return form_stages(self.hw, self.debug, self.merge)
+        """The lowering's form passes with this pass's options (no tuning, no debug
+        notes: the candidates' own notes are not the run's)."""
+        return form_stages(self.hw, False, self.merge)
 
     def kernel_stages(self) -> list[ModulePass]:
-        """The rest of the lowering after the forms, with this pass's options."""
-        return kernel_stages(self.hw, self.debug, self.reuse, self.streams, self.double_buffer, self.merge)
+        """The rest of the lowering after the forms, with this pass's options (no debug notes)."""
+        return kernel_stages(self.hw, False, self.reuse, self.streams, self.double_buffer, self.merge)
 
 
 def _describe(op: Operation) -> str:
