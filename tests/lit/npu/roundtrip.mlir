@@ -82,6 +82,8 @@
 // CHECK-NEXT: npu.sync_all
 // CHECK-NEXT: npu.sync_all_arrive
 // CHECK-NEXT: npu.sync_all_wait
+// CHECK-NEXT: npu.cross_set_flag
+// CHECK-NEXT: npu.cross_wait_flag {waits = [0, 1, 1, 1, 0, 1]}
 // CHECK-NEXT: %after = npu.block_idx : index
 // CHECK-NEXT: }
 // CHECK-NEXT: func.func @main(%x: memref<4096xf16, #npu.space<gm>> {ge.name = "x"}, %y: memref<1024xf32, #npu.space<gm>> {ge.name = "y", npu.output}) {
@@ -177,6 +179,8 @@ builtin.module attributes {npu.gm_arena_bytes = 8192 : i64} {
     npu.sync_all
     npu.sync_all_arrive
     npu.sync_all_wait
+    npu.cross_set_flag
+    npu.cross_wait_flag {waits = [0, 1, 1, 1, 0, 1]}
     %after = npu.block_idx : index
   }
   func.func @main(%x: memref<4096xf16, #npu.space<gm>> {ge.name = "x"}, %y: memref<1024xf32, #npu.space<gm>> {ge.name = "y", npu.output}) {
