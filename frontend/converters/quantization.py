@@ -174,9 +174,14 @@ def qlinear_matmul(c: NodeContext):
     target = y_zero.dtype if y_zero is not None else a.dtype
     if y_zero is not None:
         y = y + ops.cast(ops.reshape(y_zero, []) if int(np.prod(y_zero.shape)) == 1 else y_zero, dtypes.f32)
+    return _saturate(c, y, target)
+
+
+def _saturate(c: NodeContext, y: Tensor, target) -> Tensor:
+    """Integral float values `y` clamped to integer type `target`'s range, then cast
+    to it (QLinearMatMul's and QLinearConv's last step)."""
     info = ml_dtypes.iinfo(dtypes.to_numpy_dtype(target))
-    y = c.g.op(MinimumOp, c.g.op(MaximumOp, y, float(info.min)), float(info.max))
-    return ops.cast(y, target)
+    return ops.cast(c.g.op(MinimumOp, c.g.op(MaximumOp, y, float(info.min)), float(info.max)), target)
 
 
 def _integer_conv(c: NodeContext, x: Tensor, w: Tensor, x_zero: Tensor | None, w_zero: Tensor | None) -> Tensor:
@@ -236,6 +241,5 @@ def qlinear_conv(c: NodeContext):
     scale = ops.cast(ops.reshape(w_scale, [w_scale.shape[0], 1, 1] if per_channel else []), dtypes.f32)
     scale = scale * ops.cast(ops.reshape(x_scale, []), dtypes.f32) / ops.cast(ops.reshape(y_scale, []), dtypes.f32)
     y = ops.cast(total, dtypes.f32) * scale + ops.cast(ops.reshape(y_zero, []), dtypes.f32)
-    info = ml_dtypes.iinfo(dtypes.to_numpy_dtype(y_zero.dtype))
-    y = c.g.op(RoundOp, c.g.op(MinimumOp, c.g.op(MaximumOp, y, float(info.min)), float(info.max)))
-    return ops.cast(y, y_zero.dtype)
+    # Rounding before clamping to integer bounds gives what clamping first does.
+    return _saturate(c, c.g.op(RoundOp, y), y_zero.dtype)
