@@ -156,12 +156,21 @@ class _Builder:
 
 
 def _broadcast_partner_shape(b: _Builder, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """A shape that broadcasts to `shape`: a suffix with some dims set to 1."""
+    """A shape that broadcasts with `shape`: a suffix with some dims set to 1, and a
+    fifth of the time one that broadcasts both ways (larger where `shape` has a 1, or
+    with a leading dim more), so that the result is larger than either operand."""
     keep = int(b.rng.integers(0, len(shape) + 1))
     suffix = list(shape[len(shape) - keep :])
     for i in range(len(suffix)):
         if b.rng.random() < 0.3:
             suffix[i] = 1
+    if b.rng.random() < 0.2:
+        offset = len(shape) - len(suffix)
+        widened = [int(b.choice((3, 17))) if shape[offset + i] == 1 else d for i, d in enumerate(suffix)]
+        if widened == suffix and len(shape) < 4:
+            widened = [int(b.choice((2, 3))), *shape]
+        if _numel(np.broadcast_shapes(shape, tuple(widened))) <= MAX_ELEMENTS:
+            suffix = widened
     return tuple(suffix)
 
 
@@ -249,7 +258,7 @@ def _binary(b: _Builder, op: str) -> bool:
     if x is None:
         return False
     y = _partner(b, x)
-    if b.rng.random() < 0.5 and y.shape == x.shape:
+    if op != "PRelu" and b.rng.random() < 0.5:  # the broadcast operand first, too
         x, y = y, x
     if op == "PRelu" and np.broadcast_shapes(x.shape, y.shape) != x.shape:
         return False  # the slope broadcasts to X, not the other way round
@@ -262,14 +271,19 @@ def _binary(b: _Builder, op: str) -> bool:
     else:
         bound = {"Add": x.bound + y.bound, "Sub": x.bound + y.bound, "Mul": x.bound * y.bound,
                  "Sum": x.bound + y.bound, "PRelu": x.bound * y.bound}.get(op, max(x.bound, y.bound))
-    inputs = [x.name, y.name]
+    operands = [x, y]
     if op in ("Max", "Min", "Sum", "Mean") and b.rng.random() < 0.3:
-        z = _partner(b, x)
-        inputs.append(z.name)
+        z = _partner(b, _result(x, y))
+        operands.append(z)
         bound = bound + z.bound if op == "Sum" else max(bound, z.bound)
-    (out,) = b.node(op, inputs)
-    b.add(out, np.broadcast_shapes(*(t.shape for t in (x, y))), x.dtype, bound)
+    (out,) = b.node(op, [t.name for t in operands])
+    b.add(out, np.broadcast_shapes(*(t.shape for t in operands)), x.dtype, bound)
     return True
+
+
+def _result(x: Tensor, y: Tensor) -> Tensor:
+    """A stand-in of the broadcast of x and y (what a third operand must broadcast with)."""
+    return Tensor("", tuple(np.broadcast_shapes(x.shape, y.shape)), x.dtype, max(x.bound, y.bound))
 
 
 _CONSTANT_EXPONENTS = (0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, -0.5, 1.5, 2.5)
@@ -313,27 +327,17 @@ def _matmul(b: _Builder, op: str) -> bool:
     if x is None:
         return False
     x = b.tame(x, 4.0)
-    k = x.shape[-1] if op == "MatMul" or len(x.shape) < 2 else x.shape[-1]
-    n = int(b.choice(SIZES))
-    lead = x.shape[:-1]
-    if _numel(lead) * n > MAX_ELEMENTS:
-        return False
-    scale = 1 / math.sqrt(k)
-    if op == "MatMul":
-        if b.rng.random() < 0.3 and len(x.shape) >= 3:
-            w_shape = (*x.shape[:-2], k, n)  # batched, both operands full
-        else:
-            w_shape = (k, n)
-        if b.rng.random() < 0.25:
-            w = b.new_input(w_shape, x.dtype)
-            w = Tensor(w.name, w.shape, w.dtype, 2.0)
-            (out,) = b.node("MatMul", [x.name, w.name])
-            b.add(out, (*np.broadcast_shapes(x.shape[:-2], w_shape[:-2]), *x.shape[-2:-1], n) if len(x.shape) >= 2 else (n,), x.dtype, x.bound * 2 * math.sqrt(k))
-            return True
-        (out,) = b.node("MatMul", [x.name, b.values(w_shape, x.dtype, scale)])
-        shape = (*np.broadcast_shapes(x.shape[:-2], w_shape[:-2]), *x.shape[-2:-1], n) if len(x.shape) >= 2 else (n,)
-        b.add(out, shape, x.dtype, x.bound * 2)
+    if op == "MatMul":  # a chain of two or three products a quarter of the time
+        links = 1 if b.rng.random() < 0.75 else int(b.rng.integers(2, 4))
+        for link in range(links):
+            y = _matmul_link(b, b.tame(x, 64.0) if link else x)
+            if y is None:
+                return link > 0
+            x = y
         return True
+    k = x.shape[-1]
+    n = int(b.choice(SIZES))
+    scale = 1 / math.sqrt(k)
     trans_a, trans_b = int(b.rng.integers(2)), int(b.rng.integers(2))
     m = x.shape[0]
     if trans_a:  # x is read as its transpose: (k, m) -> this node multiplies x^T
@@ -349,6 +353,36 @@ def _matmul(b: _Builder, op: str) -> bool:
     (out,) = b.node("Gemm", inputs, **attrs)
     b.add(out, (m, n), x.dtype, x.bound * 2 * attrs["alpha"] + 1)
     return True
+
+
+def _matmul_link(b: _Builder, x: Tensor) -> Tensor | None:
+    """x @ w for a w of one of ONNX MatMul's forms: (k, n), a vector (k,) (the last dim
+    drops), batched (..., k, n) with x's batch dims or a batch dim of its own;
+    a constant scaled by 1/sqrt(k), or a graph input a quarter of the time."""
+    k = x.shape[-1]
+    n = int(b.choice(SIZES))
+    form = b.rng.random()
+    if form < 0.1 and len(x.shape) >= 2:
+        w_shape: tuple[int, ...] = (k,)
+    elif form < 0.35 and len(x.shape) >= 3:
+        w_shape = (*x.shape[:-2], k, n)
+    elif form < 0.45 and len(x.shape) <= 2:
+        w_shape = (int(b.choice((2, 3))), k, n)
+    else:
+        w_shape = (k, n)
+    if len(w_shape) == 1:
+        shape = x.shape[:-1]
+    elif len(x.shape) == 1:
+        shape = (*w_shape[:-2], n)
+    else:
+        shape = (*np.broadcast_shapes(x.shape[:-2], w_shape[:-2]), x.shape[-2], n)
+    if _numel(shape) > MAX_ELEMENTS:
+        return None
+    if b.rng.random() < 0.25:
+        (out,) = b.node("MatMul", [x.name, b.new_input(w_shape, x.dtype).name])
+        return b.add(out, shape, x.dtype, x.bound * 2 * math.sqrt(k))
+    (out,) = b.node("MatMul", [x.name, b.values(w_shape, x.dtype, 1 / math.sqrt(k))])
+    return b.add(out, shape, x.dtype, x.bound * 2)
 
 
 def _image(b: _Builder) -> Tensor | None:
@@ -404,10 +438,12 @@ def _conv(b: _Builder) -> bool:
     if window is None:
         return False
     kernel, strides, pads, dilations, out = window
-    groups = int(b.choice([g for g in (1, 1, 1, c) if c % g == 0]))
-    m = int(b.choice((1, 3, 8, 16))) * groups if groups > 1 and groups == c else int(b.choice((1, 3, 8, 16)))
+    divisors = [g for g in range(2, c) if c % g == 0]
+    grouped = [int(b.choice(divisors))] if divisors else []
+    groups = int(b.choice([1, c, *grouped, *grouped]))  # dense, depthwise, or groups of several channels
+    m = int(b.choice((1, 3, 8, 16))) * groups if groups == c else int(b.choice((1, 3, 8, 16)))
     if m % groups:
-        m = groups
+        m = groups * int(b.choice((1, 2)))
     if n * m * math.prod(out) > MAX_ELEMENTS:
         return False
     fan_in = c // groups * math.prod(kernel)
@@ -522,7 +558,11 @@ def _reduce(b: _Builder, op: str) -> bool:
     axes = sorted(int(a) for a in b.rng.choice(rank, size=count, replace=False))
     keepdims = int(b.rng.integers(2))
     signed = [a - rank if b.rng.random() < 0.3 else a for a in axes]
-    (y,) = b.node(op, [x.name, b.const(np.array(signed, np.int64))], keepdims=keepdims)
+    if b.rng.random() < 0.1:  # no axes input: every axis
+        axes = list(range(rank))
+        (y,) = b.node(op, [x.name], keepdims=keepdims)
+    else:
+        (y,) = b.node(op, [x.name, b.const(np.array(signed, np.int64))], keepdims=keepdims)
     shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdims else tuple(
         d for i, d in enumerate(x.shape) if i not in axes
     )
@@ -680,7 +720,7 @@ def _where(b: _Builder) -> bool:
     if x is None:
         return False
     y = _partner(b, x)
-    cond_shape = _broadcast_partner_shape(b, x.shape)
+    cond_shape = _broadcast_partner_shape(b, _result(x, y).shape)
     cond = b.const(b.rng.random(size=cond_shape) < 0.5)
     (out,) = b.node("Where", [cond, x.name, y.name])
     b.add(out, np.broadcast_shapes(cond_shape, x.shape, y.shape), x.dtype, max(x.bound, y.bound))
