@@ -17,6 +17,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, MemRefType, ModuleOp, StringAttr, TensorType
 
 from . import dtypes
+from .array_files import CorruptArchive, load_array_file
 from .diagnostics import CompileError
 
 NAME_ATTR = "ge.name"
@@ -107,19 +108,24 @@ def _npu_specs(main: func.FuncOp, role: str) -> list[TensorSpec]:
 
 
 def input_specs(main: func.FuncOp) -> list[TensorSpec]:
-    if is_npu_host(main):
-        return _npu_specs(main, "input")
-    types = main.function_type.inputs.data
-    arg_attrs = main.arg_attrs.data if main.arg_attrs is not None else None
-    return _specs(_names(arg_attrs, len(types), "arg"), types, "input", main)
+    return _interface_specs(main, "input")
 
 
 def output_specs(main: func.FuncOp) -> list[TensorSpec]:
+    return _interface_specs(main, "output")
+
+
+def _interface_specs(main: func.FuncOp, direction: str) -> list[TensorSpec]:
+    """@main's inputs or outputs: from the host function's buffers on an npu
+    module, else from the function type and its argument / result attributes."""
     if is_npu_host(main):
-        return _npu_specs(main, "output")
-    types = main.function_type.outputs.data
-    res_attrs = main.res_attrs.data if main.res_attrs is not None else None
-    return _specs(_names(res_attrs, len(types), "result"), types, "output", main)
+        return _npu_specs(main, direction)
+    if direction == "input":
+        types, attrs, default = main.function_type.inputs.data, main.arg_attrs, "arg"
+    else:
+        types, attrs, default = main.function_type.outputs.data, main.res_attrs, "result"
+    attr_list = attrs.data if attrs is not None else None
+    return _specs(_names(attr_list, len(types), default), types, direction, main)
 
 
 def random_inputs(specs: Sequence[TensorSpec], seed: int) -> list[np.ndarray]:
@@ -143,31 +149,30 @@ def random_inputs(specs: Sequence[TensorSpec], seed: int) -> list[np.ndarray]:
 def load_inputs(path: str, specs: Sequence[TensorSpec]) -> list[np.ndarray]:
     """Inputs from an npz file, by name, checked against the signature."""
     try:
-        archive = np.load(path)
+        archive = load_array_file(path)
     except OSError as e:
         raise CompileError(f"cannot read inputs from '{path}': {e.strerror or e}") from None
+    except CorruptArchive as e:
+        raise CompileError(f"cannot read inputs from '{path}': a corrupt npz archive ({e})") from None
     except ValueError:
         raise CompileError(f"cannot read inputs from '{path}': not an npz archive") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
+    if not isinstance(archive, dict):
         raise CompileError(f"cannot read inputs from '{path}': not an npz archive (a single .npy array)")
-    with archive:
-        arrays = []
-        for i, spec in enumerate(specs):
-            key = spec.name if spec.name in archive.files else f"arg{i}"
-            if key not in archive.files:
-                raise CompileError(
-                    f"'{path}' has no array '{spec.name}' (it has: {', '.join(archive.files) or 'nothing'})"
-                )
-            try:
-                array = _typed(archive[key], spec.dtype)
-                converted = array.astype(spec.dtype)
-            except (ValueError, TypeError) as e:
-                raise CompileError(f"input '{spec.name}' in '{path}' is not {spec.type}: {e}") from None
-            if tuple(array.shape) != spec.shape:
-                raise CompileError(
-                    f"input '{spec.name}' in '{path}' has shape {list(array.shape)}, @main expects {list(spec.shape)}"
-                )
-            arrays.append(converted)
+    arrays = []
+    for i, spec in enumerate(specs):
+        key = spec.name if spec.name in archive else f"arg{i}"
+        if key not in archive:
+            raise CompileError(f"'{path}' has no array '{spec.name}' (it has: {', '.join(archive) or 'nothing'})")
+        try:
+            array = _typed(archive[key], spec.dtype)
+            converted = array.astype(spec.dtype)
+        except (ValueError, TypeError) as e:
+            raise CompileError(f"input '{spec.name}' in '{path}' is not {spec.type}: {e}") from None
+        if tuple(array.shape) != spec.shape:
+            raise CompileError(
+                f"input '{spec.name}' in '{path}' has shape {list(array.shape)}, @main expects {list(spec.shape)}"
+            )
+        arrays.append(converted)
     return arrays
 
 
