@@ -10,6 +10,7 @@ import numpy as np
 
 from xdsl.printer import Printer
 
+from ..core.array_files import load_array_file
 from ..core.diagnostics import CompileError
 
 
@@ -80,19 +81,19 @@ def parse_bindings(specs: list[str], archives: list[str]) -> dict[str, np.ndarra
         bind(name.strip(), array, f"--bind {spec}")
     for path in archives:
         archive = _load(path, f"--bind-npz {path}")
-        if not hasattr(archive, "files"):
+        if not isinstance(archive, dict):
             raise CompileError(f"--bind-npz {path}: not an .npz archive")
-        for name in archive.files:
-            bind(name, archive[name], f"--bind-npz {path}")
+        for name, array in archive.items():
+            bind(name, array, f"--bind-npz {path}")
     return bindings
 
 
 def _load(path: str, what: str):
     try:
-        return np.load(path, allow_pickle=False)
+        return load_array_file(path)
     except FileNotFoundError:
         raise CompileError(f"{what}: cannot open '{path}': No such file or directory") from None
-    except (OSError, ValueError, EOFError) as e:
+    except (OSError, ValueError) as e:
         raise CompileError(f"{what}: '{path}' is not a readable .npy/.npz file ({str(e).splitlines()[0]})") from None
 
 
