@@ -143,13 +143,22 @@ def _integer_matmul(c: NodeContext, a: Tensor, b: Tensor, a_zero: Tensor | None,
     fa, fb = _centred(a, a_zero, per_row), _centred(b, b_zero, lambda zero: zero)
     k = a.shape[-1]
     chunk = _EXACT_F32 // (255 * 255)
-    total = None
-    for start in range(0, k, chunk):
-        end = min(k, start + chunk)
+
+    def part(start: int, end: int) -> Tensor:
         pa = fa if (start, end) == (0, k) else slice_(fa, [start], [end], [a.rank - 1])
         pb = fb if (start, end) == (0, k) else slice_(fb, [start], [end], [max(b.rank - 2, 0)])
-        part = ops.cast(numpy_matmul(c, pa, pb), dtypes.from_numpy_dtype(np.int32))
-        total = part if total is None else total + part
+        return numpy_matmul(c, pa, pb)
+
+    return _int32_sum_of_parts(k, chunk, part)
+
+
+def _int32_sum_of_parts(length: int, chunk: int, part) -> Tensor:
+    """The int32 sum of `part(start, end)` over consecutive chunks of [0, length):
+    each part is exact in float32, so it is cast before the parts are added."""
+    total = None
+    for start in range(0, length, chunk):
+        piece = ops.cast(part(start, min(length, start + chunk)), dtypes.from_numpy_dtype(np.int32))
+        total = piece if total is None else total + piece
     return total
 
 
@@ -203,17 +212,15 @@ def _integer_conv(c: NodeContext, x: Tensor, w: Tensor, x_zero: Tensor | None, w
     if per_output * 255 * 255 > _EXACT_F32 and (groups != 1 or w.shape[2] * w.shape[3] * 255 * 255 > _EXACT_F32):
         raise c.unsupported(f"a grouped or very large-kernel integer convolution ({w.type}) cannot be split "
                             "into exact float32 parts")
-    total = None
     channels = w.shape[1]
-    for start in range(0, channels, chunk if groups == 1 else channels):
-        end = min(channels, start + chunk) if groups == 1 else channels
+
+    def part(start: int, end: int) -> Tensor:
         px = fx if (start, end) == (0, channels) else slice_(fx, [start], [end], [1])
         pw = fw if (start, end) == (0, channels) else slice_(fw, [start], [end], [1])
-        part = c.g.op(Conv2DOp, px, pw, strides=window.strides, pads=window.pads, dilations=window.dilations,
+        return c.g.op(Conv2DOp, px, pw, strides=window.strides, pads=window.pads, dilations=window.dilations,
                       groups=groups)
-        part = ops.cast(part, dtypes.from_numpy_dtype(np.int32))
-        total = part if total is None else total + part
-    return total
+
+    return _int32_sum_of_parts(channels, chunk if groups == 1 else channels, part)
 
 
 @converts("ConvInteger")
