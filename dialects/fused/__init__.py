@@ -25,6 +25,7 @@ from .cube import (
 )
 from .group import GROUP_OPS, GroupOp, YieldOp
 from .kinds import PatternKind, pattern_kind
+from .rotary import ROTARY_OPS, RotaryMatmulOp
 from .norm import (
     NORM_OPS,
     AddLayerNormOp,
@@ -36,7 +37,7 @@ from .norm import (
     SwigluOp,
 )
 
-NAMED_OPS = (*CUBE_OPS, *NORM_OPS, *ATTENTION_OPS)
+NAMED_OPS = (*CUBE_OPS, *ROTARY_OPS, *NORM_OPS, *ATTENTION_OPS)
 """The named fused ops, each with a dedicated kernel."""
 
 FUSED = Dialect("fused", [*NAMED_OPS, *GROUP_OPS], [])
@@ -55,6 +56,7 @@ __all__ = [
     "Conv2DBiasActOp",
     "FusedBatchMatmulOp",
     "GatedMatmulOp",
+    "RotaryMatmulOp",
     "MatmulAddLayerNormOp",
     "MatmulAddRmsNormOp",
     "MatmulPartialsOp",

@@ -28,12 +28,14 @@ from .patterns_vector import (
     SoftmaxPattern,
     SwigluPattern,
 )
+from .rotary import RotaryMatmulPattern
 from .user_patterns import load_pattern_file, user_patterns
 
 PATTERNS: tuple[type[FusionPattern], ...] = (
     FlashAttentionPattern,
     MatmulAddNormPattern,
     GatedMatmulPattern,
+    RotaryMatmulPattern,
     MatmulBiasActPattern,
     Conv2DBiasActPattern,
     BatchMatmulScaleMaskPattern,

@@ -2,6 +2,7 @@
 
 from . import data_movement, elementwise, gather, layout, pooling  # noqa: F401
 from . import cube  # noqa: F401  (matmul family: cube_kernel.py, cube_operands.py, cube_epilogue.py)
+from . import rotary  # noqa: F401  (fused.rotary_matmul: two products and the rotation in the epilogue)
 from . import normalization  # noqa: F401  (vector compute: softmax and norms)
 from . import partials  # noqa: F401  (vector compute: the second kernel of a split-K product)
 from . import reduction  # noqa: F401  (vector compute: reductions)

@@ -1,0 +1,110 @@
+"""`fused.rotary_matmul` (the rotary embedding in a GEMM's epilogue, issue 29
+item 3): its kernel against the reference interpreter on random shapes, the
+pattern that makes it from the graph's structure, and LLaMA's attention as the
+exporters write it compiling to it with onnxruntime's numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from cube_lowering_testing import check_lowering, parse, tensor
+
+from gecomp.core.context import make_context
+from gecomp.core.passes import parse_pass_pipeline, run_pipeline
+
+
+def _rotary_module(m: int, k: int, n: int, dtype: str, factor_shape, extra_use: bool = False) -> str:
+    """@main: (x @ w) * cos + (x @ wr) * sin, with random constants; `extra_use`
+    also returns the first product (then it cannot fuse)."""
+    x, w, out, f = tensor((m, k), dtype), tensor((k, n), dtype), tensor((m, n), dtype), tensor(factor_shape, dtype)
+    results = f'{out} {{ge.name = "q"}}' + (f', {out} {{ge.name = "y"}}' if extra_use else "")
+    returned = "%q, %y" if extra_use else "%q"
+    types = f"{out}, {out}" if extra_use else out
+    return f"""func.func @main(%x: {x} {{ge.name = "x"}}) -> ({results}) {{
+  %w = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.1> : {w}
+  %wr = ge.const #ge.random<normal, seed = 2, mean = 0.0, std = 0.1> : {w}
+  %cos = ge.const #ge.random<uniform, seed = 3, low = -1.0, high = 1.0> : {f}
+  %sin = ge.const #ge.random<uniform, seed = 4, low = -1.0, high = 1.0> : {f}
+  %y = ge.matmul %x, %w : ({x}, {w}) -> {out}
+  %yr = ge.matmul %x, %wr : ({x}, {w}) -> {out}
+  %a = ge.mul %y, %cos : ({out}, {f}) -> {out}
+  %b = ge.mul %sin, %yr : ({f}, {out}) -> {out}
+  %q = ge.add %b, %a : ({out}, {out}) -> {out}
+  func.return {returned} : {types}
+}}"""
+
+
+def _fused_names(text: str) -> list[str]:
+    module = parse(text)
+    run_pipeline(parse_pass_pipeline("ge-graph-opt,ge-fuse{auto=false}"), make_context(), module)
+    return [op.name for op in module.walk()]
+
+
+@pytest.mark.parametrize(
+    "m,k,n,dtype,factor,biased,hw",
+    [
+        (33, 40, 50, "f16", "full", False, "tiny"),
+        (16, 64, 128, "f32", "full", True, "tiny"),
+        (17, 24, 64, "f16", "row", True, "tiny"),
+        (128, 256, 256, "f32", "full", False, "ascend910"),
+    ],
+)
+def test_rotary_matmul_kernel_matches_the_reference(m, k, n, dtype, factor, biased, hw):
+    """The fused op's kernel (both products per tile, the rotation in the
+    epilogue) on odd and fractal-sized shapes, f16 and f32, cos / sin full or one
+    row broadcast, with and without biases, against the op's reference semantics."""
+    f = tensor((m, n) if factor == "full" else (1, n), dtype)
+    x, w, out, b = tensor((m, k), dtype), tensor((k, n), dtype), tensor((m, n), dtype), tensor((n,), dtype)
+    args = [f'%x: {x} {{ge.name = "x"}}', f'%w: {w} {{ge.name = "w"}}', f'%wr: {w} {{ge.name = "wr"}}',
+            f'%cos: {f} {{ge.name = "cos"}}', f'%sin: {f} {{ge.name = "sin"}}']
+    types = [x, w, w, f, f]
+    if biased:
+        args += [f'%b: {b} {{ge.name = "b"}}', f'%br: {b} {{ge.name = "br"}}']
+        types += [b, b]
+    biases = " bias %b rotated_bias %br" if biased else ""
+    text = f"""func.func @main({", ".join(args)}) -> ({out} {{ge.name = "q"}}) {{
+  %q = fused.rotary_matmul %x, %w, %wr, %cos, %sin{biases} : ({", ".join(types)}) -> {out}
+  func.return %q : {out}
+}}"""
+    check_lowering(text, hw)
+
+
+def test_rotary_matmul_refuses_one_bias():
+    x, w, f, b = tensor((16, 32)), tensor((32, 64)), tensor((16, 64)), tensor((64,))
+    text = f"""func.func @main(%x: {x}, %w: {w}, %wr: {w}, %cos: {f}, %sin: {f}, %b: {b}) -> {f} {{
+  %q = fused.rotary_matmul %x, %w, %wr, %cos, %sin bias %b : ({x}, {w}, {w}, {f}, {f}, {b}) -> {f}
+  func.return %q : {f}
+}}"""
+    with pytest.raises(Exception, match="both biases or neither"):
+        parse(text)
+
+
+@pytest.mark.parametrize("m,k,n,dtype,factor", [(32, 64, 64, "f16", (32, 64)), (20, 48, 96, "f32", (96,))])
+def test_rotary_pattern_fuses_and_keeps_the_numbers(m, k, n, dtype, factor):
+    text = _rotary_module(m, k, n, dtype, factor)
+    names = _fused_names(text)
+    assert names.count("fused.rotary_matmul") == 1
+    assert not {"ge.matmul", "ge.mul", "ge.add"} & set(names)
+    check_lowering(text, "tiny", pipeline="ge-compile{hw=tiny}")
+
+
+def test_rotary_pattern_leaves_a_product_read_elsewhere():
+    names = _fused_names(_rotary_module(32, 64, 64, "f16", (32, 64), extra_use=True))
+    assert "fused.rotary_matmul" not in names
+    assert "ge.add" in names
+
+
+def test_llama_attention_export_rotates_in_the_gemm_epilogue():
+    """LLaMA's attention as the exporters write it (rotate_half as slices, Neg and
+    Concat on q and k): after ge-simplify folds the rotation into a second weight,
+    each rotated projection is one fused.rotary_matmul, no auto-fused group is
+    left around its products, and the compiled module matches onnxruntime."""
+    pytest.importorskip("onnxruntime")
+    from test_exported_idioms import HIDDEN, SEQ, Graph, _compiled_matches_onnxruntime, _fused_ops
+
+    g = Graph()
+    proto = g.model(g.attention("x", "div", True, rotary=True), [1, SEQ, HIDDEN])
+    ops = _fused_ops(proto)
+    assert ops.count("fused.rotary_matmul") == 2
+    assert "fused.group" not in ops
+    _compiled_matches_onnxruntime(proto)
