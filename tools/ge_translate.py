@@ -11,7 +11,8 @@ import numpy as np
 from xdsl.printer import Printer
 
 from ..core.array_files import load_array_file
-from ..core.diagnostics import CompileError
+from ..core.diagnostics import CompileError, argument_error
+from . import run_tool
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bind-npz", metavar="FILE.npz", action="append", default=[],
                    help="bind every array of FILE.npz to the graph input of its name (repeatable)")
     p.add_argument("--list-ops", action="store_true", help="list the supported ONNX ops and exit")
+    p.error = argument_error("ge-translate")
     return p
 
 
@@ -129,14 +131,14 @@ def _print(module, stream) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return run(args)
-    except CompileError as e:
-        print(e.format(args.file), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    """As every tool ends (`run_tool`): a usage error or a CompileError is one line
+    with exit code 1, the model's file named once it is known; a closed pipe ends
+    quietly."""
+    parsed: list[argparse.Namespace] = []
+    status = run_tool(lambda: parsed.append(build_parser().parse_args(argv)) or 0)
+    if not parsed:
+        return status
+    return run_tool(lambda: run(parsed[0]), parsed[0].file)
 
 
 if __name__ == "__main__":
