@@ -25,10 +25,11 @@ Workarounds a user would apply (and nothing else):
 * `nn.TransformerEncoderLayer` takes its fused fast path
   (`torch._transformer_encoder_layer_fwd`, which the TorchScript exporter cannot
   export) in eval mode when autograd is off; both exporters are run with
-  `torch.backends.mha.set_fastpath_enabled(False)`, the documented switch. The
-  TorchScript exporter still fails on it (torch 2.14: `scaled_dot_product_attention():
-  argument 'is_causal' must be bool, not Tensor`, with or without the switch);
-  the dynamo exporter is the one that works.
+  `torch.backends.mha.set_fastpath_enabled(False)`, the documented switch. It is
+  also wrapped in a module whose `forward` takes the one tensor: the TorchScript
+  exporter fills a `forward`'s defaulted parameters in as traced tensors, so the
+  layer's own `is_causal=False` reached `scaled_dot_product_attention` as a
+  Tensor (torch 2.14: `argument 'is_causal' must be bool, not Tensor`).
 * torchvision's ViT initialises its classifier head to zeros (an output of zeros
   tests nothing): the head's weight is drawn from N(0, 0.02) instead.
 * torchvision CNNs: BatchNorm running statistics are set from a few random batches
@@ -122,10 +123,20 @@ def _vit():
 
 def _encoder_layer():
     torch = _torch()
-    layer = torch.nn.TransformerEncoderLayer(
-        d_model=64, nhead=4, dim_feedforward=128, dropout=0.0, batch_first=True
-    ).eval()
-    return layer, (torch.randn(1, SEQ, 64),)
+
+    class EncoderLayer(torch.nn.Module):
+        """The layer called with its one tensor (see the module docstring)."""
+
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.TransformerEncoderLayer(
+                d_model=64, nhead=4, dim_feedforward=128, dropout=0.0, batch_first=True
+            )
+
+        def forward(self, x):
+            return self.layer(x)
+
+    return EncoderLayer().eval(), (torch.randn(1, SEQ, 64),)
 
 
 def _lstm():
