@@ -6,6 +6,7 @@ ONNX's textual syntax and saved.
     python bench/fuzz.py --seed 0 --count 200 --budget-s 900
     python bench/fuzz.py --seed 3 --count 1 --first 17 -v     # graph 17 of seed 3 alone
     python bench/fuzz.py --seed 0 --count 50 --paths fused/tiny,eager/tiny
+    python bench/fuzz.py --seed 0 --count 50 --ops Conv,MatMul,Add,Relu   # these ops only
 
 Graph i of seed S is always the same graph (`frontend/fuzz_graphs.py`); paths
 and statuses are those of `frontend/fuzz_paths.py`. Failures (crash, miscompile,
@@ -27,7 +28,7 @@ from collections import Counter
 import numpy as np
 
 from gecomp.core.diagnostics import CompileError
-from gecomp.frontend.fuzz_graphs import generate
+from gecomp.frontend.fuzz_graphs import generate, op_types
 from gecomp.frontend.fuzz_paths import FAILURES, PATHS, PATHS_BY_NAME, STATUSES, run_graph
 from gecomp.frontend.fuzz_reduce import reduce_graph, to_text
 
@@ -36,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         paths = _paths(args.paths)
+        ops = _ops(args.ops)
     except CompileError as e:
         print(f"error: {e.message}", file=sys.stderr)
         return 1
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         if time.monotonic() - start > args.budget_s:
             print(f"budget of {args.budget_s:g} s spent after {graphs} graphs", file=sys.stderr)
             break
-        g = generate(args.seed, index, args.min_nodes, args.max_nodes)
+        g = generate(args.seed, index, args.min_nodes, args.max_nodes, ops)
         outcomes = run_graph(g.model, g.inputs, paths)
         graphs += 1
         for name, outcome in outcomes.items():
@@ -77,6 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-nodes", type=_natural, default=20)
     p.add_argument("--paths", default=",".join(p.name for p in PATHS),
                    help="comma-separated paths (default: all): " + ", ".join(p.name for p in PATHS))
+    p.add_argument("--ops", default="", help="comma-separated ops to draw from (default: every op the fuzzer "
+                   "knows that the importer supports); graph i of a seed then differs")
     p.add_argument("--out", default="fuzz-failures", metavar="DIR", help="where reduced failures are saved")
     p.add_argument("--reduce-s", type=float, default=120.0, help="time for reducing one failure (0: no reduction)")
     p.add_argument("-v", "--verbose", action="store_true", help="a line per graph, not only per failing one")
@@ -99,6 +103,15 @@ def _paths(text: str):
     if unknown or not names:
         raise CompileError(f"unknown path '{unknown[0] if unknown else text}' (paths: {', '.join(PATHS_BY_NAME)})")
     return [PATHS_BY_NAME[n] for n in names]
+
+
+def _ops(text: str) -> list[str] | None:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    known = op_types()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise CompileError(f"unknown op '{unknown[0]}' (ops: {', '.join(known)})")
+    return names or None
 
 
 def _reduce_and_save(args, g, path, outcome) -> str:

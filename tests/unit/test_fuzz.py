@@ -116,3 +116,12 @@ def test_bench_prints_the_table(tmp_path, capsys):
     assert status == 0
     assert "graphs: 2" in out and "eager/tiny" in out and "miscompile" in out
     assert bench.main(["--paths", "nowhere"]) == 1
+    assert bench.main(["--ops", "Relu,NoSuchOp"]) == 1
+    assert bench.main(["--seed", "1", "--count", "1", "--ops", "Conv,Relu", "--paths", "reference",
+                       "--out", str(tmp_path)]) == 0
+
+
+def test_a_list_of_ops_restricts_the_draw():
+    drawn = {n.op_type for i in range(5) for n in generate(3, i, ops=["Conv", "MatMul"]).model.graph.node}
+    assert {"Conv", "MatMul"} <= drawn
+    assert drawn <= {"Conv", "MatMul", "Reshape", "Tanh", "Mul"}  # and the guards they need
