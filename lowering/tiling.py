@@ -252,8 +252,8 @@ def choose_cube_tiling(
 ) -> CubeTiling:
     """The estimated-fastest tiling that fits the preset's buffers (see the module
     docstring). Raises ValueError if no tiling fits."""
-    fitting = fitting_cube_tilings(hw, shape, a, bs, epilogue)
-    return with_count(min(fitting, key=rank_key), len(fitting))
+    best, count = best_cube_tiling(hw, shape, a, bs, epilogue)
+    return with_count(best, count)
 
 
 def fitting_cube_tilings(
@@ -266,21 +266,38 @@ def fitting_cube_tilings(
     the first chunk of B before the barrier that opens the phase, wherever the
     kernel stages that chunk at its top level (`_first_chunk_at_top`).
     A pure function of its arguments: memoised where the operands have a `cost_key`."""
-    key = _search_key(hw, shape, a, bs, epilogue, first_b_prefetched)
-    found = _SEARCHES.get(key) if key is not None else memo.Memo.MISSING
-    if found is memo.Memo.MISSING:
-        try:
-            found = _search(hw, shape, a, bs, epilogue, first_b_prefetched)
-        except ValueError as e:
-            found = e
-        if key is not None:
-            _SEARCHES.put(key, found)
-    if isinstance(found, ValueError):
-        raise ValueError(str(found))
-    return list(found)
+    return list(_memoised(_SEARCHES, _search, hw, shape, a, bs, epilogue, first_b_prefetched))
+
+
+def best_cube_tiling(
+    hw: HardwarePreset, shape: GemmShape, a: CubeOperandCost, bs: Sequence[CubeOperandCost], epilogue: EpilogueCost,
+    first_b_prefetched: bool = False,
+) -> tuple[CubeTiling, int]:
+    """The first of `fitting_cube_tilings` by `rank_key` (the one `min` picks), and how
+    many fit, without estimating the tilings that a lower bound shows cannot be it
+    (`_best`). Raises ValueError if none fits. Memoised as `fitting_cube_tilings`."""
+    return _memoised(_BESTS, _best, hw, shape, a, bs, epilogue, first_b_prefetched)
 
 
 _SEARCHES = memo.Memo(1024)
+_BESTS = memo.Memo(1024)
+
+
+def _memoised(memo_: memo.Memo, search, hw, shape, a, bs, epilogue, first_b_prefetched):
+    """`search(...)`'s result (or its ValueError, raised again), remembered in `memo_`
+    when every operand has a `cost_key`."""
+    key = _search_key(hw, shape, a, bs, epilogue, first_b_prefetched)
+    found = memo_.get(key) if key is not None else memo.Memo.MISSING
+    if found is memo.Memo.MISSING:
+        try:
+            found = search(hw, shape, a, bs, epilogue, first_b_prefetched)
+        except ValueError as e:
+            found = e
+        if key is not None:
+            memo_.put(key, found)
+    if isinstance(found, ValueError):
+        raise ValueError(str(found))
+    return found
 
 
 def _search_key(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple | None:
@@ -291,20 +308,53 @@ def _search_key(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple | None:
     return (memo.stand_in(hw), shape, keys, epilogue, first_b_prefetched)
 
 
-def _search(hw, shape, a, bs, epilogue, first_b_prefetched) -> list[CubeTiling]:
+def _fitting(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[_Scoring, list[tuple]]:
+    """The search's scoring and every candidate that fits, with its epilogue's row
+    chunk and the UB its operands reserve: (candidate, rows, reserved), in the order
+    `_candidates` makes them. Raises ValueError if none fits."""
     a, bs = _KnownCosts(a), [_KnownCosts(b) for b in bs]
     scoring = _Scoring(hw, shape, a, bs, epilogue, first_b_prefetched)
-    scored = []
+    fits = []
     for cand in _candidates(hw, shape, a, bs, scoring.l1_bytes):
         reserved = scoring.reserved(cand.mb, cand.kc, cand.n_block)
         rows = _epilogue_rows(hw, cand, epilogue, reserved[0] + reserved[1])
         if rows is not None:
-            scored.append(scoring.score(cand, rows, reserved))
-    if not scored:
+            fits.append((cand, rows, reserved))
+    if not fits:
         raise ValueError(
             f"no tiling of ({shape.m} x {shape.k}) @ ({shape.k} x {shape.n}) fits the buffers of preset '{hw.name}'"
         )
-    return scored
+    return scoring, fits
+
+
+def _search(hw, shape, a, bs, epilogue, first_b_prefetched) -> list[CubeTiling]:
+    scoring, fits = _fitting(hw, shape, a, bs, epilogue, first_b_prefetched)
+    return [scoring.score(cand, rows, reserved) for cand, rows, reserved in fits]
+
+
+def _best(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[CubeTiling, int]:
+    """Branch and bound over `_fitting`'s candidates: those of one item size and L0
+    step (mb, n_block, nb, kb) share a lower bound of their estimate
+    (`_Scoring.bound`); the groups are estimated in the order of their bounds until
+    a bound rounds above the best estimate found, when no candidate left can rank
+    first (`rank_key` compares rounded estimates first). Ties are broken by the
+    candidates' order, as `min` over `_search`'s list breaks them, so the tiling is
+    the same as estimating every candidate."""
+    scoring, fits = _fitting(hw, shape, a, bs, epilogue, first_b_prefetched)
+    groups: dict[tuple, list[int]] = {}
+    for index, (cand, _, _) in enumerate(fits):
+        groups.setdefault(cand[:4], []).append(index)
+    bounded = sorted((scoring.bound(fits[members[0]][0]), members) for members in groups.values())
+    best = None
+    for bound, members in bounded:
+        if best is not None and round(bound) > best[0][0]:
+            break
+        for index in members:
+            cand, rows, _ = fits[index]
+            key = (scoring.rank_key(cand, rows), index)
+            if best is None or key < best:
+                best = key
+    return scoring.score(*fits[best[1]]), len(fits)
 
 
 class _KnownCosts:
@@ -600,9 +650,23 @@ class _Scoring:
             found = self._epilogues[key] = (chunks_per_item, fixpipe, vector, store)
         return found
 
-    def score(self, c: _Candidate, rows: int, reserved: tuple[int, int]) -> CubeTiling:
-        shape, e = self.shape, self.e
-        items, per_core, block_dim, _, _ = self.item(c.mb, c.n_block)
+    def bound(self, c: _Candidate) -> float:
+        """A lower bound of `score(c, ...).estimate` for every K chunk, residency and
+        epilogue of the candidate's item size and L0 step: two of the critical paths
+        of `score` without their non-negative parts (staging, the last epilogue, the
+        contention, the drains), and the HBM bound. The same expressions, so float
+        rounding (monotone) keeps it below the estimate."""
+        per_core = self.item(c.mb, c.n_block)[1]
+        steps, _, _, mmad, load = self.step(c)
+        cube = steps * mmad
+        mte1 = steps * load
+        return max(load + per_core * cube, per_core * mte1 + mmad, self.hbm)
+
+    def estimate(self, c: _Candidate, rows: int) -> tuple:
+        """(estimate, and the terms cube, mte2, mte1, epilogue, fill, drain) of the
+        candidate with epilogue row chunks of `rows`."""
+        shape = self.shape
+        per_core = self.item(c.mb, c.n_block)[1]
         k = shape.k
         chunks, kc, stage_a, stage_b, a_item, b_item, b_hbm = self.chunk(c)
         steps, kb, n_sub, mmad, load = self.step(c)  # one L0 step
@@ -639,7 +703,17 @@ class _Scoring:
         )
         contention = _steady(cube, mte2, mte1, epilogue) - max(cube, mte2, mte1, epilogue)
         estimate = critical + per_core * contention + (per_core - 1) * drain
-        estimate = max(estimate, self.hbm)
+        return max(estimate, self.hbm), cube, mte2, mte1, epilogue, fill, drain
+
+    def rank_key(self, c: _Candidate, rows: int) -> tuple:
+        """`rank_key` of `score(c, rows, ...)` without making the tiling."""
+        estimate, cube, mte2, mte1, _, _, _ = self.estimate(c, rows)
+        return round(estimate), sum((cube, mte2, mte1)), -c.mb * c.n_block
+
+    def score(self, c: _Candidate, rows: int, reserved: tuple[int, int]) -> CubeTiling:
+        shape, e = self.shape, self.e
+        items, per_core, block_dim, _, _ = self.item(c.mb, c.n_block)
+        estimate, cube, mte2, mte1, epilogue, fill, drain = self.estimate(c, rows)
         buffers = (
             ("l1", self.l1_bytes(c.mb, c.n_block, c.kc, c.a_resident)),
             ("l0a", 2 * round_up(c.mb, FRACTAL) * c.kb * shape.in_bytes),

@@ -12,10 +12,13 @@ from gecomp.lowering.tiling import (
     AttentionShape,
     EpilogueCost,
     GemmShape,
+    best_cube_tiling,
     choose_attention_tiling,
     choose_cube_tiling,
     fitting_cube_tilings,
+    rank_key,
 )
+from gecomp.lowering import tiling
 from gecomp.simulator.hardware import load_preset
 from cube_lowering_testing import compile_module, parse
 
@@ -212,3 +215,51 @@ def test_debug_explains_the_tiling(capsys):
     compile_module(module, "ge-to-npu{hw=tiny debug=true}")
     err = capsys.readouterr().err
     assert "cube 1 x (40 x 50) @ (50 x 70): items of" in err and "estimated" in err
+
+
+class ImageOperand(Operand):
+    """An img2col-like A: pixel tiles of whole rows of 28, K chunks of whole channel
+    blocks, UB for its slab, and it may stay resident."""
+
+    mn_granule = 28
+    k_granule = 32
+    stays_in_l1 = True
+
+    def stage_cycles(self, hw, rows, cols):
+        return 150 + rows * cols * 3 // 64 + 11 * (cols // 32)
+
+    def ub_bytes(self, rows, cols):
+        return rows * 64
+
+
+@pytest.mark.parametrize("prefetched", [False, True])
+@pytest.mark.parametrize("hw", ["tiny", "ascend910"])
+def test_bounded_search_picks_what_estimating_every_tiling_picks(hw, prefetched):
+    """`best_cube_tiling` skips the tilings whose lower bound rounds above the best
+    estimate found: it must return the same tiling as `min` over every fitting one
+    by `rank_key` (ties broken by the candidates' order), and the same count; its
+    bound is below every estimate; and it does skip some (or it proves nothing)."""
+    preset = load_preset(hw)
+    skipped = 0
+    cases = [(s, Operand()) for s in _shapes(8, 2)] + [(GemmShape(1, 784, 256, 1024), ImageOperand()),
+                                                     (GemmShape(1, 3136, 64, 64), ImageOperand())]
+    for shape, a in cases:
+        bs = [Operand()] * shape.products
+        try:
+            every = tiling._search(preset, shape, a, bs, PLAIN, prefetched)
+        except ValueError:
+            with pytest.raises(ValueError, match="no tiling"):
+                best_cube_tiling(preset, shape, a, bs, PLAIN, prefetched)
+            continue
+        estimated = []
+        original = tiling._Scoring.estimate
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(tiling._Scoring, "estimate", lambda self, c, rows: estimated.append(c) or original(self, c, rows))
+            tiling._BESTS.clear()
+            best, count = best_cube_tiling(preset, shape, a, bs, PLAIN, prefetched)
+        assert best == min(every, key=rank_key) and count == len(every)
+        skipped += len(every) - len(estimated)
+        scoring, fits = tiling._fitting(preset, shape, a, bs, PLAIN, prefetched)
+        for (cand, rows, reserved), t in zip(fits, every):
+            assert scoring.bound(cand) <= t.estimate and scoring.score(cand, rows, reserved) == t
+    assert skipped > 0

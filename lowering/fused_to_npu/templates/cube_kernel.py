@@ -58,7 +58,9 @@ from xdsl.ir import Attribute
 from ....core import dtypes
 from ....core.diagnostics import op_error
 from ....dialects import npu
-from ...tiling import FRACTAL, CubeTiling, GemmShape, fitting_cube_tilings, rank_key, round_up, with_count
+from ...tiling import (
+    FRACTAL, CubeTiling, GemmShape, best_cube_tiling, fitting_cube_tilings, rank_key, round_up, with_count,
+)
 from ..context import KernelContext
 from ..kernel_builder import Index, KernelBuilder
 from ..vector_emitter import Operand, Tile, VectorUnsupported
@@ -95,12 +97,19 @@ class CubeProblem:
         return replace(self, bs=[self.bs[index]], epilogue=self.turn_epilogues[index])
 
     def fitting_tilings(self, hw) -> list[CubeTiling]:
+        return self._tilings(fitting_cube_tilings, hw)
+
+    def best_tiling(self, hw) -> tuple[CubeTiling, int]:
+        """The first of `fitting_tilings` by `rank_key`, and how many fit."""
+        return self._tilings(best_cube_tiling, hw)
+
+    def _tilings(self, search, hw):
         one = self.turn(0) if self.shape.turns > 1 else self
         costs = one.epilogue.cost(self.shape.products)
-        return fitting_cube_tilings(hw, self.shape, one.a, one.bs, costs, self.first_b_prefetched)
+        return search(hw, self.shape, one.a, one.bs, costs, self.first_b_prefetched)
 
     def tiling(self, hw) -> CubeTiling:
-        return min(self.fitting_tilings(hw), key=rank_key)
+        return self.best_tiling(hw)[0]
 
 
 TILING_RANK = "npu.tiling_rank"
@@ -110,16 +119,17 @@ TILING_RANK = "npu.tiling_rank"
 pins one by hand."""
 
 
-def _options(hw, problem: CubeProblem) -> list[tuple[CubeProblem, list[CubeTiling]]]:
+def _options(hw, problem: CubeProblem, tilings=CubeProblem.fitting_tilings) -> list[tuple[CubeProblem, object]]:
     """The problem as given and with its products in turn, each with the tilings
-    that fit it. Raises ValueError if no tiling fits either."""
+    that fit it (or what `tilings` says of them). Raises ValueError if no tiling
+    fits either."""
     options = []
     error = None
     for option in (problem, problem.in_turns()):
         if option is None:
             continue
         try:
-            options.append((option, option.fitting_tilings(hw)))
+            options.append((option, tilings(option, hw)))
         except ValueError as e:
             error = e
     if not options:
@@ -151,11 +161,13 @@ def choose_problem_tiling(hw, problem: CubeProblem, rank: int = 0) -> tuple[Cube
     """The problem (as given or with its products in turn) and its tiling of that
     rank among `ranked_problem_tilings`. Raises ValueError if no tiling fits, or
     fewer than rank + 1 do."""
+    if rank == 0:  # without estimating them all (`best_cube_tiling`)
+        options = _options(hw, problem, CubeProblem.best_tiling)
+        option, tiling = min(((option, best) for option, (best, _) in options), key=lambda pair: pair[1].estimate)
+        return option, with_count(tiling, sum(count for _, (_, count) in options), rank)
     options = _options(hw, problem)
     count = sum(len(tilings) for _, tilings in options)
-    if rank == 0:
-        option, tiling = _estimated_fastest(options)  # without ranking them all
-    elif rank < count:
+    if rank < count:
         option, tiling = _ranked(options)[rank]
     else:
         raise ValueError(f"{TILING_RANK} = {rank}, but only {count} tilings fit")
