@@ -45,7 +45,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 
 from ...core import dtypes
-from ..ge import AddOp, DropoutOp, GeluOp, GEOp, MulOp, ReluOp, SiluOp, SoftmaxOp, WhereOp
+from ..ge import AddOp, DropoutOp, GeluOp, GEOp, MaximumOp, MinimumOp, MulOp, ReluOp, SigmoidOp, SiluOp, SoftmaxOp, WhereOp
 from ..ge.base import _with_declared_encodings, as_type_list, fail, shape_of, to_attribute
 
 # ---- optional operands ------------------------------------------------------------------
@@ -221,22 +221,47 @@ def ge_compute(
     return op.compute(list(inputs), SimpleNamespace(**attrs), list(result_types))
 
 
-ACTIVATIONS: dict[str, tuple[type[GEOp] | None, dict[str, Any]]] = {
-    "none": (None, {}),
-    "relu": (ReluOp, {}),
-    "gelu": (GeluOp, {"approximate": "none"}),
-    "gelu_tanh": (GeluOp, {"approximate": "tanh"}),
-    "silu": (SiluOp, {}),
+INPUT = "input"
+"""In an activation step, the second operand that is the activation's own input."""
+
+ActivationStep = tuple[type[GEOp], dict[str, Any], float | str | None]
+"""`t = op(t[, second])`: a ge op applied to the running value, with its
+attributes and its second operand (a constant, `INPUT`, or None for a unary op)."""
+
+ACTIVATIONS: dict[str, tuple[ActivationStep, ...]] = {
+    "none": (),
+    "relu": ((ReluOp, {}, None),),
+    "gelu": ((GeluOp, {"approximate": "none"}, None),),
+    "gelu_tanh": ((GeluOp, {"approximate": "tanh"}, None),),
+    "silu": ((SiluOp, {}, None),),
+    "sigmoid": ((SigmoidOp, {}, None),),
+    # ReLU6 = Clip(x, 0, 6) as ONNX exporters write it.
+    "relu6": ((MaximumOp, {}, 0.0), (MinimumOp, {}, 6.0)),
+    # HardSwish = x * HardSigmoid(x, 1/6, 0.5), in the order the importer writes it.
+    "hard_swish": (
+        (MulOp, {}, 1.0 / 6.0),
+        (AddOp, {}, 0.5),
+        (MinimumOp, {}, 1.0),
+        (MaximumOp, {}, 0.0),
+        (MulOp, {}, INPUT),
+    ),
 }
-"""Activation names of the fused ops -> the `ge` op (and its attributes) they mean."""
+"""Activation names of the fused ops -> the chain of `ge` ops they mean: one
+definition that the reference semantics (`activate`) and the kernels
+(`templates/cube.activate`) both run step by step."""
 
 ACTIVATION_NAMES = tuple(ACTIVATIONS)
 GATED_ACTIVATION_NAMES = tuple(n for n in ACTIVATIONS if n != "none")
 
 
 def activate(name: str, x: np.ndarray) -> np.ndarray:
-    op, attrs = ACTIVATIONS[name]
-    return x if op is None else ge_compute(op, [x], **attrs)
+    y = x
+    for op, attrs, second in ACTIVATIONS[name]:
+        if second is None:
+            y = ge_compute(op, [y], **attrs)
+        else:
+            y = ge_compute(op, [y, x if second == INPUT else np.asarray(second, dtype=x.dtype)], **attrs)
+    return y
 
 
 def scale_by(x: np.ndarray, scale: float) -> np.ndarray:

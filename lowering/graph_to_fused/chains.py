@@ -15,7 +15,8 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from ...dialects import ge
-from .graph import is_transparent, other_operand, shape, sole_user, splat_constant
+from ...dialects.fused.base import ACTIVATIONS, INPUT, ActivationStep
+from .graph import is_transparent, other_operand, shape, sole_user, splat_constant, users
 
 
 def broadcasts_to(value: SSAValue, target: tuple[int, ...]) -> bool:
@@ -44,6 +45,76 @@ def activation_name(op: Operation | None) -> str | None:
         case ge.GeluOp():
             return "gelu" if op.attr_value("approximate") == "none" else "gelu_tanh"
     return None
+
+
+ACTIVATION_FORMS: dict[str, tuple[tuple[ActivationStep, ...], ...]] = {
+    name: (steps,) for name, steps in ACTIVATIONS.items() if steps
+}
+"""Every way a fused activation is written in a graph: its definition
+(`ACTIVATIONS`), and the equivalent forms exporters and the importer write."""
+ACTIVATION_FORMS["silu"] += (((ge.SigmoidOp, {}, None), (ge.MulOp, {}, INPUT)),)  # x * sigmoid(x)
+ACTIVATION_FORMS["relu6"] += (
+    ((ge.MinimumOp, {}, 6.0), (ge.MaximumOp, {}, 0.0)),  # Clip with lo <= hi: the order does not matter
+    ((ge.ReluOp, {}, None), (ge.MinimumOp, {}, 6.0)),
+)
+ACTIVATION_FORMS["hard_swish"] += tuple(
+    ((scale, {}, c), (ge.AddOp, {}, 0.5), *clamp, (ge.MulOp, {}, INPUT))
+    for scale, c in ((ge.MulOp, 1.0 / 6.0), (ge.DivOp, 6.0))
+    for clamp in (((ge.MinimumOp, {}, 1.0), (ge.MaximumOp, {}, 0.0)), ((ge.MaximumOp, {}, 0.0), (ge.MinimumOp, {}, 1.0)))
+    if (scale, c) != (ge.MulOp, 1.0 / 6.0) or clamp[0][0] is not ge.MinimumOp
+)
+
+
+@dataclass
+class ActivationMatch:
+    name: str
+    ops: list[Operation]
+    value: SSAValue  # the activation's result
+
+
+def match_activation(v: SSAValue) -> ActivationMatch | None:
+    """The fused activation computed on `v` by the ops using it, in any of its
+    `ACTIVATION_FORMS`, if those ops are all of `v`'s users and each intermediate
+    value has no other user (a value needed elsewhere ends the chain). The
+    longest match wins: `min(relu(x), 6)` is ReLU6, not a ReLU."""
+    found = None
+    for name, forms in ACTIVATION_FORMS.items():
+        for steps in forms:
+            ops = _match_steps(v, steps)
+            if ops is not None and (found is None or len(ops) > len(found.ops)):
+                found = ActivationMatch(name, ops, ops[-1].results[0])
+    return found
+
+
+def _match_steps(v: SSAValue, steps: tuple[ActivationStep, ...]) -> list[Operation] | None:
+    ops: list[Operation] = []
+    current = v
+    for cls, attrs, second in steps:
+        candidates = users(v) if current is v else [sole_user(current)]
+        step = next((op for op in candidates if _is_step(op, current, v, cls, attrs, second)), None)
+        if step is None:
+            return None
+        ops.append(step)
+        current = step.results[0]
+    return ops if set(users(v)) <= set(ops) else None
+
+
+def _is_step(op: Operation | None, current: SSAValue, v: SSAValue, cls, attrs: dict, second) -> bool:
+    if not isinstance(op, cls) or len(op.results) != 1 or shape(op.results[0]) != shape(v):
+        return False
+    if any(op.attr_value(k) != want for k, want in attrs.items()):
+        return False
+    if second is None:
+        return len(op.operands) == 1 and op.operands[0] is current
+    if isinstance(op, ge.DivOp) and op.operands[0] is not current:
+        return False
+    other = other_operand(op, current)
+    if other is None:
+        return False
+    if second == INPUT:
+        return other is v
+    c = splat_constant(other)
+    return c is not None and bool(np.isclose(c, second, rtol=1e-6, atol=0.0))
 
 
 # ---- cube epilogues --------------------------------------------------------------------------
@@ -98,17 +169,24 @@ class Epilogue:
 
 def walk_epilogue(start: SSAValue, bias_rule: BiasRule, allow_act: bool = True) -> Epilogue:
     """Follows single users of `start` while they are bias / residual adds (before
-    any activation), one activation, or transparent ops."""
+    any activation), one activation (`match_activation`: possibly several ops, as
+    SiLU written `x * sigmoid(x)` reads its input twice), or transparent ops."""
     e = Epilogue(start)
-    while (user := sole_user(e.value)) is not None:
-        if not _absorb(e, user, bias_rule, allow_act):
-            break
+    while True:
+        act = match_activation(e.value) if allow_act and e.act == "none" else None
+        if act is not None:
+            e.act = act.name
+            e.ops += act.ops
+            e.value = act.value
+            continue
+        user = sole_user(e.value)
+        if user is None or not _absorb(e, user, bias_rule):
+            return e
         e.ops.append(user)
         e.value = user.results[0]
-    return e
 
 
-def _absorb(e: Epilogue, user: Operation, bias_rule: BiasRule, allow_act: bool) -> bool:
+def _absorb(e: Epilogue, user: Operation, bias_rule: BiasRule) -> bool:
     v = e.value
     if is_transparent(user):
         return True
@@ -122,10 +200,6 @@ def _absorb(e: Epilogue, user: Operation, bias_rule: BiasRule, allow_act: bool) 
             e.residual = other
             return True
         return False
-    act = activation_name(user)
-    if act is not None and allow_act and e.act == "none":
-        e.act = act
-        return True
     return False
 
 

@@ -4,9 +4,14 @@ masked batched products."""
 
 from __future__ import annotations
 
-from xdsl.ir import Operation
+import math
+from typing import NamedTuple
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
 
 from ...dialects import ge
+from ...dialects.ge.formats import Format, format_of
 from ...dialects.fused import (
     Conv2DBiasActOp,
     FusedBatchMatmulOp,
@@ -15,8 +20,8 @@ from ...dialects.fused import (
     MatmulAddRmsNormOp,
     MatmulBiasActOp,
 )
-from .chains import activation_name, conv_bias, mask_step, matmul_bias, scale_step, walk_epilogue
-from .graph import both_orders, producer, shape, sole_user, users
+from .chains import activation_name, conv_bias, mask_step, matmul_bias, same_element_type, scale_step, walk_epilogue
+from .graph import both_orders, is_format_change, producer, shape, sole_user, through_format_changes, users
 from .pattern import FusionPattern, Match
 
 
@@ -116,26 +121,83 @@ class MatmulBiasActPattern(FusionPattern):
 
 
 class Conv2DBiasActPattern(FusionPattern):
-    """`ge.conv2d` + per-channel bias + residual + activation, any subset
-    -> `fused.conv2d_bias_act` (Conv + BiasAdd + ReLU, ResNet's shortcut add)."""
+    """`ge.conv2d` + per-channel bias + residual + activation, any subset, its
+    input optionally scaled per channel -> `fused.conv2d_bias_act` (Conv +
+    BiasAdd + ReLU / ReLU6 / SiLU / HardSwish, ResNet's shortcut add, the
+    squeeze-excitation scale folded into the weights)."""
 
     name = "conv2d-bias-act"
     anchors = (ge.Conv2DOp,)
 
     def match(self, op: ge.Conv2DOp) -> Match | None:
         e = walk_epilogue(op.result, conv_bias)
-        if not e.fuses_something:
+        scale = input_scale(op)
+        if not e.fuses_something and scale is None:
             return None
         window = {n: op.attr_value(n) for n in ("strides", "pads", "dilations", "groups")}
 
         def build():
+            weight, helpers = op.weight, []
+            if scale is not None:
+                # conv(x * s, W) = conv(x, W * s): s scales input channel c, which
+                # W multiplies through its axis 1.
+                helpers = logical_weights(op.weight)
+                helpers.append(ge.MulOp.new(helpers[-1].results[0] if helpers else scale.weight, scale.scale))
+                weight = helpers[-1].results[0]
+            x = op.input if scale is None else scale.input
             return [
+                *helpers,
                 Conv2DBiasActOp.new(
-                    op.input, op.weight, bias=e.bias, residual=e.residual, act=e.act, result_type=e.value.type, **window
-                )
+                    x, weight, bias=e.bias, residual=e.residual, act=e.act, result_type=e.value.type, **window
+                ),
             ]
 
-        return Match([op, *e.ops], [e.value], build)
+        return Match([*(scale.ops if scale else []), op, *e.ops], [e.value], build)
+
+
+class InputScale(NamedTuple):
+    ops: list[Operation]  # the mul and the format changes after it
+    input: SSAValue
+    scale: SSAValue  # one value per input channel, ND, shape (1, C, 1, 1) or (C, 1, 1)
+    weight: SSAValue  # the convolution's weights before any format change
+
+
+def logical_weights(weight: SSAValue) -> list[Operation]:
+    """A constant in a physical format (the layout pass folds the weights' format
+    change into the constant) as an ND constant of the same values, to scale
+    elementwise; nothing for weights already ND."""
+    source = through_format_changes(weight)
+    if format_of(source.type) == Format.ND:
+        return []
+    t = source.type
+    return [ge.ConstOp.from_value(source.owner.value, TensorType(t.element_type, t.get_shape()))]
+
+
+def input_scale(conv: ge.Conv2DOp) -> InputScale | None:
+    """The per-channel scale `x * s` the convolution reads (squeeze-excitation),
+    when folding it into the weights is exact and cheaper: one group (each
+    weight column sees one input channel), `s` the same for every batch item,
+    and fewer weights than input elements to scale."""
+    changes, v = [], conv.input
+    while is_format_change(change := producer(v)) and sole_user(v) is not None:
+        changes.append(change)
+        v = change.operands[0]
+    mul = producer(v, ge.MulOp)
+    if mul is None or conv.attr_value("groups") != 1 or sole_user(v) is None:
+        return None
+    channels = shape(conv.input)[1]
+    weights = math.prod(shape(conv.weight))
+    weight = through_format_changes(conv.weight)
+    if format_of(weight.type) != Format.ND and producer(weight, ge.ConstOp) is None:
+        return None
+    if weights >= math.prod(shape(conv.input)):
+        return None
+    for x, s in both_orders(mul):
+        source = through_format_changes(s)
+        if shape(source) in ((1, channels, 1, 1), (channels, 1, 1)) and shape(x) == shape(conv.input):
+            if same_element_type(source, conv.weight) and format_of(source.type) == Format.ND:
+                return InputScale([mul, *reversed(changes)], x, source, weight)
+    return None
 
 
 class BatchMatmulScaleMaskPattern(FusionPattern):

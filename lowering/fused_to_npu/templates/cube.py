@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from xdsl.dialects.builtin import f16, f32
 
 from ....dialects import fused, ge
-from ....dialects.fused.base import ACTIVATIONS
+from ....dialects.fused.base import ACTIVATIONS, INPUT
 from ...tiling import GemmShape
 from ..context import GmTensor, KernelContext, named
 from .registry import kernel_for
@@ -116,10 +116,18 @@ def lower_matmul_partials(op: fused.MatmulPartialsOp, k: KernelContext) -> None:
 
 
 def activate(v: VectorEmitter, act: str, x: Tile) -> None:
-    """x = act(x) with the ge op the fused activation name stands for."""
-    op, attrs = ACTIVATIONS[act]
-    if op is not None:
-        emit_elementwise(v, op.name, SimpleNamespace(**attrs), [x], x)
+    """x = act(x), step by step as the fused activation name's ge ops define it
+    (in place; a chain that reads its input again runs in one temporary)."""
+    steps = ACTIVATIONS[act]
+    rereads = any(second == INPUT for _, _, second in steps)
+    t = v.temp(x.element_type) if rereads else x
+    for i, (op, attrs, second) in enumerate(steps):
+        source = x if i == 0 else t
+        dst = x if i == len(steps) - 1 else t
+        inputs = [source] if second is None else [source, x if second == INPUT else second]
+        emit_elementwise(v, op.name, SimpleNamespace(**attrs), inputs, dst)
+    if rereads:
+        v.release(t)
 
 
 def bias_act_epilogue(outputs: list, inputs: list[EpilogueInput], act: str) -> CubeEpilogue:

@@ -40,7 +40,7 @@ from .copy_layout import round_up
 from .cube import activate
 from .pooling import _Dim, _PoolKernel, _Span
 
-ACT_TEMPS = {"none": 0, "relu": 0}
+ACT_TEMPS = {"none": 0, "relu": 0, "relu6": 0, "sigmoid": 0, "hard_swish": 1}
 """Scratch tiles each activation needs (others: `MAX_ACT_TEMPS`)."""
 MAX_ACT_TEMPS = 3
 

@@ -69,3 +69,82 @@ func.func @scores_not_fused(%q: tensor<2x4x8xf32>, %k: tensor<2x8x4xf32>) -> (te
   %3 = ge.div %two, %2 : (tensor<f32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
   func.return %1, %3 : tensor<2x4x4xf32>, tensor<2x4x4xf32>
 }
+
+// Activations as exporters write them become the conv's epilogue: ReLU6 (ONNX
+// Clip(0, 6): max then min), SiLU (x * sigmoid(x): the conv result read twice),
+// HardSwish (x * min(max(x / 6 + 0.5 ...)) as the importer writes it) and a
+// sigmoid.
+// CHECK-LABEL: func.func @written_out_activations(
+// CHECK-NEXT:    %[[A:.*]] = fused.conv2d_bias_act %x, %w bias %b {pads = [1, 1, 1, 1], act = "relu6"} : (tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
+// CHECK-NEXT:    %[[B:.*]] = fused.conv2d_bias_act %[[A]], %dw bias %b {pads = [1, 1, 1, 1], groups = 4, act = "silu"} : (tensor<1x4x6x6xf32>, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
+// CHECK-NEXT:    %[[C:.*]] = fused.conv2d_bias_act %[[B]], %w residual %x {pads = [1, 1, 1, 1], act = "hard_swish"} : (tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>, tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+// CHECK-NEXT:    %[[D:.*]] = fused.conv2d_bias_act %[[C]], %w {pads = [1, 1, 1, 1], act = "sigmoid"} : (tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32>
+// CHECK-NEXT:    func.return %[[D]]
+func.func @written_out_activations(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x3x3xf32>, %dw: tensor<4x1x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x4x6x6xf32> {
+  %zero = ge.const dense<0.0> : tensor<f32>
+  %six = ge.const dense<6.0> : tensor<f32>
+  %sixth = ge.const dense<0.16666667> : tensor<f32>
+  %half = ge.const dense<0.5> : tensor<f32>
+  %one = ge.const dense<1.0> : tensor<f32>
+  %0 = ge.conv2d %x, %w {pads = [1, 1, 1, 1]} : (tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32>
+  %1 = ge.bias_add %0, %b {axis = 1} : (tensor<1x4x6x6xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
+  %2 = ge.maximum %1, %zero : (tensor<1x4x6x6xf32>, tensor<f32>) -> tensor<1x4x6x6xf32>
+  %3 = ge.minimum %2, %six : (tensor<1x4x6x6xf32>, tensor<f32>) -> tensor<1x4x6x6xf32>
+  %4 = ge.conv2d %3, %dw {pads = [1, 1, 1, 1], groups = 4} : (tensor<1x4x6x6xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x6x6xf32>
+  %5 = ge.bias_add %4, %b {axis = 1} : (tensor<1x4x6x6xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
+  %6 = ge.sigmoid %5 : (tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %7 = ge.mul %5, %6 : (tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %8 = ge.conv2d %7, %w {pads = [1, 1, 1, 1]} : (tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32>
+  %9 = ge.add %8, %x : (tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %10 = ge.mul %9, %sixth : (tensor<1x4x6x6xf32>, tensor<f32>) -> tensor<1x4x6x6xf32>
+  %11 = ge.add %10, %half : (tensor<1x4x6x6xf32>, tensor<f32>) -> tensor<1x4x6x6xf32>
+  %12 = ge.minimum %11, %one : (tensor<1x4x6x6xf32>, tensor<f32>) -> tensor<1x4x6x6xf32>
+  %13 = ge.maximum %12, %zero : (tensor<1x4x6x6xf32>, tensor<f32>) -> tensor<1x4x6x6xf32>
+  %14 = ge.mul %9, %13 : (tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %15 = ge.conv2d %14, %w {pads = [1, 1, 1, 1]} : (tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32>
+  %16 = ge.sigmoid %15 : (tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  func.return %16 : tensor<1x4x6x6xf32>
+}
+
+// Not activations: Clip(0, 5) is no ReLU6 (the conv keeps its bias only), and
+// x * sigmoid(x) whose sigmoid is also returned keeps both ops.
+// CHECK-LABEL: func.func @not_activations(
+// CHECK:         fused.conv2d_bias_act %x, %w bias %b {pads = [1, 1, 1, 1]}
+// CHECK-NEXT:    ge.maximum
+// CHECK-NEXT:    ge.minimum
+// CHECK-NEXT:    ge.conv2d
+// CHECK-NEXT:    ge.sigmoid
+// CHECK-NEXT:    ge.mul
+func.func @not_activations(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x3x3xf32>, %b: tensor<4xf32>) -> (tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>) {
+  %zero = ge.const dense<0.0> : tensor<f32>
+  %five = ge.const dense<5.0> : tensor<f32>
+  %0 = ge.conv2d %x, %w {pads = [1, 1, 1, 1]} : (tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32>
+  %1 = ge.bias_add %0, %b {axis = 1} : (tensor<1x4x6x6xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
+  %2 = ge.maximum %1, %zero : (tensor<1x4x6x6xf32>, tensor<f32>) -> tensor<1x4x6x6xf32>
+  %3 = ge.minimum %2, %five : (tensor<1x4x6x6xf32>, tensor<f32>) -> tensor<1x4x6x6xf32>
+  %4 = ge.conv2d %x, %w {pads = [1, 1, 1, 1]} : (tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32>
+  %5 = ge.sigmoid %4 : (tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %6 = ge.mul %4, %5 : (tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  func.return %3, %5, %6 : tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>
+}
+
+// Squeeze-excitation: the per-channel scale of a 1x1 convolution's input is
+// folded into its weights (conv(x * s, W) = conv(x, W * s)) when there are fewer
+// weights than input elements; with more, or several groups, the mul stays.
+// CHECK-LABEL: func.func @excitation_scale(
+// CHECK-NEXT:    %[[W:.*]] = ge.mul %w, %s : (tensor<4x8x1x1xf32>, tensor<1x8x1x1xf32>) -> tensor<4x8x1x1xf32>
+// CHECK-NEXT:    %[[A:.*]] = fused.conv2d_bias_act %x, %[[W]] bias %b : (tensor<1x8x6x6xf32>, tensor<4x8x1x1xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
+// CHECK-NEXT:    %[[M:.*]] = ge.mul %y, %s
+// CHECK-NEXT:    ge.conv2d %[[M]], %wbig
+// CHECK-NEXT:    %[[G:.*]] = ge.mul %x, %s
+// CHECK-NEXT:    ge.conv2d %[[G]], %wg {groups = 2}
+func.func @excitation_scale(%x: tensor<1x8x6x6xf32>, %y: tensor<1x8x2x2xf32>, %s: tensor<1x8x1x1xf32>, %w: tensor<4x8x1x1xf32>, %wbig: tensor<64x8x1x1xf32>, %wg: tensor<4x4x1x1xf32>, %b: tensor<4xf32>) -> (tensor<1x4x6x6xf32>, tensor<1x64x2x2xf32>, tensor<1x4x6x6xf32>) {
+  %0 = ge.mul %x, %s : (tensor<1x8x6x6xf32>, tensor<1x8x1x1xf32>) -> tensor<1x8x6x6xf32>
+  %1 = ge.conv2d %0, %w : (tensor<1x8x6x6xf32>, tensor<4x8x1x1xf32>) -> tensor<1x4x6x6xf32>
+  %2 = ge.bias_add %1, %b {axis = 1} : (tensor<1x4x6x6xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
+  %3 = ge.mul %y, %s : (tensor<1x8x2x2xf32>, tensor<1x8x1x1xf32>) -> tensor<1x8x2x2xf32>
+  %4 = ge.conv2d %3, %wbig : (tensor<1x8x2x2xf32>, tensor<64x8x1x1xf32>) -> tensor<1x64x2x2xf32>
+  %5 = ge.mul %x, %s : (tensor<1x8x6x6xf32>, tensor<1x8x1x1xf32>) -> tensor<1x8x6x6xf32>
+  %6 = ge.conv2d %5, %wg {groups = 2} : (tensor<1x8x6x6xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x6x6xf32>
+  func.return %2, %4, %6 : tensor<1x4x6x6xf32>, tensor<1x64x2x2xf32>, tensor<1x4x6x6xf32>
+}
