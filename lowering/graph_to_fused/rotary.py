@@ -98,10 +98,12 @@ class RotaryMatmulPattern(FusionPattern):
             value = user.results[0]
 
         def build():
+            weights = [mm_p.rhs, mm_r.rhs]
+            biases = [plain.bias, rotated.bias] if plain.bias is not None else []
             return [
                 RotaryMatmulOp.new(
-                    mm_p.lhs, mm_p.rhs, mm_r.rhs, plain.factor, rotated.factor,
-                    bias=plain.bias, rotated_bias=rotated.bias, result_type=value.type, **_flags(mm_p),
+                    mm_p.lhs, plain.factor, rotated.factor, *weights, *biases,
+                    rotated=(1,), biased=bool(biases), result_type=[value.type], **_flags(mm_p),
                 )
             ]
 

@@ -10,6 +10,7 @@ import pytest
 from cube_lowering_testing import check_lowering, parse, tensor
 
 from gecomp.core.context import make_context
+from gecomp.core.diagnostics import CompileError
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 
 
@@ -55,27 +56,43 @@ def test_rotary_matmul_kernel_matches_the_reference(m, k, n, dtype, factor, bias
     row broadcast, with and without biases, against the op's reference semantics."""
     f = tensor((m, n) if factor == "full" else (1, n), dtype)
     x, w, out, b = tensor((m, k), dtype), tensor((k, n), dtype), tensor((m, n), dtype), tensor((n,), dtype)
-    args = [f'%x: {x} {{ge.name = "x"}}', f'%w: {w} {{ge.name = "w"}}', f'%wr: {w} {{ge.name = "wr"}}',
-            f'%cos: {f} {{ge.name = "cos"}}', f'%sin: {f} {{ge.name = "sin"}}']
-    types = [x, w, w, f, f]
-    if biased:
-        args += [f'%b: {b} {{ge.name = "b"}}', f'%br: {b} {{ge.name = "br"}}']
-        types += [b, b]
-    biases = " bias %b rotated_bias %br" if biased else ""
+    names = ["x", "cos", "sin", "w", "wr"] + (["b", "br"] if biased else [])
+    types = [x, f, f, w, w] + ([b, b] if biased else [])
+    args = [f'%{n}: {t} {{ge.name = "{n}"}}' for n, t in zip(names, types)]
     text = f"""func.func @main({", ".join(args)}) -> ({out} {{ge.name = "q"}}) {{
-  %q = fused.rotary_matmul %x, %w, %wr, %cos, %sin{biases} : ({", ".join(types)}) -> {out}
+  %q = fused.rotary_matmul {", ".join("%" + n for n in names)} {{rotated = [1], biased = {str(biased).lower()}}} : ({", ".join(types)}) -> {out}
   func.return %q : {out}
 }}"""
     check_lowering(text, hw)
 
 
-def test_rotary_matmul_refuses_one_bias():
-    x, w, f, b = tensor((16, 32)), tensor((32, 64)), tensor((16, 64)), tensor((64,))
-    text = f"""func.func @main(%x: {x}, %w: {w}, %wr: {w}, %cos: {f}, %sin: {f}, %b: {b}) -> {f} {{
-  %q = fused.rotary_matmul %x, %w, %wr, %cos, %sin bias %b : ({x}, {w}, {w}, {f}, {f}, {b}) -> {f}
+@pytest.mark.parametrize("rotated,biased,dtype", [((1, 0), False, "f16"), ((0, 1, 1), True, "f32")])
+def test_rotary_matmul_with_several_outputs_matches_the_reference(rotated, biased, dtype):
+    """Rotated and plain outputs of one lhs in one kernel (Q, K and V of a LLaMA
+    layer, ge-merge-matmuls' form): every product on each x tile, each output's
+    own epilogue."""
+    m, k, n = 33, 48, 64
+    x, w, f, b, out = (tensor(s, dtype) for s in ((m, k), (k, n), (m, n), (n,), (m, n)))
+    weights = [f"w{i}{r}" for i, turn in enumerate(rotated) for r in ("", "r")[: 1 + turn]]
+    names = ["x", "cos", "sin", *weights, *(f"b{w}" for w in weights if biased)]
+    types = [x, f, f, *([w] * len(weights)), *([b] * (len(weights) if biased else 0))]
+    args = [f'%{name}: {t} {{ge.name = "{name}"}}' for name, t in zip(names, types)]
+    results = [f"%r{i}" for i in range(len(rotated))]
+    outs = ", ".join(f'{out} {{ge.name = "out{i}"}}' for i in range(len(rotated)))
+    text = f"""func.func @main({", ".join(args)}) -> ({outs}) {{
+  {", ".join(results)} = fused.rotary_matmul {", ".join("%" + n for n in names)} {{rotated = {list(rotated)}, biased = {str(biased).lower()}}} : ({", ".join(types)}) -> ({", ".join([out] * len(rotated))})
+  func.return {", ".join(results)} : {", ".join([out] * len(rotated))}
+}}"""
+    check_lowering(text, "tiny")
+
+
+def test_rotary_matmul_refuses_a_wrong_operand_count():
+    x, w, f = tensor((16, 32)), tensor((32, 64)), tensor((16, 64))
+    text = f"""func.func @main(%x: {x}, %w: {w}, %cos: {f}, %sin: {f}) -> {f} {{
+  %q = fused.rotary_matmul %x, %cos, %sin, %w {{rotated = [1]}} : ({x}, {f}, {f}, {w}) -> {f}
   func.return %q : {f}
 }}"""
-    with pytest.raises(Exception, match="both biases or neither"):
+    with pytest.raises(CompileError, match="takes lhs, cos, sin, then 2 weights"):
         parse(text)
 
 
@@ -97,14 +114,15 @@ def test_rotary_pattern_leaves_a_product_read_elsewhere():
 def test_llama_attention_export_rotates_in_the_gemm_epilogue():
     """LLaMA's attention as the exporters write it (rotate_half as slices, Neg and
     Concat on q and k): after ge-simplify folds the rotation into a second weight,
-    each rotated projection is one fused.rotary_matmul, no auto-fused group is
-    left around its products, and the compiled module matches onnxruntime."""
+    the rotated Q and K projections and V are one fused.rotary_matmul (merged by
+    ge-merge-matmuls), no auto-fused group is left around its products, and the
+    compiled module matches onnxruntime."""
     pytest.importorskip("onnxruntime")
     from test_exported_idioms import HIDDEN, SEQ, Graph, _compiled_matches_onnxruntime, _fused_ops
 
     g = Graph()
     proto = g.model(g.attention("x", "div", True, rotary=True), [1, SEQ, HIDDEN])
     ops = _fused_ops(proto)
-    assert ops.count("fused.rotary_matmul") == 2
-    assert "fused.group" not in ops
+    assert ops.count("fused.rotary_matmul") == 1
+    assert not {"fused.group", "fused.multi_matmul_bias_act", "fused.matmul_bias_act"} & set(ops)
     _compiled_matches_onnxruntime(proto)

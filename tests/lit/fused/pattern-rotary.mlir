@@ -6,7 +6,7 @@
 // RUN: ge-sim %s --pipeline 'ge-compile{hw=tiny}' --check --report | filecheck %s --check-prefix=SIM
 
 // CHECK-LABEL: func.func @main(
-// CHECK:         %{{.*}} = fused.rotary_matmul %x, %w, %wr, %cos, %sin : (tensor<32x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<32x64xf16>, tensor<32x64xf16>) -> tensor<32x64xf16>
+// CHECK:         %{{.*}} = fused.rotary_matmul %x, %cos, %sin, %w, %wr : (tensor<32x64xf16>, tensor<32x64xf16>, tensor<32x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<32x64xf16>
 // CHECK-NOT:     ge.add
 // CHECK:         func.return
 // SIM:      instructions: {{[0-9]+}} in 1 launches
