@@ -288,3 +288,72 @@ def test_written_out_rms_norm_is_one_op_that_fuses_with_the_residual():
     assert ops.count("fused.matmul_add_rms_norm") == 1, ops
     assert not {"ge.reduce_mean", "ge.rsqrt", "ge.sqrt", "ge.reciprocal"} & set(ops), ops
     _compiled_matches_onnxruntime(proto)
+
+
+def _packed_mha_layer(bias: bool = True) -> onnx.ModelProto:
+    """nn.MultiheadAttention (batch_first, as torchvision's ViT and
+    nn.TransformerEncoderLayer use it) as the dynamo exporter writes it: the
+    module's sequence-first layout (Transpose to (S, 1, E)), the packed
+    in-projection (one MatMul by the (E, 3E) weight), PyTorch's
+    `unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2)` and a
+    Gather of 0, 1, 2; heads as (S, N, D) -> (N, S, D), SDPA's sqrt(scale) on q
+    and k before the batch dim is added, the merge as (S, 1, N, D); the output
+    projection, back to batch first, the residual and the norm."""
+    g = Graph(5)
+    seq_first = g.op("Transpose", "x", perm=[1, 0, 2])
+    y = g.op("MatMul", seq_first, g.weight(HIDDEN, 3 * HIDDEN))
+    if bias:
+        y = g.op("Add", y, g.weight(3 * HIDDEN, scale=0.05))
+    packed = g.op("Reshape", y, g.const(np.array([1, SEQ, 1, 3, HIDDEN], np.int64)))
+    packed = g.op("Transpose", packed, perm=[3, 1, 2, 0, 4])
+    packed = g.op("Reshape", packed, g.const(np.array([3, SEQ, 1, HIDDEN], np.int64)))
+    q, k, v = (g.op("Reshape", g.op("Gather", packed, g.const(np.array(i, np.int64)), axis=0),
+                    g.const(np.array([SEQ, HEADS, HEAD], np.int64))) for i in range(3))
+    root = g.const(np.float32(HEAD ** -0.25))
+
+    def batched(t: str, shape) -> str:
+        return g.op("Reshape", t, g.const(np.array([1, *shape], np.int64)))
+
+    q = batched(g.op("Mul", g.op("Transpose", q, perm=[1, 0, 2]), root), (HEADS, SEQ, HEAD))
+    kt = batched(g.op("Mul", g.op("Transpose", k, perm=[1, 2, 0]), root), (HEADS, HEAD, SEQ))
+    v = batched(g.op("Transpose", v, perm=[1, 0, 2]), (HEADS, SEQ, HEAD))
+    out = g.op("MatMul", g.op("Softmax", g.op("MatMul", q, kt), axis=-1), v)
+    out = g.op("Reshape", g.op("Transpose", out, perm=[2, 0, 1, 3]), g.const(np.array([SEQ, HIDDEN], np.int64)))
+    out = g.op("Reshape", g.op("MatMul", out, g.weight(HIDDEN, HIDDEN)), g.const(np.array([SEQ, 1, HIDDEN], np.int64)))
+    h = g.op("Add", "x", g.op("Transpose", out, perm=[1, 0, 2]))
+    return g.model(g.op("LayerNormalization", h, g.weight(HIDDEN, scale=1.0), g.weight(HIDDEN), axis=-1), [1, SEQ, HIDDEN])
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_packed_in_projection_is_three_merged_products(bias):
+    """Q, K and V picked out of the packed product by Gathers are the products by
+    the weight's column blocks (merged again into one kernel), the unit-dim
+    views of the sequence-first layout cancel, attention takes the head splits
+    in layout BSH, the output projection fuses with the residual and the norm:
+    no gather or transpose kernel left, and the numbers match onnxruntime."""
+    proto = _packed_mha_layer(bias)
+    ops = _fused_ops(proto)
+    assert not {"ge.gather", "ge.transpose", "ge.mul"} & set(ops), ops
+    assert ops.count("fused.multi_matmul_bias_act") == 1 and ops.count("fused.flash_attention") == 1, ops
+    assert ops.count("fused.matmul_add_layer_norm") == 1, ops
+    _compiled_matches_onnxruntime(proto)
+
+
+def test_split_of_a_product_by_a_stored_transposed_weight():
+    """A linear layer's product as Gemm(transB=1) by its (3E, E) weight, split in
+    three (what the torch.compile path's addmm by t(W) is): the pieces are the
+    products by the weight's row blocks, merged into one kernel, no split."""
+    g = Graph(6)
+    rows = g.op("Reshape", "x", g.const(np.array([SEQ, HIDDEN], np.int64)))
+    y = g.op("Gemm", rows, g.weight(3 * HIDDEN, HIDDEN), g.weight(3 * HIDDEN, scale=0.05), transB=1)
+    outs = [f"split_{i}" for i in range(3)]
+    g.nodes.append(helper.make_node("Split", [y, g.const(np.array([HIDDEN] * 3, np.int64))], outs, axis=1))
+    total = g.op("Add", g.op("Mul", outs[0], outs[1]), outs[2])
+    graph = helper.make_graph(
+        g.nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, SEQ, HIDDEN])],
+        [helper.make_tensor_value_info(total, TensorProto.FLOAT, [SEQ, HIDDEN])], g.inits,
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    ops = _fused_ops(proto)
+    assert "ge.split" not in ops and ops.count("fused.multi_matmul_bias_act") == 1, ops
+    _compiled_matches_onnxruntime(proto)

@@ -522,8 +522,9 @@ def _times(y: SSAValue, p: np.ndarray, new_ops: list[Operation]) -> SSAValue:
 
 def _by_weight(y: SSAValue, columns, width: int, new_ops: list[Operation]) -> SSAValue | None:
     """`columns` applied to the last dim of y, computed on the weight: where y is a
-    product of x by a constant (K, N) weight W, through row views and constant
-    bias adds, the same product of x by columns(W) (bias b by columns(b)),
+    product of x by a constant (K, N) weight W (or W stored (N, K), `transpose_b`,
+    as linear layers keep it), through row views and constant bias adds, the same
+    product of x by columns(W) (bias b by columns(b)),
     `width` columns wide; None where y is not such a product (nothing built)."""
     built: list[Operation] = []
     value = _rebuild(y, columns, width, built)
@@ -559,12 +560,14 @@ def _rebuild(y: SSAValue, columns, width: int, new_ops: list[Operation]) -> SSAV
             properties=dict(owner.properties),
         ))
         return new_ops[-1].results[0]
-    if isinstance(owner, (ge.MatmulOp, ge.BatchMatmulOp)) and not owner.attr_value("transpose_b"):
+    if isinstance(owner, (ge.MatmulOp, ge.BatchMatmulOp)):
         w = _const_array(owner.rhs)
         if w is None or w.ndim != 2:
             return None
-        new_ops.append(_constant(columns(w), owner.rhs.type))
-        new_ops.append(type(owner).new(owner.lhs, new_ops[-1].results[0], transpose_a=owner.attr_value("transpose_a")))
+        transposed = owner.attr_value("transpose_b")  # (N, K) stored: columns of its transpose, stored so
+        new_ops.append(_constant(np.ascontiguousarray(columns(w.T).T) if transposed else columns(w), owner.rhs.type))
+        new_ops.append(type(owner).new(owner.lhs, new_ops[-1].results[0], transpose_a=owner.attr_value("transpose_a"),
+                                       transpose_b=transposed))
         return new_ops[-1].results[0]
     return None
 
@@ -720,6 +723,225 @@ IDIOMS: dict[type[Operation], tuple[RewritePattern, ...]] = {
 }
 
 
+
+
+
+# ---- packed in-projection: Q, K and V picked out of one product ------------------------
+#
+# nn.MultiheadAttention (torchvision's ViT, nn.TransformerEncoderLayer) computes Q, K
+# and V as one product by the packed (E, 3E) in-projection weight, then, as exported,
+# `unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2)` and a `select`
+# (ge.gather of a constant index) of each. Each pick is a block of the product's
+# columns: the product by that block of the weight (`PackedProductPick`), a plain
+# 2-D GEMM the three of which merge again into one kernel. What is left around
+# attention are views that differ from a head split only by where the unit dims sit
+# (batch 1 of the sequence-first layout the module computes in): a reshape adding
+# unit dims moves above the transpose before it (`UnitViewAboveTranspose`), a
+# transpose that only moves unit dims is a reshape and, before a reshape, unit dims
+# stay in place (`UnitDimsInPlace`). The head splits and merges are then the
+# `transpose(reshape(rows))` forms attention fusion absorbs in layout BSH, as on the
+# torch.compile path, which sees PyTorch's own split of the same product.
+
+
+def _through_views(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
+    """(y, views) where `value` is y through the ND reshapes and transposes `views`
+    (in the order applied; none if `value` is not a view)."""
+    views: list[Operation] = []
+    while isinstance(value.owner, ge.ReshapeOp | ge.TransposeOp) and _is_nd(value.owner.operands[0].type):
+        views.append(value.owner)
+        value = value.owner.operands[0]
+    return value, views[::-1]
+
+
+def _element_sources(shape: tuple[int, ...], views: list[Operation]) -> np.ndarray:
+    """For each element after `views`, the flat index of the element of the
+    (`shape`-shaped) source it is."""
+    ids = np.arange(math.prod(shape)).reshape(shape)
+    for view in views:
+        if isinstance(view, ge.TransposeOp):
+            ids = np.transpose(ids, view.attr_value("perm"))
+        else:
+            ids = ids.reshape(view.result.type.get_shape())
+    return ids
+
+
+def _picked_columns(picked: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The columns C if the flat indices `picked` into a `shape`-shaped y are y[..., C]
+    in row-major order (every row, the same columns, rows in order), else None."""
+    width = shape[-1]
+    rows = math.prod(shape[:-1])
+    if not rows or picked.size % rows:
+        return None
+    flat = picked.reshape(rows, picked.size // rows)
+    columns = flat[0] % width
+    want = np.arange(rows)[:, None] * width + columns[None, :]
+    return columns if np.array_equal(flat, want) else None
+
+
+def _picked(op: Operation, sources: np.ndarray) -> np.ndarray | None:
+    """The elements of `sources` (a view of the product) that `op` picks: a gather
+    of a constant index, or a slice with positive steps that keeps the last dim
+    whole (a cut of columns, as rotate_half's halves, is left to the patterns
+    that read it), else None."""
+    if isinstance(op, ge.GatherOp):
+        index = _const_array(op.indices)
+        if index is None or index.dtype.kind not in "iu":
+            return None
+        axis = op.attr_value("axis") % sources.ndim
+        return np.take(sources, np.where(index < 0, index + sources.shape[axis], index), axis=axis)
+    if isinstance(op, ge.SliceOp):
+        starts, ends, steps = (tuple(op.attr_value(n)) for n in ("starts", "ends", "steps"))
+        if min(steps) < 1 or (starts[-1], ends[-1], steps[-1]) != (0, sources.shape[-1], 1):
+            return None
+        return sources[tuple(slice(a, b, c) for a, b, c in zip(starts, ends, steps))]
+    return None
+
+
+class PackedProductPick(GEPattern):
+    """gather(views(x W + b), i) of a constant index i, or a slice of them, that
+    picks a block C of the product's columns in row order -> reshape(x W[:, C] +
+    b[C]) (module section above): no gather or slice kernel, no transpose of the
+    packed product. (The torch.compile path's `select` is such a slice.)"""
+
+    COUNTER = "pick of a packed product to a product"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, ge.GatherOp | ge.SliceOp) or not _is_nd(op.result.type):
+            return
+        y, views = _through_views(op.operands[0])
+        shape = tuple(y.type.get_shape()) if isinstance(y.type, TensorType) else ()
+        if len(shape) < 2 or not _is_nd(y.type):
+            return
+        picked = _picked(op, _element_sources(shape, views))
+        columns = _picked_columns(picked, shape) if picked is not None else None
+        if columns is None or np.array_equal(columns, np.arange(shape[-1])):
+            return
+        new_ops: list[Operation] = []
+        product = _by_weight(y, lambda m: np.ascontiguousarray(m[:, columns]), len(columns), new_ops)
+        if product is None:
+            return
+        new_ops.append(ge.ReshapeOp.new(product, result_type=op.result.type))
+        for new in new_ops:
+            new.location = op.location
+        rewriter.replace(op, new_ops, new_ops[-1].results)
+
+
+def _non_unit(shape) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1)
+
+
+def _unit_dims_only(view: ge.ReshapeOp) -> bool:
+    """The ND reshape only adds or drops dims of size 1."""
+    return (_is_nd(view.input.type) and _is_nd(view.result.type)
+            and _non_unit(view.input.type.get_shape()) == _non_unit(view.result.type.get_shape()))
+
+
+def _leading_units_only(view: ge.ReshapeOp) -> bool:
+    """The ND reshape only adds leading dims of size 1 (a batch of one)."""
+    before, after = tuple(view.input.type.get_shape()), tuple(view.result.type.get_shape())
+    extra = len(after) - len(before)
+    return _unit_dims_only(view) and extra > 0 and after[extra:] == before
+
+
+def _splat_scale(value: SSAValue) -> tuple[Operation, SSAValue] | None:
+    """(the op, its non-constant operand) if `value` is a single-use product by a
+    splat constant, else None."""
+    mul = _single_use_producer(value, ge.MulOp)
+    if mul is None:
+        return None
+    for x, c in ((mul.lhs, mul.rhs), (mul.rhs, mul.lhs)):
+        if _scalar(c) is not None and x.type == mul.result.type:
+            return mul, x
+    return None
+
+
+class UnitViewAboveTranspose(GEPattern):
+    """reshape(transpose(t) [* c]) where the reshape only adds leading unit dims ->
+    transpose'(reshape'(t)) [* c]: t viewed with those unit dims leading (its own
+    dropped), then one transpose to the result. A head split that an exporter
+    wrote as a transpose then an added batch dim (and a splat scale between,
+    SDPA's sqrt(scale) on q and k) becomes the `transpose(reshape(rows)) * c`
+    form attention fusion absorbs. (Unit dims added elsewhere, as repeat_kv's
+    unsqueeze, stay where they are.)"""
+
+    COUNTER = "unit-dim view moved above a transpose"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, ge.ReshapeOp) or not _leading_units_only(op):
+            return
+        scale = _splat_scale(op.input)
+        moved = scale[1] if scale is not None else op.input
+        transpose = _single_use_producer(moved, ge.TransposeOp)
+        if transpose is None or not _is_nd(transpose.input.type):
+            return
+        t_shape, out = tuple(transpose.input.type.get_shape()), tuple(op.result.type.get_shape())
+        kept = [d for d in range(len(t_shape)) if t_shape[d] != 1]
+        units = len(out) - len(kept)
+        where = {d: units + i for i, d in enumerate(kept)}  # t's dim -> the viewed t's dim
+        order = iter(where[d] for d in transpose.attr_value("perm") if d in where)
+        leading = iter(range(units))
+        perm = [next(leading) if size == 1 else next(order) for size in out]
+        element = op.result.type.element_type
+        view = ge.ReshapeOp.new(transpose.input, result_type=TensorType(
+            element, (1,) * units + tuple(t_shape[d] for d in kept)))
+        new_ops: list[Operation] = [view, ge.TransposeOp.new(view.result, perm=perm)]
+        if scale is not None:
+            mul, x = scale
+            c = mul.rhs if x is mul.lhs else mul.lhs
+            operands = [new_ops[-1].results[0], c] if x is mul.lhs else [c, new_ops[-1].results[0]]
+            new_ops.append(ge.MulOp.build(operands=operands, result_types=[op.result.type],
+                                          properties=dict(mul.properties), attributes=dict(mul.attributes)))
+        for new in new_ops:
+            new.location = op.location
+        rewriter.replace(op, new_ops, new_ops[-1].results)
+
+
+def _in_place_perm(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[int, ...]:
+    """The permutation moving the non-unit dims of `shape` as `perm` does, its unit
+    dims staying where they are."""
+    moved = iter(d for d in perm if shape[d] != 1)
+    return tuple(d if shape[d] == 1 else next(moved) for d in range(len(shape)))
+
+
+class UnitDimsInPlace(GEPattern):
+    """A transpose that only moves unit dims, next to a reshape (its input's
+    producer or its only user) -> a reshape (a view, no kernel); a transpose only
+    read by a reshape -> the transpose leaving unit dims in place, then the
+    reshape (the same elements in the same order: a head merge of batch 1 written
+    (S, B, N, D), as the sequence-first module does, becomes (B, S, N, D))."""
+
+    COUNTER = "unit dims of a transpose left in place"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, ge.TransposeOp) or not (_is_nd(op.input.type) and _is_nd(op.result.type)):
+            return
+        shape, perm = tuple(op.input.type.get_shape()), tuple(op.attr_value("perm"))
+        in_place = _in_place_perm(shape, perm)
+        if in_place == perm:
+            return
+        users = [u.operation for u in op.result.uses]
+        reader = users[0] if len(users) == 1 and isinstance(users[0], ge.ReshapeOp) else None
+        if in_place == tuple(range(len(shape))) and (reader is not None or isinstance(op.input.owner, ge.ReshapeOp)):
+            view = ge.ReshapeOp.new(op.input, result_type=op.result.type)
+            view.location = op.location
+            rewriter.replace(op, [view], view.results)
+        elif reader is not None and _is_nd(reader.result.type) and not _unit_dims_only(reader):
+            # (a reader adding or dropping unit dims only is UnitViewAboveTranspose's)
+            transpose = ge.TransposeOp.new(op.input, perm=in_place)
+            view = ge.ReshapeOp.new(transpose.result, result_type=reader.result.type)
+            transpose.location, view.location = op.location, reader.location
+            rewriter.replace(reader, [transpose, view], view.results)
+            rewriter.erase(op)
+
+
+PACKED_PROJECTION_IDIOMS: dict[type[Operation], tuple[RewritePattern, ...]] = {
+    ge.GatherOp: (PackedProductPick(),),
+    ge.SliceOp: (PackedProductPick(),),
+    ge.ReshapeOp: (UnitViewAboveTranspose(),),
+    ge.TransposeOp: (UnitDimsInPlace(),),
+}
+
+
 def idiom_patterns(op: Operation) -> Iterable[RewritePattern]:
     """The idiom patterns anchored on `op`'s type (none for most ops)."""
-    return IDIOMS.get(type(op), ())
+    return (*IDIOMS.get(type(op), ()), *PACKED_PROJECTION_IDIOMS.get(type(op), ()))
