@@ -60,6 +60,8 @@ class Core:
         "arrival",
         "meet",
         "phase_marks",
+        "regs",
+        "bufs",
     )
 
     def __init__(self, start: int, hazards: Hazards | None, trace: bool, flag_latency: int, stats_size: int):
@@ -85,6 +87,9 @@ class Core:
         # and returns the latest arrival (a lone block meets only itself).
         self.meet = lambda cycle, op: cycle
         self.phase_marks: list[tuple[int, list[int], list[float]]] = []  # per sync_all: (release, busy, stats)
+        # the block's scalar registers and buffer table (`KernelProgram.run_block`)
+        self.regs: list = []
+        self.bufs: list = []
 
     # ---- issuing to pipes -----------------------------------------------------------
 

@@ -84,6 +84,8 @@ class Hazards:
         # has not ordered yet are a suffix, those every pipe has ordered a prefix.
         self.records: list[list[list[Record]]] = [[[] for _ in range(NP)] for _ in range(space_count)]
         self.space_pipes = space_pipes
+        # others[space][pipe]: the other pipes that touch `space`, whose accesses `pipe`'s may race with
+        self.others = [[tuple(q for q in pipes if q != p) for p in range(NP)] for pipes in space_pipes]
         self.space_names = space_names
         self.live = 0
         self.prune_at = PRUNE_AT
@@ -127,9 +129,7 @@ class Hazards:
         vc = self.vc[pipe]
         lists = self.records[space]
         lo, hi, writes = record.lo, record.hi, record.writes
-        for q in self.space_pipes[space]:
-            if q == pipe:
-                continue
+        for q in self.others[space][pipe]:
             others = lists[q]
             known = vc[q]
             if not others or others[-1].clock <= known:

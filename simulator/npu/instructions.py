@@ -162,7 +162,7 @@ class InstructionDecoder:
         streams = isinstance(op, npu.TransferOp)
         kernel = op.kernel(a)
         check = self._issue_checks(op, checks)
-        regs, bufs, bases = self.regs, self.bufs, self.bases
+        bases = self.bases
         issue_cost = self.hw.scalar_instruction_cycles
         name = op.name
         operands = tuple(zip(views, slots))
@@ -197,7 +197,8 @@ class InstructionDecoder:
                     record = Record(lo, lo + span_bytes, pipe, clock, writes, op, pattern, base, itemsize, o, contiguous)
                     hz.access(space, pipe, record)
                     if cross_block is not None and space == GM_SPACE:
-                        core.meet(start, CrossCore("touch", regs[cross_block], record=record))
+                        core.meet(start, CrossCore("touch", core.regs[cross_block], record=record))
+            bufs = core.bufs
             kernel(*[view(bufs[slot], o) for (view, slot), o in zip(operands, offsets)])
             totals = core.stats
             for index, amount in stats:
@@ -206,6 +207,7 @@ class InstructionDecoder:
                 core.trace.append((pipe, name, start, end))
 
         def issue(core) -> None:
+            regs = core.regs
             offsets = [regs[r] for r in offset_regs]
             if check is not None:
                 check(offsets)
@@ -280,11 +282,12 @@ class InstructionDecoder:
         (slot,), (offset_reg,), (view,), ((space, _, pattern, itemsize, span_bytes, _),), checks = operands
         check = self._issue_checks(op, checks)
         read = op.kernel(a)
-        regs, bufs, bases = self.regs, self.bufs, self.bases
+        bases = self.bases
         out = self.define(op.result)
         cost = self.hw.scalar_instruction_cycles
 
         def issue(core) -> None:
+            regs = core.regs
             o = regs[offset_reg]
             if check is not None:
                 check([o])
@@ -297,7 +300,7 @@ class InstructionDecoder:
                 lo = bases[slot] + o * itemsize
                 hz.access(space, S, Record(lo, lo + span_bytes, S, clock, False, op, pattern, bases[slot], itemsize, o, True))
                 core.scalar_learned()
-            regs[out] = read(view(bufs[slot], o))
+            regs[out] = read(view(core.bufs[slot], o))
 
         return issue
 
@@ -497,11 +500,11 @@ class InstructionDecoder:
         cost, barrier_cost = self.hw.scalar_instruction_cycles, self.hw.barrier_cost
         store, _ = sync_all_transfers(self.hw)
         self.phase += 1
-        block, regs = self.own_block_reg(), self.regs
+        block = self.own_block_reg()
 
         def issue(core) -> None:
             store_flag(core, drained_at(core, cost, barrier_cost, where), store, op.name)
-            core.meet(core.arrival, CrossCore("set", regs[block], op=op))
+            core.meet(core.arrival, CrossCore("set", core.regs[block], op=op))
 
         return issue
 
@@ -516,9 +519,10 @@ class InstructionDecoder:
         for consumer, producer, count in op.triples():
             needs.setdefault(consumer, []).append((producer, count))
         polls = {consumer: flags_read(self.hw, [b for b, _ in mine]) for consumer, mine in needs.items()}
-        block, regs = self.own_block_reg(), self.regs
+        block = self.own_block_reg()
 
         def issue(core) -> None:
+            regs = core.regs
             mte2_free = core.pipe_free[mte2]
             drained = drain_all(core, cost, barrier_cost, where)
             mine = needs.get(regs[block])

@@ -79,16 +79,27 @@ class L2Cache:
 
     def read_range(self, first: int, end: int) -> tuple[int, int]:
         """`read` of the sectors [first, end) (one contiguous run), on slices of the
-        tables instead of gathered copies: the same arithmetic, element for element."""
+        tables instead of gathered copies: the same arithmetic, element for element.
+        A run whose sectors all miss, or all hit, skips the per-sector running sum."""
         self._grow(end - 1)
         last_use, seen = self.last_use[first:end], self.seen[first:end]
+        count = end - first
+        if self.filled - int(last_use.max()) >= self.capacity:  # every sector misses
+            compulsory = count - int(np.count_nonzero(seen))
+            last_use[:] = self.filled + np.arange(1, count + 1, dtype=np.int64) * self.sector
+            self.filled += count * self.sector
+            seen[:] = True
+            return 0, compulsory
+        if self.filled - int(last_use.min()) < self.capacity:  # every sector hits
+            last_use[:] = self.filled
+            return count, 0
         missed = self.filled - last_use >= self.capacity
         compulsory = int(np.count_nonzero(missed & ~seen))
         clock = self.filled + np.cumsum(missed, dtype=np.int64) * self.sector
         last_use[:] = clock
         self.filled = int(clock[-1])
         seen |= missed
-        return end - first - int(np.count_nonzero(missed)), compulsory
+        return count - int(np.count_nonzero(missed)), compulsory
 
     def write_range(self, first: int, end: int) -> None:
         """`write` of the sectors [first, end)."""

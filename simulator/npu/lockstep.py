@@ -4,8 +4,8 @@ HBM and L2 in time order.
 A core's timing is decided instruction by instruction (`core.py`), and the HBM
 books each GM transfer first-come (`hbm.py`). Simulating one block to its end
 before the next would let the first-simulated cores take the whole HBM and
-starve the others: a priority nobody built. Here every block of a launch runs
-in a thread of its own, but only one thread runs at a time: before a GM
+starve the others: a priority nobody built. Here the blocks of a launch take
+turns, one running at a time: before a GM
 transfer books the memory at cycle t, its block hands over to the block that
 waits at the earliest cycle if that one is more than `QUANTUM` cycles behind.
 The bookings thus reach the HBM in (nearly) the order of their cycles, and the
@@ -24,30 +24,34 @@ waits for are set (`CrossCore`, through `meet` too); the set that completes them
 releases it at the latest flag's landing. `order` (hazards.BlockOrder) follows
 what the flags and barriers order between the blocks, for the race checker.
 
-The threads are only a way to keep each block's Python stack (a block may stop
-mid-loop, mid-instruction); nothing runs in parallel, and the hand-over order
-depends only on simulated cycles, so a simulation is deterministic. What a block
-keeps outside its stack is swapped on every hand-over by its `Block` callbacks:
-the kernel's scalar registers and the core's local memory.
+Each block runs in a greenlet of its own, only to keep its Python stack (a block
+may stop mid-loop, mid-instruction); nothing runs in parallel. The greenlet that
+called `run` is the scheduler: it switches to the earliest waiting block, which
+runs until it parks (hands over, meets, waits for flags) or ends and switches
+back. The hand-over order depends only on simulated cycles, so a simulation is
+deterministic. A switch is a few microseconds of CPU and no system call (a hand-
+over between OS threads cost 15 to 30 us CPU and far more wall time on a loaded
+machine: ResNet-50's 18.5k hand-overs were a fifth of its simulation). What a
+block keeps outside its stack is swapped on every hand-over by its `Block`
+callbacks (`enter`, `leave`).
 """
 
 from __future__ import annotations
 
-import _thread
+import contextvars
 import heapq
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
+from greenlet import greenlet
 
 from ...core.diagnostics import CompileError
 from .hazards import BlockOrder, Record
 
 QUANTUM = 512
 """How far (cycles) a block may run ahead of the earliest waiting block before it
-hands over: four HBM booking windows. A hand-over costs a thread switch (tens of
-microseconds), so the quantum trades fairness at the scale of a few windows for
+hands over: four HBM booking windows. A hand-over costs two greenlet switches and
+the `Block` callbacks, so the quantum trades fairness at the scale of a few windows for
 simulation speed: 256 took twice the hand-overs for the same cycles within 0.1%."""
 
 
@@ -82,44 +86,22 @@ class Block:
     leave: Callable[[], None]
     result: object = None
     cancelled: bool = False  # another block failed: unwind instead of going on
-
-
-def _baton():
-    """A binary semaphore that starts taken: `release()` gives the turn, `acquire()`
-    waits for it. A raw lock (which any thread may release) rather than
-    threading.Semaphore, whose Condition costs twice the CPU and several times
-    the wall time of a hand-over (measured: 29 vs 15 us CPU, 132 vs 15 us wall
-    per round trip of two threads)."""
-    lock = _thread.allocate_lock()
-    lock.acquire()
-    return lock
-
-
-class _Worker:
-    """The thread of one core, alive for a whole simulation: a BLAS library keeps
-    per-thread buffers, so a thread per block would pay their setup every launch."""
-
-    def __init__(self, lockstep: "Lockstep", core: int):
-        self.turn = _baton()
-        self.block: Block | None = None
-        self.thread = threading.Thread(target=lockstep._serve, args=(self,), name=f"core {core}", daemon=True)
-        self.thread.start()
+    glet: greenlet | None = None  # its stack while it runs
 
 
 class Lockstep:
     """Runs blocks as described in the module docstring. `pace` is the hook a GM
     transfer calls before it books memory; outside `run` it does nothing. `close()`
-    ends the threads."""
+    ends whatever a failed run left parked."""
 
     def __init__(self, quantum: int = QUANTUM):
         self.quantum = quantum
         self.fair_share = 0.0  # HBM bytes per cycle per block in flight, set per launch
-        self._workers: dict[int, _Worker] = {}
+        self._workers: dict[int, Block] = {}  # core -> the block whose greenlet runs there
         self._waiting: list[tuple[int, int, Block]] = []
         self._current: Block | None = None
-        self._finished = _baton()
+        self._hub: greenlet | None = None  # the scheduler: the greenlet that called run()
         self._error: BaseException | None = None
-        self._closed = False
         self._seq = 0
         self._arrived: list[tuple[int, Block, object]] = []  # (cycle, block, op) at an npu.sync_all
         self._met = 0  # the latest arrival of the last barrier everyone passed
@@ -128,7 +110,6 @@ class Lockstep:
         self._flag_released: dict[Block, int] = {}
         self.order = BlockOrder()
         self._next_block: Callable[[Block], Block | None] = lambda block: None
-        self._errstate = np.geterr()
 
     def pace(self, cycle: int, moved: int, cycles: int) -> None:
         """Before a transfer of `moved` bytes over `cycles` (unloaded) from `cycle`
@@ -139,11 +120,8 @@ class Lockstep:
             return
         if not self._waiting or cycle <= self._waiting[0][0] + self.quantum:
             return
-        block.leave()
         self._park(block, cycle)
-        self._hand_over()
-        self._wait_turn(self._workers[block.core])
-        block.enter()
+        self._yield(block)
 
     def meet(self, cycle: int, parties: int, op) -> int:
         """The current block reaches the npu.sync_all (or npu.sync_all_wait) `op`, its
@@ -161,10 +139,7 @@ class Lockstep:
             self._arrived = []
             self.order.join_all()
             return self._met
-        block.leave()
-        self._hand_over()
-        self._wait_turn(self._workers[block.core])
-        block.enter()
+        self._yield(block)
         return self._met
 
     def _cross_core(self, cycle: int, op: CrossCore) -> int:
@@ -192,10 +167,7 @@ class Lockstep:
         if block is None:  # a lone block waiting for others
             raise CompileError(f"deadlock: block {op.block} waits for flags of blocks that never run", op.op)
         self._flag_waiters.append((cycle, block, op))
-        block.leave()
-        self._hand_over()
-        self._wait_turn(self._workers[block.core])
-        block.enter()
+        self._yield(block)
         return self._flag_released.pop(block)
 
     def _flags_landed(self, needs) -> int | None:
@@ -215,36 +187,46 @@ class Lockstep:
         here."""
         self._next_block = next_block
         self._posted, self._flag_waiters, self.order = {}, [], BlockOrder()
+        self._hub = greenlet.getcurrent()
         for block in blocks:
             self._park(block, block.start)
-        self._hand_over()
-        self._finished.acquire()
-        self._next_block = lambda block: None
+        try:
+            self._schedule()
+        finally:
+            self._next_block = lambda block: None
+            self._current = None
         if self._error is not None:
             error, self._error = self._error, None
             raise error
 
     def close(self) -> None:
-        self._closed = True
-        for worker in self._workers.values():
-            # A worker cancelled by `_abort` may not have taken its turn back yet
-            # (its baton is free): give it one only once it waits again.
-            while worker.thread.is_alive():
-                if worker.turn.locked():
-                    worker.turn.release()
-                worker.thread.join(0.001)
+        """Unwind every block a failed run left parked (none after a run that
+        succeeded or failed cleanly)."""
+        for block in self._workers.values():
+            if block.glet is not None and not block.glet.dead:
+                block.cancelled = True
+                block.glet.throw(_Aborted)
         self._workers.clear()
 
-    # ---- the threads -------------------------------------------------------------------
+    # ---- the scheduler -----------------------------------------------------------------
 
-    def _serve(self, worker: _Worker) -> None:
-        np.seterr(**self._errstate)
-        while True:
-            worker.turn.acquire()
-            if self._closed:
-                return
-            if not worker.block.cancelled:
-                self._run_block(worker.block)
+    def _schedule(self) -> None:
+        """Give the turn to the earliest waiting block until none is left, or one
+        failed: then every parked block is unwound."""
+        while self._error is None:
+            if not self._waiting:
+                if not (self._arrived or self._flag_waiters):
+                    return
+                self._abort(self._stranded())
+                break
+            _, _, block = heapq.heappop(self._waiting)
+            self._current = block
+            if block.glet is None:
+                block.glet = greenlet(self._run_block, parent=self._hub)
+                block.glet.gr_context = contextvars.copy_context()  # numpy's errstate, as set by the caller
+                self._workers[block.core] = block
+            block.glet.switch(block)
+        self._unwind()
 
     def _run_block(self, block: Block) -> None:
         try:
@@ -253,38 +235,24 @@ class Lockstep:
             follower = self._next_block(block)
         except _Aborted:
             return
-        except BaseException as error:  # handed to the thread that called run()
+        except BaseException as error:  # handed to the greenlet that called run()
             self._abort(error)
             return
         if follower is not None:
             self._park(follower, follower.start)
-        self._hand_over()
+
+    def _yield(self, block: Block) -> None:
+        """The running `block` (parked or waiting) gives the turn back to the scheduler
+        and returns when it has the turn again."""
+        block.leave()
+        self._hub.switch()
+        if block.cancelled:
+            raise _Aborted
+        block.enter()
 
     def _park(self, block: Block, cycle: int) -> None:
-        if block.core not in self._workers:
-            self._workers[block.core] = _Worker(self, block.core)
         self._seq += 1
         heapq.heappush(self._waiting, (cycle, self._seq, block))
-
-    def _hand_over(self) -> None:
-        """Give the turn to the earliest waiting block, or end the run."""
-        if not self._waiting and (self._arrived or self._flag_waiters):
-            self._abort(self._stranded())
-            return
-        if not self._waiting:
-            self._current = None
-            self._finished.release()
-            return
-        _, _, block = heapq.heappop(self._waiting)
-        self._current = block
-        worker = self._workers[block.core]
-        worker.block = block
-        worker.turn.release()
-
-    def _wait_turn(self, worker: _Worker) -> None:
-        worker.turn.acquire()
-        if worker.block.cancelled:
-            raise _Aborted
 
     def _stranded(self) -> CompileError:
         """Blocks wait at a barrier that no other block can reach any more."""
@@ -308,15 +276,18 @@ class Lockstep:
         )
 
     def _abort(self, error: BaseException) -> None:
-        """Cancel every waiting block (each unwinds on its own thread) and wake run()."""
-        self._error = error
-        waiting, self._waiting = self._waiting, []
-        waiting += [(cycle, 0, block) for cycle, block, _ in self._flag_waiters]  # parked at a cross_wait_flag
-        self._flag_waiters = []
-        for _, _, block in waiting:
-            block.cancelled = True
-            worker = self._workers[block.core]
-            worker.block = block
-            worker.turn.release()
+        """Keep the first error for run()."""
+        if self._error is None:
+            self._error = error
+
+    def _unwind(self) -> None:
+        """Cancel every parked block: each raises _Aborted where it parked and ends."""
+        parked = [block for _, _, block in self._waiting]
+        parked += [block for _, block, _ in self._flag_waiters]  # at an npu.cross_wait_flag
+        parked += [block for _, block, _ in self._arrived]  # at an npu.sync_all
+        self._waiting, self._flag_waiters, self._arrived = [], [], []
         self._current = None
-        self._finished.release()
+        for block in parked:
+            block.cancelled = True
+            if block.glet is not None and not block.glet.dead:
+                block.glet.throw(_Aborted)

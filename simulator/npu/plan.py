@@ -438,6 +438,10 @@ def _run_steps(plan: HostPlan, memories, lockstep: Lockstep, check_races: bool, 
     return max(ready.values(), default=0)
 
 
+def _nothing() -> None:
+    """A block's state lives in its Core (registers, buffer table): a hand-over swaps nothing."""
+
+
 def _run_launch(
     step: Launch,
     start: int,
@@ -451,7 +455,6 @@ def _run_launch(
     heap of (free cycle, core id), updated), side by side (`lockstep.py`). Returns
     (core id, start, end, Core) per block, in block order."""
     program = step.program
-    initial_regs = list(program.regs)
 
     def meet(cycle: int, op) -> int:
         return lockstep.meet(cycle, step.block_dim, op)
@@ -462,21 +465,13 @@ def _run_launch(
     def place(block_idx: int) -> Block:
         free, core_id = heapq.heappop(cores)
         begin = max(start, free)
-        saved = list(initial_regs)
-
-        def enter() -> None:
-            program.regs[:] = saved
-            program.bind_locals(memories[core_id])
-
-        def leave() -> None:
-            saved[:] = program.regs
-
+        memory = memories[core_id]
         block = Block(
             core_id,
             begin,
-            lambda: program.run_block(block_idx, step.block_dim, begin, check_races, trace, meet),
-            enter,
-            leave,
+            lambda: program.run_block(block_idx, step.block_dim, begin, memory, check_races, trace, meet),
+            _nothing,
+            _nothing,
         )
         placed[block] = block_idx
         return block

@@ -95,8 +95,8 @@ class KernelProgram:
     op: npu.KernelOp
     name: str
     block_dim: int
-    run: object  # callable(core): the decoded body
-    regs: list
+    body: object  # callable(core): the decoded kernel, reading core.regs and core.bufs
+    regs: list  # the register file as decoded (constants filled in); each block runs on a copy
     block_idx_regs: list[int]
     block_dim_regs: list[int]
     buffers: list[BufferSlot]
@@ -108,11 +108,10 @@ class KernelProgram:
     flag_latency: int
     phases: int  # npu.sync_all splits the kernel into phases
     shortcuts: bool = True  # fast paths on (see KernelDecoder); off: the full simulation
-    local_memory: LocalMemory | None = field(default=None)
-    # per core's LocalMemory, the (slot, view) of each local buffer: a block's turn
-    # in the lockstep (`lockstep.py`) binds its core's memory again, so the views
-    # are made once per core, not once per hand-over
-    local_views: dict = field(default_factory=dict)
+    # per core's LocalMemory, the buffer table of a block running there (the GM
+    # arguments of the launch, the local buffers viewed in that memory): made once
+    # per core, so a block's turn in the lockstep (`lockstep.py`) swaps nothing
+    core_bufs: dict = field(default_factory=dict)
 
     @property
     def arguments(self) -> list[BufferSlot]:
@@ -123,35 +122,45 @@ class KernelProgram:
         for buffer in self.arguments:
             self.bufs[buffer.slot] = arrays[buffer.argument]
             self.bases[buffer.slot] = bases[buffer.argument]
+            for bufs in self.core_bufs.values():
+                bufs[buffer.slot] = arrays[buffer.argument]
 
-    def bind_locals(self, memory: LocalMemory) -> None:
-        if self.local_memory is memory:
-            return
-        self.local_memory = memory
-        views = self.local_views.get(memory)
-        if views is None:
-            views = self.local_views[memory] = [
-                (buffer.slot, memory.spaces[buffer.space_name][buffer.local_offset :].view(buffer.dtype))
-                for buffer in self.buffers
-                if buffer.argument is None
-            ]
-        bufs = self.bufs
-        for slot, view in views:
-            bufs[slot] = view
+    def bufs_for(self, memory: LocalMemory) -> list:
+        """The buffer table of a block running on the core whose memory is `memory`."""
+        bufs = self.core_bufs.get(memory)
+        if bufs is None:
+            bufs = self.core_bufs[memory] = list(self.bufs)
+            for buffer in self.buffers:
+                if buffer.argument is None:
+                    bufs[buffer.slot] = memory.spaces[buffer.space_name][buffer.local_offset :].view(buffer.dtype)
+        return bufs
 
-    def run_block(self, block_idx: int, block_dim: int, start: int, check_races: bool, trace: bool, meet=None) -> Core:
-        """Run one block from cycle `start`; `meet` is how its npu.sync_all waits for the
-        launch's other blocks (see Core.meet)."""
-        self.local_memory.poison(self.extents)
-        for r in self.block_idx_regs:
-            self.regs[r] = block_idx
-        for r in self.block_dim_regs:
-            self.regs[r] = block_dim
+    def run(self, core) -> None:
+        """Run the kernel on `core`. A stand-in core (any object with `s_time` and
+        `busy`, as the lowering's footprint tracers pass) runs on the program's own
+        registers and buffers."""
+        if not isinstance(core, Core):
+            core.regs, core.bufs = self.regs, self.bufs
+        self.body(core)
+
+    def run_block(
+        self, block_idx: int, block_dim: int, start: int, memory: LocalMemory, check_races: bool, trace: bool,
+        meet=None,
+    ) -> Core:
+        """Run one block from cycle `start` on the core whose local memory is `memory`;
+        `meet` is how its npu.sync_all waits for the launch's other blocks (see Core.meet)."""
+        memory.poison(self.extents)
         hazards = Hazards(len(SPACES), self.space_pipes, list(SPACES), scan_all=not self.shortcuts) if check_races else None
         core = Core(start, hazards, trace, self.flag_latency, len(STATS))
+        core.regs = regs = list(self.regs)
+        for r in self.block_idx_regs:
+            regs[r] = block_idx
+        for r in self.block_dim_regs:
+            regs[r] = block_dim
+        core.bufs = self.bufs_for(memory)
         if meet is not None:
             core.meet = meet
-        self.run(core)
+        self.body(core)
         core.finish(self.op)
         return core
 
@@ -311,7 +320,7 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
             op=kernel,
             name=kernel.sym_name.data,
             block_dim=kernel.attr_values().block_dim,
-            run=self.run_steps(steps),
+            body=self.run_steps(steps),
             regs=self.regs,
             block_idx_regs=self.block_idx_regs,
             block_dim_regs=self.block_dim_regs,

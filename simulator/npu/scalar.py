@@ -1,6 +1,6 @@
 """The scalar unit's own work: `arith` index math and `scf` control flow, decoded
-into closures over the register file (a Python list; index values are Python
-ints). Each op costs `scalar.instruction_cycles`, each loop iteration
+into closures over the register file (`core.regs`, a Python list per block;
+index values are Python ints). Each op costs `scalar.instruction_cycles`, each loop iteration
 `scalar.loop_iteration_cycles`, on the S pipe."""
 
 from __future__ import annotations
@@ -100,12 +100,12 @@ class ScalarDecoder:
         return None
 
     def _binary(self, op: Operation, fn: Callable[[int, int], int]) -> Step:
-        regs = self.regs
         a, b = (self.reg(v) for v in op.operands)
         out = self.define(op.results[0])
         cost = self.hw.scalar_instruction_cycles
 
         def step(core) -> None:
+            regs = core.regs
             core.s_time += cost
             core.busy[S] += cost
             try:
@@ -116,12 +116,12 @@ class ScalarDecoder:
         return step
 
     def _unary(self, op: Operation, fn: Callable[[int], int]) -> Step:
-        regs = self.regs
         a = self.reg(op.operands[0])
         out = self.define(op.results[0])
         cost = self.hw.scalar_instruction_cycles
 
         def step(core) -> None:
+            regs = core.regs
             core.s_time += cost
             core.busy[S] += cost
             regs[out] = fn(regs[a])
@@ -129,12 +129,12 @@ class ScalarDecoder:
         return step
 
     def _select(self, op: arith.SelectOp) -> Step:
-        regs = self.regs
         c, a, b = (self.reg(v) for v in op.operands)
         out = self.define(op.result)
         cost = self.hw.scalar_instruction_cycles
 
         def step(core) -> None:
+            regs = core.regs
             core.s_time += cost
             core.busy[S] += cost
             regs[out] = regs[a] if regs[c] else regs[b]
@@ -142,7 +142,6 @@ class ScalarDecoder:
         return step
 
     def _for(self, op: scf.ForOp) -> Step:
-        regs = self.regs
         lb, ub, st = self.reg(op.lb), self.reg(op.ub), self.reg(op.step)
         inits = [self.reg(v) for v in op.iter_args]
         block = op.body.block
@@ -154,6 +153,7 @@ class ScalarDecoder:
         run = self.run_steps(body)
 
         def step(core) -> None:
+            regs = core.regs
             for dst, src in zip(carried, inits):
                 regs[dst] = regs[src]
             step_value = regs[st]
@@ -174,7 +174,6 @@ class ScalarDecoder:
         return step
 
     def _if(self, op: scf.IfOp) -> Step:
-        regs = self.regs
         cond = self.reg(op.cond)
         results = [self.define(r) for r in op.results]
         branches = []
@@ -188,6 +187,7 @@ class ScalarDecoder:
         cost = self.hw.scalar_instruction_cycles
 
         def step(core) -> None:
+            regs = core.regs
             core.s_time += cost
             core.busy[S] += cost
             run, yields = (then_run, then_yields) if regs[cond] else (else_run, else_yields)

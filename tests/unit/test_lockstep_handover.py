@@ -1,6 +1,6 @@
-"""The lockstep's hand-overs (raw locks, `lockstep._baton`): blocks take turns in
-cycle order, an error of one block reaches `run()` and cancels the others, and
-`close()` ends every worker, also those an abort cancelled."""
+"""The lockstep's hand-overs (greenlet switches through the scheduler): blocks take
+turns in cycle order, an error of one block reaches `run()` and unwinds the
+others (no block's stack is left behind), and the lockstep runs again."""
 
 from __future__ import annotations
 
@@ -38,16 +38,16 @@ def test_blocks_take_turns_within_a_quantum_and_close():
             assert cycle <= min(later_other) + 100 + 300
 
 
-def test_an_error_reaches_run_and_close_ends_the_cancelled_workers():
+def test_an_error_reaches_run_and_unwinds_the_other_blocks():
     lockstep = Lockstep(quantum=10)
     log: list = []
     blocks = [_block(lockstep, core, 50 + core, 20, log, fail_at=5 if core == 2 else None) for core in range(4)]
     with pytest.raises(ValueError, match="block 2 fails"):
         lockstep.run(blocks, lambda finished: None)
-    workers = list(lockstep._workers.values())
-    assert len(workers) == 4
-    lockstep.close()  # returns: every worker, cancelled or idle, ended
-    assert all(not w.thread.is_alive() for w in workers)
+    assert all(b.glet is not None and b.glet.dead for b in blocks)  # every block had started: none is left parked
+    assert sum(b.cancelled for b in blocks) == 3 and all(b.result is None for b in blocks)
+    lockstep.close()
+    assert not lockstep._workers
     # a fresh lockstep runs again after that
     again = Lockstep(quantum=10)
     blocks = [_block(again, core, 40, 5, []) for core in range(2)]
