@@ -20,7 +20,16 @@ from ...dialects.fused import (
     MatmulAddRmsNormOp,
     MatmulBiasActOp,
 )
-from .chains import activation_name, conv_bias, mask_step, matmul_bias, same_element_type, scale_step, walk_epilogue
+from ...dialects.fused.base import GATED_ACTIVATION_NAMES
+from .chains import (
+    conv_bias,
+    mask_step,
+    match_activation,
+    matmul_bias,
+    same_element_type,
+    scale_step,
+    walk_epilogue,
+)
 from .graph import both_orders, is_format_change, producer, shape, sole_user, through_format_changes, users
 from .pattern import FusionPattern, Match
 
@@ -71,31 +80,83 @@ def _is_last_axis_norm(op: Operation, value) -> bool:
     return op.attr_value("axis") % rank == rank - 1
 
 
+def _viewed_product(value) -> tuple[list[Operation], ge.MatmulOp] | None:
+    """(ops, matmul) if `value` is a 2-D `ge.matmul`'s result through format changes
+    and an ND reshape adding leading unit dims (the exporter's (1, M, N) view of
+    the GEMM); ops from the matmul on (whether their values are used elsewhere,
+    the fusion framework checks)."""
+    ops: list[Operation] = []
+    while (op := producer(value)) is not None and not isinstance(op, ge.MatmulOp):
+        if not (isinstance(op, ge.ReshapeOp) and _leading_units(op) or is_format_change(op)):
+            return None
+        ops.append(op)
+        value = op.operands[0]
+    return ([op, *reversed(ops)], op) if op is not None else None
+
+
+def _leading_units(view: ge.ReshapeOp) -> bool:
+    before, after = shape(view.input), shape(view.result)
+    extra = len(after) - len(before)
+    return extra >= 0 and after[extra:] == before and set(after[:extra]) <= {1}
+
+
 class GatedMatmulPattern(FusionPattern):
     """`act(x @ w_gate) * (x @ w_up)` with both products on the same `x`
-    -> `fused.gated_matmul` (LLaMA's SwiGLU feed-forward)."""
+    -> `fused.gated_matmul` (LLaMA's SwiGLU feed-forward). The activation may be
+    written out (SiLU as `g * sigmoid(g)`, `match_activation`), and both
+    products seen through the exporter's (1, M, N) view: the fused op computes
+    the (M, N) GEMM and the view follows it."""
 
     name = "gated-matmul"
     anchors = (ge.MulOp,)
 
     def match(self, op: ge.MulOp) -> Match | None:
         for gate_side, up_side in both_orders(op):
-            act_op = producer(gate_side)
-            act = activation_name(act_op)
-            gate = producer(act_op.operands[0], ge.MatmulOp) if act else None
-            up = producer(up_side, ge.MatmulOp)
-            if gate is None or up is None or gate is up or gate.lhs is not up.lhs:
+            act, g = self._activation(gate_side)
+            gate = _viewed_product(g) if act is not None else None
+            up = _viewed_product(up_side)
+            if gate is None or up is None:
                 continue
-            if _flags(gate) != _flags(up) or not shape(gate.result) == shape(up.result) == shape(op.result):
+            (gate_ops, gate_mm), (up_ops, up_mm) = gate, up
+            if gate_mm is up_mm or through_format_changes(gate_mm.lhs) is not through_format_changes(up_mm.lhs):
                 continue
-            return Match(
-                [gate, act_op, up, op],
-                [op.result],
-                lambda gate=gate, up=up, act=act: [
-                    GatedMatmulOp.new(gate.lhs, gate.rhs, up.rhs, act=act, result_type=op.result.type, **_flags(gate))
-                ],
-            )
+            if _flags(gate_mm) != _flags(up_mm) or not shape(gate_mm.result) == shape(up_mm.result):
+                continue
+            if shape(op.result)[-2:] != shape(gate_mm.result) or math.prod(shape(op.result)) != math.prod(shape(gate_mm.result)):
+                continue
+            return self._match(op, act, gate_ops, up_ops, gate_mm, up_mm)
         return None
+
+    @staticmethod
+    def _activation(value):
+        """(the activation, in any of its forms (`match_activation`), whose result
+        is `value`, and its input), or (None, None)."""
+        op = producer(value)
+        for candidate in op.operands if op is not None else ():
+            found = match_activation(candidate)
+            if found is not None and found.value is value and found.name in GATED_ACTIVATION_NAMES:
+                return found, candidate
+        return None, None
+
+    @staticmethod
+    def _match(op, act, gate_ops, up_ops, gate_mm, up_mm) -> Match:
+        """The match, the view back to `op`'s shape after the fused op; or, when
+        `op`'s one user is the view back to the GEMM's shape (the next GEMM's
+        lhs), that view replaced by the fused op itself."""
+        plain = TensorType(op.result.type.element_type, shape(gate_mm.result))
+        ops, value = [*gate_ops, *act.ops, *up_ops, op], op.result
+        back = sole_user(value)
+        if isinstance(back, ge.ReshapeOp) and shape(back.result) == shape(gate_mm.result):
+            ops, value = [*ops, back], back.result
+
+        direct = shape(value) == shape(gate_mm.result)
+
+        def build():
+            result_type = value.type if direct else plain
+            gated = GatedMatmulOp.new(gate_mm.lhs, gate_mm.rhs, up_mm.rhs, act=act.name, result_type=result_type, **_flags(gate_mm))
+            return [gated] if direct else [gated, ge.ReshapeOp.new(gated.result, result_type=value.type)]
+
+        return Match(ops, [value], build, fused_at=0)
 
 
 class MatmulBiasActPattern(FusionPattern):
