@@ -105,3 +105,17 @@ def test_port_cycles_is_the_busiest_pipes_gm_bytes_at_its_per_core_bandwidth():
     write = 512 / hw.paths["ub_to_gm"].bytes_per_cycle
     assert kernel.port_cycles == pytest.approx(max(read, write)) and read > write
     assert kernel.cycles > kernel.port_cycles  # a bound: latencies come on top
+
+
+def test_blocks_compute_under_the_callers_numpy_errstate():
+    """Each block runs in a greenlet of its own (a context of its own): it gets the
+    simulator's errstate (overflow to inf is the hardware's answer, not a warning)."""
+    import warnings
+
+    module = compiled_add(1 << 14)
+    x = np.full(1 << 14, 60000, dtype=np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = simulate(module, [x, x], hw="ascend910", check_races=False)
+    assert result.report.kernels[0].block_dim > 1
+    assert np.isinf(result.outputs[0]).all()
