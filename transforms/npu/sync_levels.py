@@ -34,7 +34,8 @@ from xdsl.dialects import scf
 from xdsl.ir import Block, Operation
 
 from ...dialects import npu
-from .access_conflicts import KernelAccesses, Relation
+from .access_conflicts import IndexFacts, KernelAccesses, MemoryAccess, Relation
+from .affine import Interval, loop_of_induction_variable
 from .buffers import SYNC_OPS
 
 PIPE_INDEX = {name: i for i, name in enumerate(npu.PIPES)}
@@ -122,6 +123,41 @@ class Level:
         return kept
 
 
+def _footprint(access: MemoryAccess, facts: IndexFacts) -> tuple:
+    """(space, storage, first byte, byte after the last, writes) of every instance of
+    the access as `KernelAccesses.conflict` sees them, whatever the values of its
+    offset's atoms; storage None (wild) when it may share bytes with anything in its
+    space: an unknown or unplanned buffer (`KernelAccesses.may_share_bytes`), or an
+    offset with an unbounded atom. A loop's induction variable ranges over its
+    values and, as `IndexFacts.difference` takes a later iteration's (the value
+    plus a distance), beyond them by the longest distance."""
+    lo = hi = access.offset.const
+    storage = None if access.storage[0] in ("unknown", "alloc") else access.storage
+    for atom, c in access.offset.terms.items():
+        values = facts.range(atom)
+        loop = loop_of_induction_variable(atom)
+        distance = facts.distance(loop) if loop is not None else None
+        if values.lo is None or values.hi is None or (distance is not None and distance.hi is None):
+            storage = None
+            break
+        if distance is not None:
+            values = Interval(values.lo + min(0, distance.lo), values.hi + max(0, distance.hi))
+        lo, hi = lo + min(c * values.lo, c * values.hi), hi + max(c * values.lo, c * values.hi)
+    return access.space, storage, lo, hi + access.span_bytes, access.writes
+
+
+def _may_touch_same_bytes(xs: list[tuple], ys: list[tuple]) -> bool:
+    """Whether some instances of two instructions' accesses (footprints), one writing,
+    may touch a common byte: false means `KernelAccesses.conflict` is false for
+    every relation of their instances, so the pair needs no test."""
+    for space, storage, lo, hi, writes in xs:
+        for y_space, y_storage, y_lo, y_hi, y_writes in ys:
+            if (writes or y_writes) and space == y_space:
+                if storage is None or y_storage is None or (storage == y_storage and lo < y_hi and y_lo < hi):
+                    return True
+    return False
+
+
 def pipe_of(op: npu.InstructionOp) -> int:
     return PIPE_INDEX[op.pipe_name()]
 
@@ -200,6 +236,8 @@ class KernelLevels:
         for op, accesses in self.accesses.by_instruction.items():
             for space in {a.space for a in accesses}:
                 by_space.setdefault(space, []).append(op)
+        footprints = {op: [_footprint(a, self.accesses.facts) for a in accesses]
+                      for op, accesses in self.accesses.by_instruction.items()}
         seen = set()
         for space, ops in by_space.items():
             writers = {op for op in ops if any(a.writes and a.space == space for a in self.accesses.by_instruction[op])}
@@ -211,7 +249,8 @@ class KernelLevels:
                         continue
                     if (x, y) not in seen:
                         seen.add((x, y))
-                        yield x, y
+                        if _may_touch_same_bytes(footprints[x], footprints[y]):
+                            yield x, y
 
     def _collect_dependencies(self) -> None:
         for x, y in self._candidate_pairs():
