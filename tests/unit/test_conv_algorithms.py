@@ -242,3 +242,23 @@ def test_fp32_nz_operands_stage_whole_8_column_blocks(algorithm, capsys):
     to_l1 = [op.attr_values() for op in module.walk()
              if isinstance(op, npu.CopyOp) and op.spaces() == ("gm", "l1")]
     assert to_l1 and all(a.cols > 8 for a in to_l1), [(a.rows, a.cols) for a in to_l1]
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["whole-chunk", "two-slabs"])
+def test_img2col_stages_a_whole_k_chunk_of_few_pixels_at_once(whole, capsys, monkeypatch):
+    """An NC1HWC0 input of few pixels fills the slabs of every channel block of a
+    K chunk with one copy per input row (one UB buffer "slabs"); where they do
+    not fit the UB allowed them (0 bytes here), two slabs take turns. Both
+    compute as the reference."""
+    from gecomp.lowering.fused_to_npu.templates import conv
+
+    monkeypatch.setenv("GECOMP_KERNEL_CACHE", "0")
+    if not whole:
+        monkeypatch.setattr(conv, "WHOLE_CHUNK_UB_BYTES", 0)
+    text = conv_module(n=1, c=64, o=16, h=3, w=3, kh=3, kw=3, pads=(1, 1, 1, 1), x_format="NC1HWC0",
+                       w_format="FRACTAL_Z", y_format="NC1HWC0", dtype="f32")
+    module = parse(text)
+    pin_algorithm(_conv_ops(module)[0], "img2col")
+    check_lowering(module, "tiny", pipeline="ge-lower-to-npu{hw=tiny}")
+    text = str(module)
+    assert ("%slabs" in text, "%slab0" in text) == (whole, not whole)

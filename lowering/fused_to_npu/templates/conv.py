@@ -135,6 +135,10 @@ def if_less(b: KernelBuilder, pairs: list[tuple[Index, Index]], emit) -> None:
 
 # ---- the img2col operand ----------------------------------------------------------------------
 
+WHOLE_CHUNK_UB_BYTES = 64 * 1024
+"""UB the slabs of a whole K chunk may take (`ImageOperand._whole_chunk`): a
+quarter of ascend910's UB, the rest left to the epilogue."""
+
 
 class ImageOperand:
     """The (P x K) img2col matrix of one (image, group), or its (K x P) transpose,
@@ -161,6 +165,7 @@ class ImageOperand:
             raise ValueError(f"a {x.format.value} convolution input")
         self.batches = BatchMap(((g.n, image), (g.groups, group)))
         self._slabs: list | None = None
+        self._chunk_slabs: tuple | None = None
 
     # ---- sizes and costs (lowering/tiling.py) ----
 
@@ -194,8 +199,24 @@ class ImageOperand:
     def ub_bytes(self, rows: int, cols: int) -> int:
         out_rows = self._pixel_rows(rows, cols)
         pixels = cols if self.transposed else rows
+        if self._whole_chunk(rows, cols):
+            return self._chunk_blocks(rows, cols) * self._slab_elements(out_rows) * self.x.itemsize
         staging = self.g.c0 * round_up(self.g.w, FRACTAL) if self.x.format == Format.ND else 0
         return (2 * self._slab_elements(out_rows, pixels) + staging) * self.x.itemsize
+
+    def _chunk_blocks(self, rows: int, cols: int) -> int:
+        return -(-(rows if self.transposed else cols) // self.g.k_block)
+
+    def _whole_chunk(self, rows: int, cols: int) -> bool:
+        """Whether the slabs of every channel block of a K chunk are filled at once
+        (an NC1HWC0 input of few pixels: one copy per input row across the
+        blocks, one latency per chunk) rather than two slabs in turn (a latency
+        per pair of blocks, which dominates when a block's slab is a few rows of
+        a few pixels)."""
+        if self.x.format != Format.NC1HWC0 or self.segments:
+            return False
+        slabs = self._chunk_blocks(rows, cols) * self._slab_elements(self._pixel_rows(rows, cols))
+        return slabs * self.x.itemsize <= WHOLE_CHUNK_UB_BYTES
 
     def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
         g = self.g
@@ -206,9 +227,12 @@ class ImageOperand:
         width, per_row = (self._slab_width(pixels), pixels) if self.segments else (g.w, g.ow)
         # Each copy holds its pipe for its data cycles (the simulator streams them);
         # a slab's latency is waited for once, before its gather reads it.
+        gather = positions * out_rows * stream_cycles(hw, "ub_to_l1", per_row, g.c0 * self.x.itemsize)
+        if self._whole_chunk(rows, cols):
+            fill_row = stream_cycles(hw, "gm_to_ub", channel_blocks, width * g.c0 * self.x.itemsize)
+            return hw.paths["gm_to_ub"].latency + g.slab_rows(out_rows) * fill_row + gather
         slab_row = stream_cycles(hw, "gm_to_ub", 1, width * g.c0 * self.x.itemsize)
         slab = hw.paths["gm_to_ub"].latency + g.slab_rows(out_rows) * slab_row
-        gather = positions * out_rows * stream_cycles(hw, "ub_to_l1", per_row, g.c0 * self.x.itemsize)
         return channel_blocks * slab + gather
 
     def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
@@ -228,6 +252,9 @@ class ImageOperand:
         out_rows = 1 if self.segments else np_ // g.ow
         oh0 = 0 if self.segments else b.floordiv(p0, g.ow)
         first_block = b.floordiv(k0, g.k_block)
+        if self._whole_chunk(*((nk, np_) if self.transposed else (np_, nk))):
+            self._stage_whole_chunk(b, batch_offset, first_block, -(-nk // g.k_block), oh0, out_rows, l1, l1_stride)
+            return
         slabs = self._slab_buffers(b, out_rows, np_)
         columns = (p0, np_) if self.segments else None
 
@@ -243,7 +270,41 @@ class ImageOperand:
         if blocks % 2:
             block(blocks // 2, 0, slabs[0])
 
-    def _gather(self, b: KernelBuilder, slab, pair: Index, j: int, out_rows: int, l1, l1_stride: int, pixels: int) -> None:
+    def _stage_whole_chunk(self, b: KernelBuilder, batch_offset: Index, first_block: Index, blocks: int, oh0: Index,
+                           out_rows: int, l1, l1_stride: int) -> None:
+        """`_whole_chunk`: the slabs of the chunk's `blocks` channel blocks side by
+        side in one UB buffer, filled by one copy per input row (a run per block),
+        then gathered pair by pair as the two-slab staging does."""
+        g = self.g
+        size = self._slab_elements(out_rows)
+        if self._chunk_slabs is None:
+            # The first chunk staged is a full one: no later chunk has more blocks.
+            self._chunk_slabs = (b.alloc([blocks * size], self.x.element_type, "ub", "slabs"), blocks)
+        buffer, capacity = self._chunk_slabs
+        if blocks > capacity:
+            raise AssertionError(f"a K chunk of {blocks} channel blocks after one of {capacity}")
+        b.emit(npu.VDupOp, buffer, 0, cols=blocks * size, value=0.0)
+        ih0 = b.sub(b.mul(oh0, g.strides[0]), g.pads[0])
+        base = b.add(batch_offset, b.mul(first_block, self.block))
+        wp = g.padded_width
+        with b.loop(0, g.slab_rows(out_rows), name="irow") as r:
+            ih = b.add(ih0, r)
+
+            def copy_row() -> None:
+                src = b.add(base, b.mul(ih, g.w * g.c0))
+                dst = b.affine(g.pads[1] * g.c0, (r, wp * g.c0))
+                b.emit(npu.CopyOp, self.x.value, src, buffer, dst, rows=blocks, cols=g.w * g.c0,
+                       strides=[self.block, size])
+
+            if_less(b, [(-1, ih), (ih, g.h)], copy_row)
+        with b.loop(0, blocks // 2, name="cblk") as pair:
+            for j in range(2):
+                self._gather(b, buffer, pair, j, out_rows, l1, l1_stride, g.ow, b.affine(j * size, (pair, 2 * size)))
+        if blocks % 2:
+            self._gather(b, buffer, blocks // 2, 0, out_rows, l1, l1_stride, g.ow, (blocks - 1) * size)
+
+    def _gather(self, b: KernelBuilder, slab, pair: Index, j: int, out_rows: int, l1, l1_stride: int, pixels: int,
+                at: Index = 0) -> None:
         """MTE3: for each (kh, kw) and output row, the OW pixels of the window position
         (stride `strides`, dilation `dilations`) -> their rows of the L1 tile, K
         columns ((2 x pair + j) x window + kh x KW + kw) x C0 .. + C0 (an scf.for
@@ -256,11 +317,11 @@ class ImageOperand:
             i_static, i_dynamic = (i, 0) if isinstance(i, int) else (0, i)
             with b.loop(0, out_rows, name="orow") as row:
                 for kw_i in range(g.kw):
-                    src = b.affine(
+                    src = b.add(at, b.affine(
                         (i_static * g.dilations[0] * wp + kw_i * g.dilations[1]) * c0,
                         (row, g.strides[0] * wp * c0),
                         (i_dynamic, g.dilations[0] * wp * c0),
-                    )
+                    ))
                     k = (j * g.window + i_static * g.kw + kw_i) * c0  # its K column, but for pair and i_dynamic
                     dst = b.affine(
                         k // FRACTAL * l1_stride + k % FRACTAL,
