@@ -106,7 +106,7 @@ class Core:
         """The instruction about to execute on `pipe` knows what the scalar unit knew
         when it issued it."""
         if scalar_clock is not ZERO_CLOCK:
-            self.hz.join(pipe, scalar_clock)
+            self.hz.learn(pipe, scalar_clock)
 
     def scalar_learned(self) -> None:
         """The scalar unit's clock changed (it read, waited or passed a barrier)."""

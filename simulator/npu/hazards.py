@@ -79,6 +79,7 @@ class Hazards:
         self, space_count: int, space_pipes: list[tuple[int, ...]], space_names: list[str], scan_all: bool = False
     ):
         self.vc = [[0] * NP for _ in range(NP)]
+        self.learned: list = [None] * NP  # per pipe, the scalar snapshot it joined last (`learn`)
         # records[space][pipe]: the live accesses of `pipe` to `space`, in program
         # order, hence in clock order (a pipe's clock only grows): those another pipe
         # has not ordered yet are a suffix, those every pipe has ordered a prefix.
@@ -107,6 +108,14 @@ class Hazards:
         for q in range(NP):
             if other[q] > vc[q]:
                 vc[q] = other[q]
+
+    def learn(self, pipe: int, scalar_clock) -> None:
+        """Join the scalar unit's clock at issue (`scalar_clock`, an immutable snapshot)
+        into `pipe`'s: once per snapshot, since a pipe's clock never goes back, a
+        snapshot it has joined is covered for good."""
+        if self.learned[pipe] is not scalar_clock:
+            self.join(pipe, scalar_clock)
+            self.learned[pipe] = scalar_clock
 
     def join_all(self) -> None:
         merged = [max(column) for column in zip(*self.vc)]

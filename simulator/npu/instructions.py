@@ -189,7 +189,7 @@ class InstructionDecoder:
             hz = core.hz
             if hz is not None:
                 if scalar_clock is not ZERO_CLOCK:  # Core.learn_scalar
-                    hz.join(pipe, scalar_clock)
+                    hz.learn(pipe, scalar_clock)
                 clock = hz.tick(pipe)
                 for ((space, writes, pattern, itemsize, span_bytes, contiguous), slot), o in zip(hazard_operands, offsets):
                     base = bases[slot]
