@@ -16,7 +16,7 @@ import numpy as np
 from ..core.diagnostics import CompileError
 from .converters import CONVERTERS
 from .converters.registry import has_converter
-from .onnx_model import Model, Node, TensorValue, ValueInfo, element_type_name, element_type_of_dtype
+from .onnx_model import Graph, Model, Node, TensorValue, ValueInfo, element_type_name, element_type_of_dtype
 
 
 def static_inputs(node: Node) -> tuple[int, ...]:
@@ -28,13 +28,14 @@ def static_inputs(node: Node) -> tuple[int, ...]:
 def inputs_read_at_import(model: Model) -> set[str]:
     """The graph inputs whose data some import-time operand is computed from."""
     graph = model.graph
+    nodes = list(_with_subgraph_nodes(graph.nodes))
     static = {
         node.inputs[i]
-        for node in graph.nodes
+        for node in nodes
         for i in static_inputs(node)
         if i < len(node.inputs) and node.inputs[i]
     }
-    needed = _computed_from(static, graph.nodes)
+    needed = _computed_from(static, nodes)
     return {info.name for info in graph.inputs if info.name in needed}
 
 
@@ -95,4 +96,38 @@ def _computed_from(names: Iterable[str], nodes: list[Node]) -> set[str]:
         converter = converter_of(producer) if producer is not None else None
         if producer is not None and (converter is None or converter.reads_data):
             stack.extend(i for i in producer.inputs if i)
+            stack.extend(_captured(producer))
     return seen
+
+
+def _subgraphs(node: Node) -> list[Graph]:
+    """The graph attributes of `node` (If's branches, Scan's and Loop's body)."""
+    graphs = []
+    for attribute in node.attributes.values():
+        if attribute.kind == "graph":
+            graphs.append(attribute.value)
+        elif attribute.kind == "graphs":
+            graphs.extend(attribute.value)
+    return graphs
+
+
+def _with_subgraph_nodes(nodes: Iterable[Node]) -> Iterable[Node]:
+    """`nodes` and the nodes of their graph attributes, at any depth."""
+    for node in nodes:
+        yield node
+        for graph in _subgraphs(node):
+            yield from _with_subgraph_nodes(graph.nodes)
+
+
+def _captured(node: Node) -> set[str]:
+    """The values of enclosing graphs that `node`'s graph attributes read by name."""
+    read, defined = set(), set()
+    for graph in _subgraphs(node):
+        defined.update(v.name for v in [*graph.inputs, *graph.initializers])
+        for inner in _with_subgraph_nodes(graph.nodes):
+            read.update(i for i in inner.inputs if i)
+            defined.update(o for o in inner.outputs if o)
+            for sub in _subgraphs(inner):
+                defined.update(v.name for v in [*sub.inputs, *sub.initializers])
+        read.update(v.name for v in graph.outputs)
+    return read - defined

@@ -156,11 +156,12 @@ class _Importer:
         self.builder = GraphBuilder(self.graph.name or "main")
         self.values: dict[str, Value] = {}
         self.opset = model.opset("")
+        self._opset_version = self.opset if self.opset is not None else DEFAULT_OPSET
         self._static: dict[SSAValue, bool] = {}
         self._folded: dict[SSAValue, np.ndarray] = {}
 
     def run(self) -> ModuleOp:
-        opset = self.opset if self.opset is not None else DEFAULT_OPSET
+        opset = self._opset_version
         if opset < OLDEST_OPSET:
             raise UnsupportedError(
                 f"opset {opset} is not supported (opset {OLDEST_OPSET} and newer; load_model and "
@@ -168,7 +169,7 @@ class _Importer:
             )
         if not self.graph.outputs:
             raise CompileError(f"graph '{self.graph.name}' has no outputs")
-        self._check_ops()
+        self._check_ops(self.graph.nodes)
         self._check_names()
         for tensor in self.graph.initializers:
             self.values[tensor.name] = Constant(tensor.array, tensor.name, tensor.elem_type)
@@ -247,13 +248,13 @@ class _Importer:
 
     # ---- nodes -------------------------------------------------------------------------------
 
-    def _check_ops(self) -> None:
+    def _check_ops(self, nodes: list[Node]) -> None:
         """One error for every op type without a converter, with its count, at
         the first such node."""
         counts: dict[str, int] = {}
         first: tuple[int, Node] | None = None
         functions = set()
-        for index, node in enumerate(self.graph.nodes):
+        for index, node in enumerate(nodes):
             if converter_of(node) is None:
                 counts[node.qualified_op] = counts.get(node.qualified_op, 0) + 1
                 first = first or (index, node)
@@ -332,6 +333,25 @@ class _Importer:
             self.values[name] = value
 
     # ---- the ValueSource interface -------------------------------------------------------------
+
+    def subgraph(self, graph: Graph, inputs: list[Value], context: NodeContext) -> list[Value]:
+        """The outputs of `graph` (an If branch, one step of a Scan body) imported
+        inline: its inputs bound to `inputs`, its nodes converted like the main
+        graph's, reading the enclosing graphs' values by name. Its own names are
+        visible only inside it, so a body imported once per step does not clash."""
+        if len(inputs) != len(graph.inputs):
+            raise context.fail(f"its graph '{graph.name}' takes {len(graph.inputs)} inputs, given {len(inputs)}")
+        self._check_ops(graph.nodes)
+        enclosing = dict(self.values)
+        try:
+            for tensor in graph.initializers:
+                self.values[tensor.name] = Constant(tensor.array, tensor.name, tensor.elem_type)
+            self.values.update((info.name, value) for info, value in zip(graph.inputs, inputs))
+            for index, node in enumerate(graph.nodes):
+                self._convert(node, index, self._opset_version)
+            return [self._lookup(info.name, context) for info in graph.outputs]
+        finally:
+            self.values = enclosing
 
     def tensor(self, name: str, context: NodeContext) -> Tensor:
         """The value called `name` as an SSA value (a constant becomes a `ge.const`)."""

@@ -152,28 +152,45 @@ def _inline(node, function, prefix: str) -> list:
             return names[name]
         return prefix + name if name else ""
 
-    nodes = []
-    for inner in function.node:
-        copy = type(inner)()
-        copy.CopyFrom(inner)
-        copy.name = prefix + (inner.name or inner.op_type)
-        copy.input[:] = [rename(n) for n in inner.input]
-        copy.output[:] = [rename(n) for n in inner.output]
-        resolved = []
-        for attribute in copy.attribute:
-            if attribute.ref_attr_name:
-                if attribute.ref_attr_name not in attributes:
-                    continue
-                value = type(attribute)()
-                value.CopyFrom(attributes[attribute.ref_attr_name])
-                value.name = attribute.name
-                resolved.append(value)
-            else:
-                resolved.append(attribute)
-        del copy.attribute[:]
-        copy.attribute.extend(resolved)
-        nodes.append(copy)
-    return nodes
+    return [_renamed(inner, rename, attributes, prefix) for inner in function.node]
+
+
+def _renamed(inner, rename: Callable[[str], str], attributes: dict, prefix: str):
+    """A copy of body node `inner` with its values renamed, its attribute
+    references resolved, and the same done inside its graph attributes (an If
+    branch or a Scan body reads the function's values by name)."""
+    copy = type(inner)()
+    copy.CopyFrom(inner)
+    copy.name = prefix + (inner.name or inner.op_type)
+    copy.input[:] = [rename(n) for n in inner.input]
+    copy.output[:] = [rename(n) for n in inner.output]
+    resolved = []
+    for attribute in copy.attribute:
+        if attribute.ref_attr_name:
+            if attribute.ref_attr_name not in attributes:
+                continue
+            value = type(attribute)()
+            value.CopyFrom(attributes[attribute.ref_attr_name])
+            value.name = attribute.name
+            resolved.append(value)
+            continue
+        for graph in [attribute.g] if attribute.HasField("g") else attribute.graphs:
+            _rename_graph(graph, rename, attributes, prefix)
+        resolved.append(attribute)
+    del copy.attribute[:]
+    copy.attribute.extend(resolved)
+    return copy
+
+
+def _rename_graph(graph, rename: Callable[[str], str], attributes: dict, prefix: str) -> None:
+    """Renames, in place, every value of a body node's graph attribute."""
+    for info in [*graph.input, *graph.output, *graph.value_info]:
+        info.name = rename(info.name)
+    for tensor in graph.initializer:
+        tensor.name = rename(tensor.name)
+    nodes = [_renamed(node, rename, attributes, prefix) for node in graph.node]
+    del graph.node[:]
+    graph.node.extend(nodes)
 
 
 def _value_types(onnx, proto) -> dict:

@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import TensorType
 from ...core import dtypes
 from ...core.diagnostics import CompileError
 from ..builder import GraphBuilder, Tensor
-from ..onnx_model import ELEMENT_TYPES, Node, TensorValue, element_type_name
+from ..onnx_model import ELEMENT_TYPES, Graph, Node, TensorValue, element_type_name
 
 
 class UnsupportedError(CompileError):
@@ -48,6 +48,8 @@ class ValueSource(Protocol):
     def tensor(self, name: str, context: NodeContext) -> Tensor: ...
 
     def constant(self, name: str, context: NodeContext, what: str) -> np.ndarray: ...
+
+    def subgraph(self, graph: Graph, inputs: list[Value], context: NodeContext) -> list[Value]: ...
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,15 @@ class NodeContext:
 
     def tensor(self, name: str, default: Any = _MISSING) -> TensorValue:
         return self._attr(name, ("tensor",), default)
+
+    def graph(self, name: str) -> Graph:
+        return self._attr(name, ("graph",), _MISSING)
+
+    def subgraph(self, name: str, inputs: Sequence[Value] = ()) -> list[Value]:
+        """The outputs of graph attribute `name` imported inline with its inputs
+        bound to `inputs` (If's branches, Scan's body: control flow whose
+        decisions are known at import)."""
+        return self.source.subgraph(self.graph(name), list(inputs), self)
 
     def ignore(self, *names: str) -> None:
         """Attributes that do not change the inference result (`momentum`, `seed`)."""
