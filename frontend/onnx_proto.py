@@ -107,6 +107,9 @@ def prepare(proto):
     if opset is not None and opset < OLDEST_OPSET:
         from onnx.version_converter import convert_version
 
+        from .legacy_opsets import per_channel_prelu_slopes
+
+        proto = per_channel_prelu_slopes(proto, opset)
         proto = _library_step(f"convert opset {opset} to {UPGRADE_OPSET}", convert_version, proto, UPGRADE_OPSET)
     from .converters.registry import has_converter
     from .onnx_functions import expand_function_ops

@@ -6,8 +6,9 @@
 * Gemm is `alpha * A' x B' + beta * C`: a transposing `ge.matmul`, a scaling
   `ge.mul` where alpha or beta is not 1, and `ge.bias_add` when C is a vector of
   N (the form fusion patterns look for), a broadcasting `ge.add` otherwise.
-* Conv is `ge.conv2d` (1-D convolutions as 2-D over a unit height) followed by
-  `ge.bias_add` on axis 1 when there is a bias.
+* Conv is `ge.conv2d` (1-D convolutions as 2-D over a unit height; 3-D ones as
+  ConvTranspose's are, below, with strides) followed by `ge.bias_add` on axis 1
+  when there is a bias.
 * ConvTranspose is the convolution whose gradient it is: the input with s - 1
   zeros inserted between elements (a reshape, a `ge.pad` of a unit dim, a
   reshape), padded by (k - 1) * d minus the pads (output_padding and output_shape
@@ -68,13 +69,25 @@ def gemm(c: NodeContext):
 @converts("Conv")
 def conv(c: NodeContext):
     x, w = c.input(0, "X"), c.input(1, "W")
-    if x.rank not in (3, 4) or w.rank != x.rank:
+    if x.rank not in (3, 4, 5) or w.rank != x.rank:
         raise c.unsupported(
-            f"only 1-D and 2-D convolutions are supported (input and weight of rank 3 or 4), "
+            f"only 1-D, 2-D and 3-D convolutions are supported (input and weight of rank 3, 4 or 5), "
             f"got {x.type} and {w.type}"
         )
     window = read_window(c, x.shape[2:], w.shape[2:])
     groups = c.int("group", 1)
+    if x.rank == 5:
+        pads = [0, 0, *window.pads[:3], 0, 0, *window.pads[3:]]
+        padded = c.g.op(PadOp, x, pads=pads) if any(pads) else x
+        y = _conv3d_by_depth(c, padded, w, window.dilations, groups, window.strides)
+    else:
+        y = _conv2d(c, x, w, window, groups)
+    bias = c.optional_input(2)
+    return y if bias is None else c.g.op(BiasAddOp, y, bias, axis=1)
+
+
+def _conv2d(c: NodeContext, x: Tensor, w: Tensor, window, groups: int) -> Tensor:
+    """`ge.conv2d`, a 1-D convolution as a 2-D one over a unit height."""
     one_d = x.rank == 3
     if one_d:
         x = ops.reshape(x, [x.shape[0], x.shape[1], 1, x.shape[2]])
@@ -82,13 +95,7 @@ def conv(c: NodeContext):
         window = window.with_leading(1)
     y = c.g.op(Conv2DOp, x, w, strides=window.strides, pads=window.pads, dilations=window.dilations,
                groups=groups)
-    bias = c.optional_input(2)
-    if bias is not None:
-        y = c.g.op(BiasAddOp, y, bias, axis=1)
-    if one_d:
-        y = ops.reshape(y, [y.shape[0], y.shape[1], y.shape[3]])
-    return y
-
+    return ops.reshape(y, [y.shape[0], y.shape[1], y.shape[3]]) if one_d else y
 
 
 # ---- ConvTranspose ---------------------------------------------------------------------------
@@ -205,19 +212,22 @@ def _flipped_kernel(c: NodeContext, w: Tensor, groups: int) -> Tensor:
     return slice_(swapped, [-1] * len(axes), [-(d + 1) for d in spatial], axes, [-1] * len(axes))
 
 
-def _conv3d_by_depth(c: NodeContext, x: Tensor, w: Tensor, dilations, groups: int) -> Tensor:
-    """A stride-1 3-D convolution of an already padded input: for each kernel
-    depth kd, a 2-D convolution of the input depths od + kd * dd (every output
-    depth od as one batch), summed over kd."""
+def _conv3d_by_depth(c: NodeContext, x: Tensor, w: Tensor, dilations, groups: int, strides=(1, 1, 1)) -> Tensor:
+    """A 3-D convolution of an already padded input: for each kernel depth kd, a
+    2-D convolution of the input depths od * sd + kd * dd (every output depth od
+    as one batch), summed over kd."""
     n, ch, depth = x.shape[:3]
     kd = w.shape[2]
-    out_depth = depth - (kd - 1) * dilations[0]
+    out_depth = (depth - (kd - 1) * dilations[0] - 1) // strides[0] + 1
+    if out_depth <= 0:
+        raise c.fail(f"the kernel's depth span is larger than the input's padded depth {depth}")
     total = None
     for k in range(kd):
-        planes = slice_(x, [k * dilations[0]], [k * dilations[0] + out_depth], [2])
+        start = k * dilations[0]
+        planes = slice_(x, [start], [start + (out_depth - 1) * strides[0] + 1], [2], [strides[0]])
         batched = ops.reshape(c.g.op(TransposeOp, planes, perm=(0, 2, 1, 3, 4)), [n * out_depth, ch, *x.shape[3:]])
         w_k = ops.reshape(slice_(w, [k], [k + 1], [2]), [w.shape[0], w.shape[1], *w.shape[3:]])
-        term = c.g.op(Conv2DOp, batched, w_k, dilations=dilations[1:], groups=groups)
+        term = c.g.op(Conv2DOp, batched, w_k, strides=strides[1:], dilations=dilations[1:], groups=groups)
         total = term if total is None else total + term
     out = ops.reshape(total, [n, out_depth, *total.shape[1:]])
     return c.g.op(TransposeOp, out, perm=(0, 2, 1, 3, 4))

@@ -198,7 +198,7 @@ ERRORS = {
         "r = Constant <value = float {0.5}> () t = Constant <value = bool {1}> () Y = Dropout (X, r, t)",
         "2:125", UnsupportedError, "node #2 (Dropout, output 'Y'): training mode is not supported",
     ),
-    "3-D conv": ("Y = Conv (X, X)", "2:52", CompileError, "rank 3 or 4"),
+    "2-D input to Conv": ("Y = Conv (X, X)", "2:52", CompileError, "rank 3, 4 or 5"),
 }
 
 
