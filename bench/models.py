@@ -12,7 +12,8 @@ onnxruntime (max abs error, and relative to the largest output), ge-compile
 (default preset ascend910, through the pass driver with verification after every
 pass, as `ge-opt -p ge-compile`), the simulated outputs against onnxruntime
 (worst error over the tolerance of the precision compiled: <= 1 passes, as
-`ge-sim --check` judges), kernels (npu.launch count), simulated cycles, the
+`ge-sim --check` judges), kernels (each phase of a merged launch counted) and
+launches (npu.launch ops: npu-merge-launches joins a stream's run), simulated cycles, the
 module's roofline cycles and roofline / cycles, and the seconds spent importing,
 compiling and simulating.
 
@@ -40,6 +41,7 @@ COLUMNS = [
     ("compiles", "compiles"),
     ("sim_check", "sim vs ort (x tol)"),
     ("kernels", "kernels"),
+    ("launches", "launches"),
     ("cycles", "cycles"),
     ("roofline", "roofline"),
     ("ratio", "roofline/cycles"),
@@ -98,7 +100,7 @@ def measure(name: str, compile_too: bool, hw: str, precision: str | None = None)
         emit(sim_check=_why(e), t_simulate=time.perf_counter() - start, step="")
         return
     emit(
-        sim_check=sim.worst_ratio, kernels=sim.kernels, cycles=sim.cycles, roofline=sim.roofline_cycles,
+        sim_check=sim.worst_ratio, kernels=sim.kernels, launches=sim.launches, cycles=sim.cycles, roofline=sim.roofline_cycles,
         ratio=sim.roofline_cycles / sim.cycles if sim.cycles else None,
         t_simulate=time.perf_counter() - start, note=sim.worst if sim.worst_ratio > 1 else "", step="",
     )

@@ -72,7 +72,8 @@ class Simulated:
     outputs: list[np.ndarray]
     cycles: int
     roofline_cycles: float
-    kernels: int
+    kernels: int  # the kernels launched, each phase of a merged launch counted
+    launches: int  # npu.launch ops (npu-merge-launches makes one of a stream's run)
     worst_ratio: float  # worst |error| / tolerance over the outputs (> 1 fails)
     worst: str  # the worst element, as ge-sim --check prints it ("" if identical)
 
@@ -80,6 +81,7 @@ class Simulated:
 def simulate(compiled, inputs: Sequence[np.ndarray], want: Sequence[np.ndarray], hw: str = "ascend910") -> Simulated:
     """Run a compiled module on the simulator and compare with `want` at the
     tolerance of the least precise float type the compiled module computes in."""
+    from gecomp.dialects import npu
     from gecomp.simulator.compare import precision_floor, worst_mismatch
     from gecomp.simulator.run import execute
 
@@ -92,12 +94,13 @@ def simulate(compiled, inputs: Sequence[np.ndarray], want: Sequence[np.ndarray],
     mismatches = [m for m in mismatches if m is not None]
     worst = max(mismatches, key=lambda m: m.ratio, default=None)
     report = execution.report
-    launches = sum(op.name == "npu.launch" for op in compiled.walk())
+    launches = [op for op in compiled.walk() if isinstance(op, npu.LaunchOp)]
     return Simulated(
         outputs=[np.asarray(r) for r in execution.results],
         cycles=int(report.total_cycles),
         roofline_cycles=float(report.roofline_cycles),
-        kernels=launches,
+        kernels=sum(len(launch.kernel_op().phase_names()) or 1 for launch in launches),
+        launches=len(launches),
         worst_ratio=worst.ratio if worst else 0.0,
         worst=str(worst) if worst else "",
     )

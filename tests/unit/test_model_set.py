@@ -1,7 +1,7 @@
 """The project's model set (bench/models/): every committed export imports as
 exported and its reference-interpreter result matches onnxruntime; ONNX's light
-zoo imports and matches the outputs shipped with it; a few small models compile
-with ge-compile and simulate to onnxruntime's numbers. Also the committed form
+zoo imports and matches the outputs shipped with it; every export that compiles
+in seconds (COMPILED) compiles with ge-compile and simulates to onnxruntime's numbers. Also the committed form
 itself: weights regenerated deterministically at the recorded scale, and the set
 small enough to keep in the repository.
 
@@ -25,13 +25,15 @@ from gecomp.simulator.npu.blas import single_threaded_blas  # noqa: E402
 COMMITTED = models.names(zoo=False)
 ZOO = models.names(committed=False)
 
-# Small enough to compile and simulate in CI in seconds (bench/models.py runs all;
-# the LSTM, LLaMA and the CNNs take minutes to compile today).
-COMPILED = [
-    "transformer_encoder_layer.dynamo",
-    "bert.torchscript",
-    "distilbert.dynamo",
-]
+# Compiled and simulated in CI: every committed export (both exporters) but the
+# models that take from about 20 CPU seconds (ResNet-18, MobileNetV2, EfficientNet-B0
+# at 64x64) to minutes (the LSTM, unrolled over 16 steps, in ge-auto-fuse) to
+# compile; bench/models.py runs those and the zoo. The others take 2 to 15 CPU
+# seconds each, compile and simulation: the transformers (encoder, causal decoder,
+# RMSNorm with rotary tables, relative position bias, ViT's patches), whisper and
+# wav2vec2's convolutions over time, and SqueezeNet's convolutions and pools.
+SLOW_TO_COMPILE = ("lstm", "resnet18", "mobilenet_v2", "efficientnet_b0")
+COMPILED = [name for name in COMMITTED if name.split(".")[0] not in SLOW_TO_COMPILE]
 
 SET_BUDGET_BYTES = 5 * 1024 * 1024
 
@@ -79,6 +81,11 @@ def test_small_model_compiles_and_simulates_to_onnxruntime(name):
     simulated = run.simulate(module, inputs, run.onnxruntime_outputs(proto, inputs))
     assert simulated.kernels > 0 and simulated.cycles > 0
     assert simulated.worst_ratio <= 1.0, f"{name}: {simulated.worst}"
+
+
+def test_models_left_out_of_the_ci_compiles_are_models_of_the_set():
+    committed = {name.split(".")[0] for name in COMMITTED}
+    assert set(SLOW_TO_COMPILE) <= committed, set(SLOW_TO_COMPILE) - committed
 
 
 def test_every_model_of_the_export_list_was_tried_with_both_exporters():
