@@ -130,3 +130,25 @@ def test_backends_by_name():
     assert results and all(r.status == "passed" for r in results)
     with pytest.raises(CompileError, match="unknown backend 'nope'"):
         run_conformance("nope", ["Relu"])
+
+
+@pytest.mark.parametrize("suite", ["pytorch-converted", "pytorch-operator"])
+def test_pytorch_suites_pass_on_the_reference(suite):
+    """The onnx wheel's model suites (most at opset 6, upgraded at import): every
+    case passes on the reference interpreter."""
+    from gecomp.frontend.conformance import run_suite
+
+    results = run_suite(suite)
+    assert len(results) >= 35
+    assert [f"{r.name}: {r.reason}" for r in results if r.status != "passed"] == []
+
+
+def test_3d_convolutions_and_legacy_prelu_slopes_through_the_npu():
+    """Two forms the pytorch-converted suite needs, compiled and simulated: a
+    strided, padded 3-D Conv, and an opset-6 PRelu whose 1-D slope is per channel."""
+    from gecomp.frontend.conformance import BACKENDS, run_case, suite_cases
+
+    wanted = {"test_Conv3d_stride_padding", "test_Conv3d_dilated_strided", "test_PReLU_2d_multiparam"}
+    cases = [c for c in suite_cases("pytorch-converted") if c.name in wanted]
+    assert len(cases) == len(wanted)
+    assert [(c.name, r.reason) for c in cases if (r := run_case(c, BACKENDS["npu"])).status != "passed"] == []
