@@ -7,6 +7,7 @@ with ONNX's expected outputs. Prints a table per op and the totals.
     python bench/onnx_conformance.py --markdown           # the README's table
     python bench/onnx_conformance.py --suite node --backend npu   # all 1884 cases, by category
     python bench/onnx_conformance.py --suite pytorch-converted    # the onnx wheel's model suites
+    python bench/onnx_conformance.py --suite node --backend npu --progress   # each case as it ends
 
 --suite runs a whole suite whatever its ops, printing passed / refused (a clean
 one-line UnsupportedError at import) / failed: `node` is every ONNX node test
@@ -56,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-multi-node", action="store_true",
                    help="skip the multi-node cases (expanded ONNX functions)")
     p.add_argument("--suite", choices=SUITES, help="run every case of a whole suite, whatever its ops")
+    p.add_argument("--progress", action="store_true",
+                   help="print each case to stderr as it finishes (a whole suite on npu takes long)")
     p.add_argument("--function-ops", action="store_true",
                    help="the cases of ops without a converter that ONNX defines by a function body "
                         "(Attention, RotaryEmbedding, the losses...), which the importer expands")
@@ -104,7 +107,7 @@ def _run_function_ops(args) -> int:
 
 def _run_suite(args) -> int:
     start = time.perf_counter()
-    results = _run_or_report(run_suite, args.suite, args.backend)
+    results = _run_or_report(run_suite, args.suite, args.backend, _progress if args.progress else None)
     if results is None:
         return 1
     rows = summarize_categories(results) if args.suite == "node" else summarize(results, [args.suite])[:1]
@@ -115,6 +118,10 @@ def _run_suite(args) -> int:
           f"[{args.backend} backend, {time.perf_counter() - start:.1f} s]")
     _list_failures(args, results)
     return 0
+
+
+def _progress(result) -> None:
+    print(f"{result.status:<12}{result.category or result.op_type:<32}{result.name}", file=sys.stderr, flush=True)
 
 
 def _run_or_report(run, *args):
