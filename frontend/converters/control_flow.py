@@ -106,6 +106,8 @@ def loop(c: NodeContext):
     condition = c.constant(1, "cond")
     if trips is None and condition is None:
         raise c.fail("a Loop with neither a trip count nor a condition never ends")
+    if any(v is not None and v.size != 1 for v in (trips, condition)):
+        raise c.fail("the trip count and the condition must have one element each")
     limit = None if trips is None else int(trips.reshape(()))
     carried: list[Value] = [c.input(i) for i in range(2, c.input_count)]
     running = True if condition is None else bool(condition.reshape(()))

@@ -147,8 +147,8 @@ def test_loop_stops_where_its_folded_condition_does():
 def test_scan_in_a_function_body_is_renamed_with_the_body():
     """Two LinearAttention nodes expand to two Scans whose bodies read their own
     function's values: each body must read its own copy."""
-    from gecomp.frontend.onnx_functions import expand_function_ops
     from gecomp.frontend.converters.registry import has_converter
+    from gecomp.frontend.onnx_functions import expand_function_ops
 
     shape = [1, 2, 4]
     nodes = [helper.make_node("LinearAttention", ["q", "k", "v"], [f"o{i}"], q_num_heads=1, kv_num_heads=1)
@@ -160,7 +160,7 @@ def test_scan_in_a_function_body_is_renamed_with_the_body():
     assert len(scans) == 2
     defined = {o for n in expanded.graph.node for o in n.output}
     for scan in scans:
-        body = scan.attribute[0].g if scan.attribute[0].name == "body" else next(a.g for a in scan.attribute if a.name == "body")
+        body = next(a.g for a in scan.attribute if a.name == "body")
         local = {i.name for i in body.input} | {o for n in body.node for o in n.output}
         captured = {i for n in body.node for i in n.input if i and i not in local}
         assert captured and captured <= defined
