@@ -5,13 +5,11 @@ masked batched products."""
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 
 from ...dialects import ge
-from ...dialects.ge.formats import Format, format_of
 from ...dialects.fused import (
     Conv2DBiasActOp,
     FusedBatchMatmulOp,
@@ -26,7 +24,6 @@ from .chains import (
     mask_step,
     match_activation,
     matmul_bias,
-    same_element_type,
     scale_step,
     walk_epilogue,
 )
@@ -182,83 +179,27 @@ class MatmulBiasActPattern(FusionPattern):
 
 
 class Conv2DBiasActPattern(FusionPattern):
-    """`ge.conv2d` + per-channel bias + residual + activation, any subset, its
-    input optionally scaled per channel -> `fused.conv2d_bias_act` (Conv +
-    BiasAdd + ReLU / ReLU6 / SiLU / HardSwish, ResNet's shortcut add, the
-    squeeze-excitation scale folded into the weights)."""
+    """`ge.conv2d` + per-channel bias + residual + activation, any subset
+    -> `fused.conv2d_bias_act` (Conv + BiasAdd + ReLU / ReLU6 / SiLU / HardSwish /
+    sigmoid, ResNet's shortcut add)."""
 
     name = "conv2d-bias-act"
     anchors = (ge.Conv2DOp,)
 
     def match(self, op: ge.Conv2DOp) -> Match | None:
         e = walk_epilogue(op.result, conv_bias)
-        scale = input_scale(op)
-        if not e.fuses_something and scale is None:
+        if not e.fuses_something:
             return None
         window = {n: op.attr_value(n) for n in ("strides", "pads", "dilations", "groups")}
 
         def build():
-            weight, helpers = op.weight, []
-            if scale is not None:
-                # conv(x * s, W) = conv(x, W * s): s scales input channel c, which
-                # W multiplies through its axis 1.
-                helpers = logical_weights(op.weight)
-                helpers.append(ge.MulOp.new(helpers[-1].results[0] if helpers else scale.weight, scale.scale))
-                weight = helpers[-1].results[0]
-            x = op.input if scale is None else scale.input
             return [
-                *helpers,
                 Conv2DBiasActOp.new(
-                    x, weight, bias=e.bias, residual=e.residual, act=e.act, result_type=e.value.type, **window
-                ),
+                    op.input, op.weight, bias=e.bias, residual=e.residual, act=e.act, result_type=e.value.type, **window
+                )
             ]
 
-        return Match([*(scale.ops if scale else []), op, *e.ops], [e.value], build)
-
-
-class InputScale(NamedTuple):
-    ops: list[Operation]  # the mul and the format changes after it
-    input: SSAValue
-    scale: SSAValue  # one value per input channel, ND, shape (1, C, 1, 1) or (C, 1, 1)
-    weight: SSAValue  # the convolution's weights before any format change
-
-
-def logical_weights(weight: SSAValue) -> list[Operation]:
-    """A constant in a physical format (the layout pass folds the weights' format
-    change into the constant) as an ND constant of the same values, to scale
-    elementwise; nothing for weights already ND."""
-    source = through_format_changes(weight)
-    if format_of(source.type) == Format.ND:
-        return []
-    t = source.type
-    return [ge.ConstOp.from_value(source.owner.value, TensorType(t.element_type, t.get_shape()))]
-
-
-def input_scale(conv: ge.Conv2DOp) -> InputScale | None:
-    """The per-channel scale `x * s` the convolution reads (squeeze-excitation),
-    when folding it into the weights is exact and cheaper: one group (each
-    weight column sees one input channel), `s` the same for every batch item,
-    and fewer weights than input elements to scale."""
-    changes, v = [], conv.input
-    while is_format_change(change := producer(v)) and sole_user(v) is not None:
-        changes.append(change)
-        v = change.operands[0]
-    mul = producer(v, ge.MulOp)
-    if mul is None or conv.attr_value("groups") != 1 or sole_user(v) is None:
-        return None
-    channels = shape(conv.input)[1]
-    weights = math.prod(shape(conv.weight))
-    weight = through_format_changes(conv.weight)
-    if format_of(weight.type) != Format.ND and producer(weight, ge.ConstOp) is None:
-        return None
-    if weights >= math.prod(shape(conv.input)):
-        return None
-    for x, s in both_orders(mul):
-        source = through_format_changes(s)
-        if shape(source) in ((1, channels, 1, 1), (channels, 1, 1)) and shape(x) == shape(conv.input):
-            if same_element_type(source, conv.weight) and format_of(source.type) == Format.ND:
-                return InputScale([mul, *reversed(changes)], x, source, weight)
-    return None
+        return Match([op, *e.ops], [e.value], build)
 
 
 class BatchMatmulScaleMaskPattern(FusionPattern):

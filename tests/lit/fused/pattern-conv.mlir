@@ -128,23 +128,3 @@ func.func @not_activations(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x3x3xf32>, %b:
   func.return %3, %5, %6 : tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>
 }
 
-// Squeeze-excitation: the per-channel scale of a 1x1 convolution's input is
-// folded into its weights (conv(x * s, W) = conv(x, W * s)) when there are fewer
-// weights than input elements; with more, or several groups, the mul stays.
-// CHECK-LABEL: func.func @excitation_scale(
-// CHECK-NEXT:    %[[W:.*]] = ge.mul %w, %s : (tensor<4x8x1x1xf32>, tensor<1x8x1x1xf32>) -> tensor<4x8x1x1xf32>
-// CHECK-NEXT:    %[[A:.*]] = fused.conv2d_bias_act %x, %[[W]] bias %b : (tensor<1x8x6x6xf32>, tensor<4x8x1x1xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
-// CHECK-NEXT:    %[[M:.*]] = ge.mul %y, %s
-// CHECK-NEXT:    ge.conv2d %[[M]], %wbig
-// CHECK-NEXT:    %[[G:.*]] = ge.mul %x, %s
-// CHECK-NEXT:    ge.conv2d %[[G]], %wg {groups = 2}
-func.func @excitation_scale(%x: tensor<1x8x6x6xf32>, %y: tensor<1x8x2x2xf32>, %s: tensor<1x8x1x1xf32>, %w: tensor<4x8x1x1xf32>, %wbig: tensor<64x8x1x1xf32>, %wg: tensor<4x4x1x1xf32>, %b: tensor<4xf32>) -> (tensor<1x4x6x6xf32>, tensor<1x64x2x2xf32>, tensor<1x4x6x6xf32>) {
-  %0 = ge.mul %x, %s : (tensor<1x8x6x6xf32>, tensor<1x8x1x1xf32>) -> tensor<1x8x6x6xf32>
-  %1 = ge.conv2d %0, %w : (tensor<1x8x6x6xf32>, tensor<4x8x1x1xf32>) -> tensor<1x4x6x6xf32>
-  %2 = ge.bias_add %1, %b {axis = 1} : (tensor<1x4x6x6xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
-  %3 = ge.mul %y, %s : (tensor<1x8x2x2xf32>, tensor<1x8x1x1xf32>) -> tensor<1x8x2x2xf32>
-  %4 = ge.conv2d %3, %wbig : (tensor<1x8x2x2xf32>, tensor<64x8x1x1xf32>) -> tensor<1x64x2x2xf32>
-  %5 = ge.mul %x, %s : (tensor<1x8x6x6xf32>, tensor<1x8x1x1xf32>) -> tensor<1x8x6x6xf32>
-  %6 = ge.conv2d %5, %wg {groups = 2} : (tensor<1x8x6x6xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x6x6xf32>
-  func.return %2, %4, %6 : tensor<1x4x6x6xf32>, tensor<1x64x2x2xf32>, tensor<1x4x6x6xf32>
-}
