@@ -315,9 +315,14 @@ def _fitting(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[_Scoring, 
     a, bs = _KnownCosts(a), [_KnownCosts(b) for b in bs]
     scoring = _Scoring(hw, shape, a, bs, epilogue, first_b_prefetched)
     fits = []
+    epilogues: dict[tuple, tuple] = {}  # (mb, n_block, nb, kc): what the rows depend on
     for cand in _candidates(hw, shape, a, bs, scoring.l1_bytes):
-        reserved = scoring.reserved(cand.mb, cand.kc, cand.n_block)
-        rows = _epilogue_rows(hw, cand, epilogue, reserved[0] + reserved[1])
+        found = epilogues.get(cand[:3] + cand[4:5])
+        if found is None:
+            reserved = scoring.reserved(cand.mb, cand.kc, cand.n_block)
+            rows = _epilogue_rows(hw, cand, epilogue, reserved[0] + reserved[1])
+            found = epilogues[cand[:3] + cand[4:5]] = (rows, reserved)
+        rows, reserved = found
         if rows is not None:
             fits.append((cand, rows, reserved))
     if not fits:
