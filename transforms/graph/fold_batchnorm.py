@@ -15,7 +15,9 @@ The new weight and bias are computed in float64 and rounded once to the
 weight's element type, so the folded graph matches the original within the
 element type's tolerance. Nothing is folded when the statistics or the weight
 are not constants, when the conv2d / matmul result has other users, or when the
-new weight would exceed `max-bytes` (it becomes a dense constant).
+new weight would exceed `max-bytes` and be a new dense constant (the weight a
+`#ge.random` seed or read elsewhere too; a dense weight read by this product
+only is replaced by the folded one, whatever its size).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -59,7 +61,7 @@ class _FoldIntoProducer(RewritePattern):
             return
         if any(format_of(v.type) != Format.ND for v in (*producer.operands, bn.result)):
             return
-        if dtypes.tensor_bytes(weight.result.type) > self.max_bytes:
+        if dtypes.tensor_bytes(weight.result.type) > self.max_bytes and not _replaced(weight):
             self.too_large.add(id(bn))
             return
         gamma, beta, mean, var = (s.as_array().astype(np.float64) for s in statistics)
@@ -90,6 +92,13 @@ class _FoldIntoProducer(RewritePattern):
             if not const.result.uses:
                 rewriter.erase(const)
         self.folded += 1
+
+
+def _replaced(weight: ConstOp) -> bool:
+    """The folded weight takes the place of `weight` (dense, read by this product
+    only): no bytes are added, whatever its size (a torch.compile capture's or
+    an unfolded export's ResNet convolutions, up to 9 MiB each)."""
+    return weight.result.has_one_use() and isinstance(weight.value, DenseIntOrFPElementsAttr)
 
 
 def _output_channel_axis(producer: Conv2DOp | MatmulOp) -> int:
