@@ -440,6 +440,15 @@ def format_table(rows: list[Row], markdown: bool, baseline: str | None = None) -
     return "\n".join(lines)
 
 
+def progress_line(row: Row, baseline: str | None = None) -> str:
+    """A finished row's figures, printed as it finishes, so that a run stopped early
+    keeps the rows it measured."""
+    cells = row.cells()
+    keys = [key for key, _ in COLUMNS[1:]] + ([key for key, _ in BASELINE_COLUMNS] if baseline else []) + ["note"]
+    titles = dict(COLUMNS + BASELINE_COLUMNS + [("note", "note")])
+    return ", ".join(f"{titles[key]} {_cell(key, cells.get(key))}" for key in keys if _cell(key, cells.get(key)))
+
+
 def _text(data) -> str:
     if data is None:
         return ""
@@ -479,14 +488,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.timeout <= 0:
         print("error: --timeout must be positive", file=sys.stderr)
         return 1
+    # SIGTERM unwinds like Ctrl-C, so the baseline's worktree is removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(f"stopped (SIGTERM) after {len(rows)} row(s)"))
+    rows: list[Row] = []
     with contextlib.ExitStack() as stack:
         baseline_path = stack.enter_context(baseline_tree(args.baseline)) if args.baseline else None
         folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="gecomp-ttr-"))
-        rows = []
         for name in args.models or known:
             start = time.perf_counter()
             rows.append(measure_row(name, folder, args.cache, args.hw, args.timeout, baseline_path, not args.no_full))
-            print(f"  {name}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+            print(f"  {name}: {time.perf_counter() - start:.0f} s; {progress_line(rows[-1], args.baseline)}",
+                  file=sys.stderr, flush=True)
     print(format_table(rows, args.markdown, args.baseline))
     return 0
 

@@ -51,3 +51,15 @@ def test_no_full_skips_the_second_run(tmp_path):
 def test_unknown_model_is_a_one_line_error(capsys):
     assert _bench().main(["--models", "no_such_model"]) == 1
     assert "unknown model(s) no_such_model" in capsys.readouterr().err
+
+
+def test_a_finished_row_is_printed_with_its_figures():
+    """Each row's figures are printed as it finishes (a run stopped early keeps them)."""
+    bench = _bench()
+    fast = bench.Child({"cpu_compile": 12.34, "cpu_simulate": 2.0, "instructions": 4000, "cycles": 9000,
+                        "rss_mib": 100.0, "digest": "d"})
+    base = bench.Child({"cpu_compile": 24.68, "cpu_simulate": 2.0, "rss_mib": 100.0, "cycles": 9100})
+    line = bench.progress_line(bench.Row("m", fast, bench.Child(note="not run (--no-full)"), base), "abc")
+    assert "compile cpu s 12.3" in line and "instr/cpu s 2,000" in line and "cycles 9,000" in line
+    assert "compile x vs" not in line and "compile x 2.00" in line
+    assert "baseline 9100 cycles" in line and "full: not run (--no-full)" in line
