@@ -2,7 +2,9 @@
 checking and numerics together, on kernels of many small tiles, and on models.
 
     python bench/sim_speed.py                          # the table
-    python bench/sim_speed.py --profile                # plus where the time goes (cProfile)
+    python bench/sim_speed.py --profile                # plus where the time goes (cProfile: the
+                                                       # blocks run as greenlets of this thread, so
+                                                       # every block's work is in the profile)
     python bench/sim_speed.py --models                 # plus every model of the set (compiles each: slow)
     python bench/sim_speed.py --models zoo.resnet50    # plus the models named
     python bench/sim_speed.py --mlir compiled.mlir     # plus npu-level modules already compiled
