@@ -52,7 +52,7 @@
 // STATS: ge-pattern-fuse: 1 matmul-bias-act fused, 5 ops replaced, 1 softmax fused
 // STATS: ge-auto-fuse: 3 candidates rejected, 1 vertical merges, 1 groups formed, 2 ops grouped
 
-// ERROR: error: pass 'ge-pattern-fuse': unknown pattern 'fma' (patterns: flash-attention, matmul-add-norm, gated-matmul, matmul-bias-act, conv2d-bias-act, batch-matmul, add-layer-norm, add-rms-norm, softmax, swiglu, sigmoid-gate)
+// ERROR: error: pass 'ge-pattern-fuse': unknown pattern 'fma' (patterns: flash-attention, matmul-add-norm, gated-matmul, rotary-matmul, matmul-bias-act, conv2d-bias-act, batch-matmul, add-layer-norm, add-rms-norm, softmax, swiglu, sigmoid-gate)
 
 // SIM: check: ok
 func.func @main(%x: tensor<8x16xf16>, %w: tensor<16x32xf16>, %b: tensor<32xf16>) -> tensor<8x32xf16> {
