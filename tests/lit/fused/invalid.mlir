@@ -35,7 +35,7 @@ func.func @main(%x: tensor<8x16xf16>, %w: tensor<8x32xf16>) {
 // -----
 
 func.func @main(%x: tensor<8x16xf16>, %w: tensor<16x32xf16>) {
-  // expected-error @+1 {{'fused.matmul_bias_act' op attribute 'act' must be one of none, relu, gelu, gelu_tanh, silu, got 'tanh'}}
+  // expected-error @+1 {{'fused.matmul_bias_act' op attribute 'act' must be one of none, relu, gelu, gelu_tanh, silu, sigmoid, relu6, hard_swish, got 'tanh'}}
   %0 = fused.matmul_bias_act %x, %w {act = "tanh"} : (tensor<8x16xf16>, tensor<16x32xf16>) -> tensor<8x32xf16>
   func.return
 }
@@ -107,7 +107,7 @@ func.func @main(%x: tensor<8x16xf16>, %g: tensor<16x32xf16>, %u: tensor<16x16xf1
 // -----
 
 func.func @main(%x: tensor<8x16xf16>, %g: tensor<16x32xf16>) {
-  // expected-error @+1 {{'fused.gated_matmul' op attribute 'act' must be one of relu, gelu, gelu_tanh, silu, got 'none'}}
+  // expected-error @+1 {{'fused.gated_matmul' op attribute 'act' must be one of relu, gelu, gelu_tanh, silu, sigmoid, relu6, hard_swish, got 'none'}}
   %0 = fused.gated_matmul %x, %g, %g {act = "none"} : (tensor<8x16xf16>, tensor<16x32xf16>, tensor<16x32xf16>) -> tensor<8x32xf16>
   func.return
 }
