@@ -112,6 +112,12 @@ class _Fusion:
             if graph.creates_cycle(c.a, c.b):
                 self._reject(graph, c, "it would form a cycle", "cycle")
                 continue
+            # A group already known to have no kernel is rejected before the
+            # peak-memory walk (the costliest check, asked again at every step):
+            # the order of the checks decides no merge, only the reason given.
+            if (problem := self._known_kernel_problem(graph.merged_part(c.a, c.b))) is not None:
+                self._reject(graph, c, f"no kernel for the group: {problem}", "no kernel")
+                continue
             if self.options.keep_peak_memory and (after := graph.peak_bytes((c.a, c.b))) > peak:
                 self._reject(graph, c, f"peak memory would rise from {peak} to {after} B", "peak memory")
                 continue
@@ -154,6 +160,10 @@ class _Fusion:
             self.kernels[key] = kernel_problem(group, self.model.hw)
             group.erase()
         return self.kernels[key]
+
+    def _known_kernel_problem(self, part: Part) -> str | None:
+        """`_kernel_problem` if it was already asked for `part`, else None."""
+        return self.kernels.get(frozenset(part.ops))
 
     def _reject(self, graph: FusionGraph, c: Candidate, reason: str, counter: str) -> None:
         key = (frozenset(graph.members[c.a]), frozenset(graph.members[c.b]), counter)
