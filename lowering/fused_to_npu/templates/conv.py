@@ -144,6 +144,8 @@ class ImageOperand:
     """The (P x K) img2col matrix of one (image, group), or its (K x P) transpose,
     staged into L1 as FRACTAL_NZ blocks (see the module docstring)."""
 
+    gathers = True  # hundreds of small copies per chunk, each issued by the scalar unit
+
     def __init__(self, x: GmTensor, g: ConvGeometry, transposed: bool):
         self.x, self.g, self.transposed = x, g, transposed
         self.rows, self.cols = (g.k, g.p) if transposed else (g.p, g.k)
@@ -442,6 +444,8 @@ class OihwWeights:
     the img2col order (channel block, kh, kw, channel): each K row is the O
     weights of one (channel, kh, kw), one strided copy per row into a row-major
     L1 tile (rows of missing channels of the last block are zeros, from UB)."""
+
+    gathers = True  # one copy per K row
 
     def __init__(self, w: GmTensor, g: ConvGeometry):
         self.w, self.g = w, g

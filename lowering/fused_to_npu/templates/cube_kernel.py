@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from copy import copy as shallow_copy
+from functools import partial
 from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, f32
@@ -485,11 +486,19 @@ class _CubeKernel:
         step to step across chunks too."""
         b, t, p = self.b, self.t, self.p
         a_k0 = k0 if t.a_resident else 0  # where the chunk's A starts in its L1 buffer
+        stages = []
         if stage_a:
             at = {"at": (0, k0)} if t.a_resident else {}  # only a resident A is staged off offset 0
-            p.a.stage_to_l1(b, a_off, m0, m_act, k0, size, self.a_l1[copy], self.a_stride, **at)
+            stages.append((p.a, partial(p.a.stage_to_l1, b, a_off, m0, m_act, k0, size, self.a_l1[copy], self.a_stride, **at)))
         for x, off, bufs, stride in zip(p.bs, b_offs, self.b_l1, self.b_strides):
-            x.stage_to_l1(b, off, k0, size, n0, n_act, bufs[copy], stride)
+            stages.append((x, partial(x.stage_to_l1, b, off, k0, size, n0, n_act, bufs[copy], stride)))
+        # Operands staged by a few DMAs are issued before those gathered by many
+        # scalar-issued copies (an img2col): the scalar unit issues in program order,
+        # so a weight chunk issued after the gather would wait for all of it to be
+        # issued instead of streaming on MTE2 while MTE3 gathers (the estimate
+        # counts them overlapped). Stable: A first among equals.
+        for _, stage in sorted(stages, key=lambda s: s[0].gathers):
+            stage()
         base = copy * (t.kc // t.kb)  # steps before this chunk in its pair
         full, remainder = divmod(size, t.kb)
 

@@ -89,6 +89,7 @@ class MatrixView:
     block: int = FRACTAL  # NZ: columns per stored block
 
     stays_in_l1: ClassVar[bool] = True  # an A panel may be staged chunk by chunk into one buffer (`at`)
+    gathers: ClassVar[bool] = False  # staged by a few DMAs, not by many scalar-issued copies (`CubeKernel._chunk`)
 
     @property
     def value(self):
