@@ -788,7 +788,6 @@ def generate(seed: int, index: int, min_nodes: int = 3, max_nodes: int = 20,
     """Graph number `index` of `seed`: `min_nodes` to `max_nodes` drawn ops (guards
     and squashing nodes come on top), one to three graph inputs, every tensor
     nothing reads a graph output (at most four, the last one always)."""
-    from onnx import helper
 
     rng = np.random.default_rng([seed, index])
     b = _Builder(rng)
