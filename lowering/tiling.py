@@ -317,11 +317,12 @@ def _fitting(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[_Scoring, 
     fits = []
     epilogues: dict[tuple, tuple] = {}  # (mb, n_block, nb, kc): what the rows depend on
     for cand in _candidates(hw, shape, a, bs, scoring.l1_bytes):
-        found = epilogues.get(cand[:3] + cand[4:5])
+        key = (cand.mb, cand.n_block, cand.nb, cand.kc)
+        found = epilogues.get(key)
         if found is None:
             reserved = scoring.reserved(cand.mb, cand.kc, cand.n_block)
             rows = _epilogue_rows(hw, cand, epilogue, reserved[0] + reserved[1])
-            found = epilogues[cand[:3] + cand[4:5]] = (rows, reserved)
+            found = epilogues[key] = (rows, reserved)
         rows, reserved = found
         if rows is not None:
             fits.append((cand, rows, reserved))
@@ -348,7 +349,7 @@ def _best(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[CubeTiling, i
     scoring, fits = _fitting(hw, shape, a, bs, epilogue, first_b_prefetched)
     groups: dict[tuple, list[int]] = {}
     for index, (cand, _, _) in enumerate(fits):
-        groups.setdefault(cand[:4], []).append(index)
+        groups.setdefault((cand.mb, cand.n_block, cand.nb, cand.kb), []).append(index)
     bounded = sorted((scoring.bound(fits[members[0]][0]), members) for members in groups.values())
     best = None
     for bound, members in bounded:
@@ -424,7 +425,12 @@ def rank_key(t: CubeTiling) -> tuple:
     """Fastest estimate first; on a tie, the least work on the pipes (fewer, larger
     instructions), then the largest items."""
     work = sum(value for name, value in t.terms if name in ("cube", "mte2", "mte1"))
-    return (round(t.estimate), work, -t.mb * t.n_block)
+    return _rank(t.estimate, work, t.mb, t.n_block)
+
+
+def _rank(estimate: float, work: float, mb: int, n_block: int) -> tuple:
+    """`rank_key`'s order, shared with the search's `_Scoring.rank_key`."""
+    return (round(estimate), work, -mb * n_block)
 
 
 def with_count(t: CubeTiling, count: int, rank: int = 0) -> CubeTiling:
@@ -713,7 +719,7 @@ class _Scoring:
     def rank_key(self, c: _Candidate, rows: int) -> tuple:
         """`rank_key` of `score(c, rows, ...)` without making the tiling."""
         estimate, cube, mte2, mte1, _, _, _ = self.estimate(c, rows)
-        return round(estimate), sum((cube, mte2, mte1)), -c.mb * c.n_block
+        return _rank(estimate, sum((cube, mte2, mte1)), c.mb, c.n_block)
 
     def score(self, c: _Candidate, rows: int, reserved: tuple[int, int]) -> CubeTiling:
         shape, e = self.shape, self.e
