@@ -11,6 +11,15 @@ kernels evaluate the same ops the same way.
 Softmax over an axis other than the last uses the transposed row layout: the
 slabs (axis x inner dims) are transposed in UB, so the body is the same.
 
+A row too long for UB (with its temporaries and parameters) takes the chunked
+kernel (`_ChunkedRows`): one row per item, its columns walked in chunks, once
+to gather per-row statistics in fp32 scalars (layer_norm: the sum and sum of
+squares of x shifted by its first element, which keeps E[x^2] - E[x]^2 from
+cancelling; rms_norm: the sum of squares; softmax: the max, then the sum of
+exponentials), then once more to normalise and store each chunk. The template
+chooses between the two kernels, so the legality predicate that fusion and
+layout ask (`kernel_exists.py`) sees the same answer as the lowering.
+
 Numerics: layer_norm and rms_norm accumulate and normalise in fp32 temporaries
 and round once (sums of squares of fp16 data overflow fp16); softmax works in
 the data type: its max is exact, its exponentials are at most 1 and positive,
@@ -27,9 +36,10 @@ from xdsl.dialects.builtin import f32, i1
 from ....dialects import fused, ge, npu
 from ....dialects.ge.formats import Format
 from ..context import GmTensor, KernelContext
+from ..kernel_builder import Index
 from .registry import kernel_for
-from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel, operand_role
-from ..vector_emitter import Operand, Tile, VectorEmitter
+from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel, fits, operand_role
+from ..vector_emitter import UB_ALIGN_BYTES, Operand, Tile, VectorEmitter
 
 # ---- bodies on UB tiles (shared with fused groups) -----------------------------------------
 
@@ -170,7 +180,14 @@ def inner_chunk(k: KernelContext, x: GmTensor, size: int, inner: int) -> int:
 def lower_softmax(op: ge.SoftmaxOp, k: KernelContext) -> None:
     log = isinstance(op, ge.LogSoftmaxOp)
     view = axis_view(k, k.inputs[0], op.attr_value("axis"))
-    emit_row_kernel(k, view, lambda v, ins, outs: softmax_rows(v, ins[0], outs[0], log))
+
+    def body(v, ins, outs):
+        softmax_rows(v, ins[0], outs[0], log)
+
+    if fits(k, view, body) or view.inner > 1:
+        emit_row_kernel(k, view, body)
+    else:
+        _ChunkedRows(k, "log_softmax" if log else "softmax", view.rows, view.cols).emit()
 
 
 @kernel_for(ge.LayerNormOp, ge.RMSNormOp)
@@ -185,7 +202,10 @@ def lower_layer_norm(op: ge.LayerNormOp, k: KernelContext) -> None:
         beta = ins[2] if not rms else None
         layer_norm_rows(v, ins[0], outs[0], gamma, beta, epsilon, rms)
 
-    emit_row_kernel(k, view, body)
+    if fits(k, view, body):
+        emit_row_kernel(k, view, body)
+    else:
+        _ChunkedRows(k, "rms_norm" if rms else "layer_norm", view.rows, view.cols, epsilon).emit()
 
 
 @kernel_for(fused.AddLayerNormOp, fused.AddRmsNormOp)
@@ -254,3 +274,173 @@ def _apply_mask(v: VectorEmitter, scores: Tile, mask: Operand, mask_value: float
         v.release(fill)
     else:
         v.binary(npu.VAddOp, scores, mask, scores)
+
+
+# ---- rows longer than UB ------------------------------------------------------------------
+
+
+class _ChunkedRows:
+    """Softmax, log_softmax, layer_norm or rms_norm of rows that do not fit UB
+    (ND, the normalised dims last and contiguous): each *item* is one row, shared
+    out among the cores. An item walks its columns in chunks (MTE2 a chunk of x,
+    and of gamma and beta in the last walk; compute; MTE3 the result):
+
+    * statistics, per-row fp32 scalars combined chunk by chunk: softmax's max,
+      then (a second walk) the sum of exp(x - max); layer_norm's sums of
+      (x - x[0]) and of its squares; rms_norm's sum of squares;
+    * the normalising walk: each chunk from x and the statistics, rounded once
+      to the output type (gamma and beta applied in it, as `layer_norm_rows`).
+    """
+
+    _WALKS = {"softmax": ("max", "sum_exp"), "log_softmax": ("max", "sum_exp"),
+              "layer_norm": ("moments",), "rms_norm": ("squares",)}
+
+    def __init__(self, k: KernelContext, kind: str, rows: int, cols: int, epsilon: float = 0.0):
+        self.k, self.b, self.kind, self.rows, self.cols, self.epsilon = k, k.b, kind, rows, cols, epsilon
+        self.x, *self.params = k.inputs
+        self.out = k.outputs[0]
+        for t in [self.x, self.out]:
+            if t.format != Format.ND:
+                raise k.unsupported(
+                    f"rows of {cols} elements (longer than UB) in a {t.format.value} tensor (convert it to ND first)")
+        self.wide = self.x.element_type != f32  # x widened to fp32 in a buffer of its own
+        per_element = self.x.itemsize + 4 * (2 + self.wide) + sum(p.itemsize for p in self.params)
+        if self.out.element_type != f32:
+            per_element += self.out.itemsize
+        align = UB_ALIGN_BYTES // min(4, self.x.itemsize, self.out.itemsize)
+        most = (k.hw.capacity("ub") - 16 * UB_ALIGN_BYTES) // per_element // align * align
+        if most < align:
+            raise k.unsupported(f"not even {align} elements of a row fit UB")
+        chunks = math.ceil(cols / most)
+        self.chunk = min(cols, math.ceil(math.ceil(cols / chunks) / align) * align)
+        self.full_chunks, self.tail = divmod(cols, self.chunk)
+
+    # ---- driving ------------------------------------------------------------------------
+
+    def emit(self) -> None:
+        b, k = self.b, self.k
+        per_core = math.ceil(self.rows / k.hw.core_count)
+        k.block_dim = math.ceil(self.rows / per_core)
+        k.explain(
+            f"{self.kind} of {self.rows} rows of {self.cols} (longer than UB): one row per item, "
+            f"columns in chunks of {self.chunk} (+{self.tail}), walked {len(self._WALKS[self.kind]) + 1} times"
+        )
+        n = self.chunk
+        self.xt = b.alloc([n], self.x.element_type, "ub")
+        self.work = b.alloc([n], f32, "ub") if self.wide else self.xt
+        self.extra = b.alloc([n], f32, "ub")
+        self.result = b.alloc([n], self.out.element_type, "ub") if self.out.element_type != f32 else self.work
+        self.param_tiles = [b.alloc([n], p.element_type, "ub") for p in self.params]
+        block = UB_ALIGN_BYTES // 4
+        self.stats = {name: b.alloc([block], f32, "ub") for name in ("a", "b", "shift", "part", "rest")}
+        start = b.mul(b.block_idx(), per_core) if k.block_dim > 1 else 0
+        stop = b.min(b.add(start, per_core), self.rows) if k.block_dim > 1 else self.rows
+        with b.loop(start, stop, name="row") as row:
+            base = b.mul(row, self.cols)
+            for walk in self._WALKS[self.kind]:
+                self._walk(base, walk)
+                self._finish(walk)
+            self._walk(base, "normalise")
+
+    def _walk(self, base: Index, walk: str) -> None:
+        """The chunks of one row from GM offset `base`, the first peeled (it starts
+        the accumulators)."""
+        b = self.b
+        self._chunk(base, 0, self.chunk, walk, first=True)
+        if self.full_chunks > 1:
+            with b.loop(1, self.full_chunks, name="chunk") as c:
+                column = b.mul(c, self.chunk)
+                self._chunk(b.add(base, column), column, self.chunk, walk, first=False)
+        if self.tail:
+            column = self.full_chunks * self.chunk
+            self._chunk(b.add(base, column), column, self.tail, walk, first=False)
+
+    # ---- one chunk ---------------------------------------------------------------------
+
+    def _emitter(self, cols: int) -> VectorEmitter:
+        def no_temp(_):
+            raise AssertionError("the chunked kernel allocates its buffers itself")
+
+        return VectorEmitter(self.b, 1, cols, no_temp, lambda t: self._scalar("rest"))
+
+    def _scalar(self, name: str) -> Tile:
+        """A per-row fp32 statistic (one row: a single value)."""
+        return Tile(self.stats[name], 0, 1, col_stride=0)
+
+    def _chunk(self, gm_offset: Index, column: Index, count: int, walk: str, first: bool) -> None:
+        b = self.b
+        b.emit(npu.CopyOp, self.x.value, gm_offset, self.xt, 0, cols=count)
+        v = self._emitter(count)
+        x = Tile(self.xt, 0, count)
+        work = Tile(self.work, 0, count)
+        v.cast(x, work)
+        if walk == "normalise":
+            self._normalise(v, work, column, count)
+            b.emit(npu.CopyOp, self.result, 0, self.out.value, gm_offset, cols=count)
+            return
+        extra = Tile(self.extra, 0, count)
+        if walk == "max":
+            self._accumulate(v, "max", work, "a", first)
+        elif walk == "sum_exp":
+            v.instr(npu.VSubOp, work, self._scalar("a"), work)
+            v.instr(npu.VExpOp, work, work)
+            self._accumulate(v, "sum", work, "b", first)
+        else:
+            if walk == "moments":
+                if first:  # the shift: the row's first element
+                    self._emitter(1).instr(npu.VCopyOp, work, self._scalar("shift"))
+                v.instr(npu.VSubOp, work, self._scalar("shift"), work)
+            v.instr(npu.VMulOp, work, work, extra)
+            if walk == "moments":
+                self._accumulate(v, "sum", work, "a", first)
+            self._accumulate(v, "sum", extra, "b", first)
+
+    def _accumulate(self, v: VectorEmitter, how: str, src: Tile, into: str, first: bool) -> None:
+        """stats[into] (op)= the `how` of src's columns (src is consumed)."""
+        target = self._scalar(into if first else "part")
+        v.reduce_rows(how, src, target, consume=True)
+        if not first:
+            combine = npu.VMaxOp if how == "max" else npu.VAddOp
+            self._emitter(1).instr(combine, self._scalar(into), target, self._scalar(into))
+
+    def _finish(self, walk: str) -> None:
+        """The per-row statistics the next walk reads, from the sums."""
+        one = self._emitter(1)
+        a, s, shift = self._scalar("a"), self._scalar("b"), self._scalar("shift")
+        n = 1.0 / self.cols
+        if walk == "sum_exp":  # b: 1 / sum (softmax), or max + ln(sum) (log_softmax)
+            if self.kind == "softmax":
+                one.instr(npu.VRecOp, s, s)
+            else:
+                one.instr(npu.VLnOp, s, s)
+                one.instr(npu.VAddOp, s, a, s)
+        elif walk in ("moments", "squares"):  # a: the mean (layer_norm), b: 1 / sqrt(var + eps)
+            one.binary(npu.VMulOp, s, n, s)
+            if walk == "moments":
+                one.binary(npu.VMulOp, a, n, a)  # the shifted mean m
+                part = self._scalar("part")
+                one.instr(npu.VMulOp, a, a, part)
+                one.instr(npu.VSubOp, s, part, s)  # var = E[(x-k)^2] - m^2
+                one.binary(npu.VMaxOp, s, 0.0, s)
+                one.instr(npu.VAddOp, a, shift, a)
+            one.binary(npu.VAddOp, s, float(self.epsilon), s)
+            one.instr(npu.VRsqrtOp, s, s)
+
+    def _normalise(self, v: VectorEmitter, work: Tile, column: Index, count: int) -> None:
+        """The chunk's result (into `self.result`) from its fp32 copy."""
+        a, s = self._scalar("a"), self._scalar("b")
+        if self.kind == "softmax":
+            v.instr(npu.VSubOp, work, a, work)
+            v.instr(npu.VExpOp, work, work)
+            v.instr(npu.VMulOp, work, s, work)
+        elif self.kind == "log_softmax":
+            v.instr(npu.VSubOp, work, s, work)
+        else:
+            if self.kind == "layer_norm":
+                v.instr(npu.VSubOp, work, a, work)
+            v.instr(npu.VMulOp, work, s, work)
+        out = Tile(self.result, 0, count)
+        v.cast(work, out)
+        for param, tile, op in zip(self.params, self.param_tiles, (npu.VMulOp, npu.VAddOp)):
+            self.b.emit(npu.CopyOp, param.value, column, tile, 0, cols=count)
+            v.instr(op, out, Tile(tile, 0, count), out)
