@@ -1,7 +1,7 @@
 """Rows longer than UB: layer_norm, rms_norm, softmax and log_softmax take the
 chunked kernel of `templates/normalization.py` (statistics gathered chunk by
 chunk, then each chunk normalised), on tiny for rows of a few thousand elements
-and on ascend910 for rows of 10^5. Random shapes (a fixed seed) against the
+and on ascend910 for rows of 10^5; softmax over an inner axis too. Random shapes (a fixed seed) against the
 reference interpreter, the ONNX graphs that `bench/fuzz.py` found refused on
 tiny against onnxruntime on every path, and the legality predicate fusion asks
 agreeing with the lowering."""
@@ -64,6 +64,22 @@ def test_long_softmax_rows_on_tiny(op, shape, axis, dtype, capsys):
     atol = 1e-5 if op == "ge.softmax" else None
     assert_matches(one_op(op, [t], t, "axis = -1"), inputs=_inputs(shape, -1, dtype, 0), atol=atol, **_lower("tiny"))
     assert CHUNKED in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("op,shape,axis,dtype,hw", [
+    ("ge.softmax", [2000, 2], 0, "f32", "tiny"),
+    ("ge.softmax", [2, 3000, 5], 1, "f16", "tiny"),
+    ("ge.log_softmax", [1, 5000, 33], 1, "f16", "tiny"),
+    ("ge.log_softmax", [3, 1500, 7], 1, "f32", "tiny"),
+    ("ge.softmax", [100000, 3], 0, "f32", "ascend910"),
+], ids=str)
+def test_long_softmax_over_an_inner_axis(op, shape, axis, dtype, hw, capsys):
+    """Softmax over an axis with elements after it: an item is a few columns of
+    one (axis x inner) slab, its chunks strided (axis x columns) tiles."""
+    t = tensor(shape, dtype)
+    atol = 1e-5 if op == "ge.softmax" else None
+    assert_matches(one_op(op, [t], t, f"axis = {axis}"), atol=atol, **_lower(hw))
+    assert "columns of a" in capsys.readouterr().err
 
 
 def test_layer_norm_of_values_far_from_zero():

@@ -184,10 +184,10 @@ def lower_softmax(op: ge.SoftmaxOp, k: KernelContext) -> None:
     def body(v, ins, outs):
         softmax_rows(v, ins[0], outs[0], log)
 
-    if fits(k, view, body) or view.inner > 1:
+    if fits(k, view, body):
         emit_row_kernel(k, view, body)
     else:
-        _ChunkedRows(k, "log_softmax" if log else "softmax", view.rows, view.cols).emit()
+        _ChunkedRows(k, "log_softmax" if log else "softmax", view).emit()
 
 
 @kernel_for(ge.LayerNormOp, ge.RMSNormOp)
@@ -205,7 +205,7 @@ def lower_layer_norm(op: ge.LayerNormOp, k: KernelContext) -> None:
     if fits(k, view, body):
         emit_row_kernel(k, view, body)
     else:
-        _ChunkedRows(k, "rms_norm" if rms else "layer_norm", view.rows, view.cols, epsilon).emit()
+        _ChunkedRows(k, "rms_norm" if rms else "layer_norm", view, epsilon).emit()
 
 
 @kernel_for(fused.AddLayerNormOp, fused.AddRmsNormOp)
@@ -281,13 +281,16 @@ def _apply_mask(v: VectorEmitter, scores: Tile, mask: Operand, mask_value: float
 
 class _ChunkedRows:
     """Softmax, log_softmax, layer_norm or rms_norm of rows that do not fit UB
-    (ND, the normalised dims last and contiguous): each *item* is one row, shared
-    out among the cores. An item walks its columns in chunks (MTE2 a chunk of x,
-    and of gamma and beta in the last walk; compute; MTE3 the result):
+    (ND). An *item* is one row (the normalised dims last and contiguous), or, for
+    softmax over an axis with `inner` elements after it, `ic` columns of one
+    (axis x inner) slab: `ic` rows strided by `inner` in GM, loaded as a
+    (chunk x ic) tile. Items are shared out among the cores. An item walks its
+    rows in chunks of elements (MTE2 a chunk of x, and of gamma and beta in the
+    last walk; compute; MTE3 the result):
 
-    * statistics, per-row fp32 scalars combined chunk by chunk: softmax's max,
-      then (a second walk) the sum of exp(x - max); layer_norm's sums of
-      (x - x[0]) and of its squares; rms_norm's sum of squares;
+    * statistics, fp32 per row, combined chunk by chunk: softmax's max, then (a
+      second walk) the sum of exp(x - max); layer_norm's sums of (x - x[0]) and
+      of its squares; rms_norm's sum of squares;
     * the normalising walk: each chunk from x and the statistics, rounded once
       to the output type (gamma and beta applied in it, as `layer_norm_rows`).
     """
@@ -295,119 +298,166 @@ class _ChunkedRows:
     _WALKS = {"softmax": ("max", "sum_exp"), "log_softmax": ("max", "sum_exp"),
               "layer_norm": ("moments",), "rms_norm": ("squares",)}
 
-    def __init__(self, k: KernelContext, kind: str, rows: int, cols: int, epsilon: float = 0.0):
-        self.k, self.b, self.kind, self.rows, self.cols, self.epsilon = k, k.b, kind, rows, cols, epsilon
+    def __init__(self, k: KernelContext, kind: str, view: RowView, epsilon: float = 0.0):
+        self.k, self.b, self.kind, self.epsilon = k, k.b, kind, epsilon
+        self.size, self.inner = view.cols, view.inner
         self.x, *self.params = k.inputs
         self.out = k.outputs[0]
         for t in [self.x, self.out]:
             if t.format != Format.ND:
                 raise k.unsupported(
-                    f"rows of {cols} elements (longer than UB) in a {t.format.value} tensor (convert it to ND first)")
-        self.wide = self.x.element_type != f32  # x widened to fp32 in a buffer of its own
-        per_element = self.x.itemsize + 4 * (2 + self.wide) + sum(p.itemsize for p in self.params)
+                    f"rows of {self.size} elements (longer than UB) in a {t.format.value} tensor "
+                    "(convert it to ND first)")
+        wide = self.x.element_type != f32  # x widened to fp32 in a buffer of its own
+        per_element = self.x.itemsize + 4 * (1 + wide) + sum(p.itemsize for p in self.params)
         if self.out.element_type != f32:
             per_element += self.out.itemsize
         align = UB_ALIGN_BYTES // min(4, self.x.itemsize, self.out.itemsize)
-        most = (k.hw.capacity("ub") - 16 * UB_ALIGN_BYTES) // per_element // align * align
-        if most < align:
-            raise k.unsupported(f"not even {align} elements of a row fit UB")
-        chunks = math.ceil(cols / most)
-        self.chunk = min(cols, math.ceil(math.ceil(cols / chunks) / align) * align)
-        self.full_chunks, self.tail = divmod(cols, self.chunk)
+        elements = (k.hw.capacity("ub") - 16 * UB_ALIGN_BYTES) // per_element  # the rest: alignment, statistics
+        if self.inner == 1:
+            self.ic = self.stride = 1
+            most = (elements - UB_ALIGN_BYTES) // align * align
+        else:  # slab rows of ic columns, each padded to a 32-byte block in UB
+            self.ic = _slab_columns(self.inner, elements // (8 * align), self.x.itemsize)
+            self.stride = -(-self.ic // align) * align
+            most = (elements - 5 * self.stride * 4 // per_element) // self.stride
+        self.stat_elements = max(UB_ALIGN_BYTES // 4, self.stride)
+        if most < 1:
+            raise k.unsupported(f"not even one aligned chunk of a row of {self.size} elements fits UB")
+        chunks = math.ceil(self.size / most)
+        chunk = math.ceil(self.size / chunks)
+        self.chunk = min(self.size, -(-chunk // align) * align if self.inner == 1 else chunk)
+        self.full_chunks, self.tail = divmod(self.size, self.chunk)
+        self.items = view.rows * (self.inner // self.ic)
+        self.wide = wide
 
     # ---- driving ------------------------------------------------------------------------
 
     def emit(self) -> None:
         b, k = self.b, self.k
-        per_core = math.ceil(self.rows / k.hw.core_count)
-        k.block_dim = math.ceil(self.rows / per_core)
+        per_core = math.ceil(self.items / k.hw.core_count)
+        k.block_dim = math.ceil(self.items / per_core)
+        item = "one row" if self.inner == 1 else f"{self.ic} columns of a ({self.size} x {self.inner}) slab"
         k.explain(
-            f"{self.kind} of {self.rows} rows of {self.cols} (longer than UB): one row per item, "
-            f"columns in chunks of {self.chunk} (+{self.tail}), walked {len(self._WALKS[self.kind]) + 1} times"
+            f"{self.kind} of {self.items} items of {self.size} elements (longer than UB): {item} per item, "
+            f"in chunks of {self.chunk} (+{self.tail}), walked {len(self._WALKS[self.kind]) + 1} times"
         )
-        n = self.chunk
+        n = self.chunk * self.stride
         self.xt = b.alloc([n], self.x.element_type, "ub")
         self.work = b.alloc([n], f32, "ub") if self.wide else self.xt
         self.extra = b.alloc([n], f32, "ub")
         self.result = b.alloc([n], self.out.element_type, "ub") if self.out.element_type != f32 else self.work
         self.param_tiles = [b.alloc([n], p.element_type, "ub") for p in self.params]
-        block = UB_ALIGN_BYTES // 4
-        self.stats = {name: b.alloc([block], f32, "ub") for name in ("a", "b", "shift", "part", "rest")}
+        self.stats = {name: b.alloc([self.stat_elements], f32, "ub") for name in ("a", "b", "shift", "part", "rest")}
         start = b.mul(b.block_idx(), per_core) if k.block_dim > 1 else 0
-        stop = b.min(b.add(start, per_core), self.rows) if k.block_dim > 1 else self.rows
-        with b.loop(start, stop, name="row") as row:
-            base = b.mul(row, self.cols)
+        stop = b.min(b.add(start, per_core), self.items) if k.block_dim > 1 else self.items
+        with b.loop(start, stop, name="item") as item:
+            base = self._item_offset(item)
             for walk in self._WALKS[self.kind]:
                 self._walk(base, walk)
                 self._finish(walk)
             self._walk(base, "normalise")
 
-    def _walk(self, base: Index, walk: str) -> None:
-        """The chunks of one row from GM offset `base`, the first peeled (it starts
-        the accumulators)."""
+    def _item_offset(self, item: Index) -> Index:
+        """GM offset of an item's first element."""
         b = self.b
+        if self.inner == 1:
+            return b.mul(item, self.size)
+        slabs = self.inner // self.ic
+        return b.add(b.mul(b.floordiv(item, slabs), self.size * self.inner), b.mul(b.rem(item, slabs), self.ic))
+
+    def _walk(self, base: Index, walk: str) -> None:
+        """The chunks of one item from GM offset `base`, the first peeled (it
+        starts the accumulators)."""
+        b = self.b
+        step = self.chunk * self.inner
         self._chunk(base, 0, self.chunk, walk, first=True)
         if self.full_chunks > 1:
             with b.loop(1, self.full_chunks, name="chunk") as c:
-                column = b.mul(c, self.chunk)
-                self._chunk(b.add(base, column), column, self.chunk, walk, first=False)
+                self._chunk(b.add(base, b.mul(c, step)), b.mul(c, self.chunk), self.chunk, walk, first=False)
         if self.tail:
             column = self.full_chunks * self.chunk
-            self._chunk(b.add(base, column), column, self.tail, walk, first=False)
+            self._chunk(b.add(base, column * self.inner), column, self.tail, walk, first=False)
 
     # ---- one chunk ---------------------------------------------------------------------
 
-    def _emitter(self, cols: int) -> VectorEmitter:
+    def _emitter(self, count: int) -> VectorEmitter:
+        """Over a chunk of `count` elements of each item row (0: over the statistics)."""
         def no_temp(_):
             raise AssertionError("the chunked kernel allocates its buffers itself")
 
-        return VectorEmitter(self.b, 1, cols, no_temp, lambda t: self._scalar("rest"))
+        if self.inner == 1:
+            shape = (1, max(count, 1))
+        else:
+            shape = (max(count, 1), self.ic)
+        return VectorEmitter(self.b, *shape, no_temp, lambda t: self._stat("rest"))
 
-    def _scalar(self, name: str) -> Tile:
-        """A per-row fp32 statistic (one row: a single value)."""
-        return Tile(self.stats[name], 0, 1, col_stride=0)
+    def _stat(self, name: str) -> Tile:
+        """A per-row fp32 statistic, as a chunk reads it: one value for a row, a
+        row of `ic` values down a slab chunk."""
+        if self.inner == 1:
+            return Tile(self.stats[name], 0, 1, col_stride=0)
+        return Tile(self.stats[name], 0, 0)
+
+    def _tile(self, buffer) -> Tile:
+        return Tile(buffer, 0, self.stride)
+
+    def _copy(self, src, src_offset: Index, dst, dst_offset: Index, count: int, to_gm: bool) -> None:
+        """A chunk between GM and UB: a run of a row, or `count` strided slab rows."""
+        if self.inner == 1:
+            self.b.emit(npu.CopyOp, src, src_offset, dst, dst_offset, cols=count)
+            return
+        strides = {"strides": [self.stride, self.inner] if to_gm else [self.inner, self.stride]} if count > 1 else {}
+        self.b.emit(npu.CopyOp, src, src_offset, dst, dst_offset, rows=count, cols=self.ic, **strides)
 
     def _chunk(self, gm_offset: Index, column: Index, count: int, walk: str, first: bool) -> None:
-        b = self.b
-        b.emit(npu.CopyOp, self.x.value, gm_offset, self.xt, 0, cols=count)
+        self._copy(self.x.value, gm_offset, self.xt, 0, count, to_gm=False)
         v = self._emitter(count)
-        x = Tile(self.xt, 0, count)
-        work = Tile(self.work, 0, count)
-        v.cast(x, work)
+        work = self._tile(self.work)
+        v.cast(self._tile(self.xt), work)
         if walk == "normalise":
             self._normalise(v, work, column, count)
-            b.emit(npu.CopyOp, self.result, 0, self.out.value, gm_offset, cols=count)
+            self._copy(self.result, 0, self.out.value, gm_offset, count, to_gm=True)
             return
-        extra = Tile(self.extra, 0, count)
+        extra = self._tile(self.extra)
         if walk == "max":
-            self._accumulate(v, "max", work, "a", first)
+            self._accumulate(v, "max", work, count, "a", first)
         elif walk == "sum_exp":
-            v.instr(npu.VSubOp, work, self._scalar("a"), work)
+            v.instr(npu.VSubOp, work, self._stat("a"), work)
             v.instr(npu.VExpOp, work, work)
-            self._accumulate(v, "sum", work, "b", first)
+            self._accumulate(v, "sum", work, count, "b", first)
         else:
             if walk == "moments":
                 if first:  # the shift: the row's first element
-                    self._emitter(1).instr(npu.VCopyOp, work, self._scalar("shift"))
-                v.instr(npu.VSubOp, work, self._scalar("shift"), work)
+                    self._emitter(1).instr(npu.VCopyOp, work, self._stat("shift"))
+                v.instr(npu.VSubOp, work, self._stat("shift"), work)
             v.instr(npu.VMulOp, work, work, extra)
             if walk == "moments":
-                self._accumulate(v, "sum", work, "a", first)
-            self._accumulate(v, "sum", extra, "b", first)
+                self._accumulate(v, "sum", work, count, "a", first)
+            self._accumulate(v, "sum", extra, count, "b", first)
 
-    def _accumulate(self, v: VectorEmitter, how: str, src: Tile, into: str, first: bool) -> None:
-        """stats[into] (op)= the `how` of src's columns (src is consumed)."""
-        target = self._scalar(into if first else "part")
-        v.reduce_rows(how, src, target, consume=True)
+    def _accumulate(self, v: VectorEmitter, how: str, src: Tile, count: int, into: str, first: bool) -> None:
+        """stats[into] (op)= the `how` of each item row's chunk in src (consumed)."""
+        combine = npu.VMaxOp if how == "max" else npu.VAddOp
+        target = self._stat(into if first else "part")
+        if self.inner == 1:
+            v.reduce_rows(how, src, target, consume=True)
+        else:  # fold the chunk's slab rows pairwise into its first
+            rows = count
+            while rows > 1:
+                kept = (rows + 1) // 2
+                shifted = Tile(src.buffer, kept * self.stride, self.stride)
+                self._emitter(rows - kept).instr(combine, src, shifted, src)
+                rows = kept
+            self._emitter(0).instr(npu.VCopyOp, src, target)
         if not first:
-            combine = npu.VMaxOp if how == "max" else npu.VAddOp
-            self._emitter(1).instr(combine, self._scalar(into), target, self._scalar(into))
+            self._emitter(0).instr(combine, self._stat(into), target, self._stat(into))
 
     def _finish(self, walk: str) -> None:
         """The per-row statistics the next walk reads, from the sums."""
-        one = self._emitter(1)
-        a, s, shift = self._scalar("a"), self._scalar("b"), self._scalar("shift")
-        n = 1.0 / self.cols
+        one = self._emitter(0)
+        a, s, shift = self._stat("a"), self._stat("b"), self._stat("shift")
+        n = 1.0 / self.size
         if walk == "sum_exp":  # b: 1 / sum (softmax), or max + ln(sum) (log_softmax)
             if self.kind == "softmax":
                 one.instr(npu.VRecOp, s, s)
@@ -418,7 +468,7 @@ class _ChunkedRows:
             one.binary(npu.VMulOp, s, n, s)
             if walk == "moments":
                 one.binary(npu.VMulOp, a, n, a)  # the shifted mean m
-                part = self._scalar("part")
+                part = self._stat("part")
                 one.instr(npu.VMulOp, a, a, part)
                 one.instr(npu.VSubOp, s, part, s)  # var = E[(x-k)^2] - m^2
                 one.binary(npu.VMaxOp, s, 0.0, s)
@@ -428,7 +478,7 @@ class _ChunkedRows:
 
     def _normalise(self, v: VectorEmitter, work: Tile, column: Index, count: int) -> None:
         """The chunk's result (into `self.result`) from its fp32 copy."""
-        a, s = self._scalar("a"), self._scalar("b")
+        a, s = self._stat("a"), self._stat("b")
         if self.kind == "softmax":
             v.instr(npu.VSubOp, work, a, work)
             v.instr(npu.VExpOp, work, work)
@@ -439,8 +489,17 @@ class _ChunkedRows:
             if self.kind == "layer_norm":
                 v.instr(npu.VSubOp, work, a, work)
             v.instr(npu.VMulOp, work, s, work)
-        out = Tile(self.result, 0, count)
+        out = self._tile(self.result)
         v.cast(work, out)
-        for param, tile, op in zip(self.params, self.param_tiles, (npu.VMulOp, npu.VAddOp)):
+        for param, tile, op in zip(self.params, self.param_tiles, (npu.VMulOp, npu.VAddOp)):  # rows only
             self.b.emit(npu.CopyOp, param.value, column, tile, 0, cols=count)
             v.instr(op, out, Tile(tile, 0, count), out)
+
+
+def _slab_columns(inner: int, most: int, itemsize: int) -> int:
+    """Columns of a slab per item: the largest divisor of `inner` up to `most`,
+    preferring rows of at least one 32-byte burst (narrower strided rows waste
+    the transfers)."""
+    divisors = [d for d in range(1, min(inner, max(1, most)) + 1) if inner % d == 0]
+    wide = [d for d in divisors if d * itemsize >= UB_ALIGN_BYTES]
+    return max(wide or divisors)
