@@ -114,6 +114,11 @@ class KernelBuilder:
             return min(a, b)
         return self._arith(arith.MinSIOp, a, b)
 
+    def max(self, a: Index, b: Index) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return max(a, b)
+        return self._arith(arith.MaxSIOp, a, b)
+
     def affine(self, base: Index, *terms: tuple[Index, int]) -> Index:
         """`base + sum(value * coefficient)`, folded."""
         total = base

@@ -20,6 +20,15 @@ loads, stores and tile bodies this kernel shares):
 * bias (one C0 row, row stride 0) and the activation are applied to the whole
   tile, which is rounded once (fp16 works in fp32, as the reference does).
 
+The tiles are numbered in groups that share one body (the same spans of rows
+and columns, the same channel count: `_Group`), each core taking a contiguous
+run of the numbers, and each group is one branch-free loop: npu-double-buffer
+then overlaps a tile's loads with the vector work of the one before and its
+store with the one after. A tile issues all its loads (input, weights, bias)
+before its first vector instruction, and pads its input after the load, around
+it: the vector unit waits for the transfers once, and a load never waits for
+the vector unit. The tile size is the one of least estimated time (`estimate`).
+
 Dilation enters as the effective window (KH - 1) * dh + 1 of the shared tiling
 and as the taps' offsets. A residual is not fused here (`depthwise_problem`
 says so: the fusion keeps the add a separate kernel).
@@ -27,18 +36,23 @@ says so: the fusion keeps the add a separate kernel).
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 from xdsl.dialects.builtin import f32
 
 from ....core import dtypes
 from ....dialects import npu
+from ....dialects.fused.base import ACTIVATIONS
 from ....dialects.ge.formats import Format, c0
-from ....simulator.npu.costs import transfer_cycles, vector_cycles
+from ....simulator.npu.costs import transfer_cost, vector_cycles
 from ..context import GmTensor, KernelContext
 from ..kernel_builder import Index
 from ..vector_emitter import Tile, VectorEmitter
 from .copy_layout import round_up
 from .cube import activate
-from .pooling import _Dim, _PoolKernel, _Span
+from .copy_kernel import grid_coordinates
+from .pooling import _Dim, _PoolKernel, _Span, _spans, _with_tile
 
 ACT_TEMPS = {"none": 0, "relu": 0, "relu6": 0, "sigmoid": 0, "hard_swish": 1}
 """Scratch tiles each activation needs (others: `MAX_ACT_TEMPS`)."""
@@ -62,6 +76,35 @@ def depthwise_problem(g, x: GmTensor, w: GmTensor, bias: GmTensor | None, residu
     if bias is not None and bias.format != Format.ND:
         return f"a {bias.format.value} bias"
     return None
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Tiles that share one body: images x channel blocks [blocks) x the row and
+    column tiles of one span each. `channels`: real channels of its blocks (the
+    weights and bias read), `loaded`: channels its loads and stores move (NCHW:
+    the real ones; NC1HWC0: whole blocks)."""
+
+    images: int
+    blocks: tuple[int, int]
+    rows: tuple[int, int]
+    cols: tuple[int, int]
+    rs: _Span
+    cs: _Span
+    channels: int
+    loaded: int
+
+    @property
+    def counts(self) -> list[int]:
+        return [self.images, *(hi - lo for lo, hi in (self.blocks, self.rows, self.cols))]
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.counts)
+
+
+def _tile_range(span: _Span) -> tuple[int, int]:
+    return span.interior if span.index is None else (span.index, span.index + 1)
 
 
 class DepthwiseKernel(_PoolKernel):
@@ -101,60 +144,125 @@ class DepthwiseKernel(_PoolKernel):
         if self.acc_type != self.dtype:
             buffers["wt"] = (window * lanes, self.dtype)
         if self.bias_t is not None and self.bias_splat is None:
-            buffers["braw"] = (lanes, self.dtype)
             buffers["bias"] = (lanes, self.acc_type)
+            if self.acc_type != self.dtype or self.c % lanes:  # a cast, or zeros past the last channel
+                buffers["braw"] = (lanes, self.dtype)
         for i in range(self.temps):
             buffers[f"t{i}"] = (out_elements, self.acc_type)
         return buffers
 
-    # ---- one tile ------------------------------------------------------------------------------
+    # ---- tiling --------------------------------------------------------------------------------
 
-    def _tile(self, image: Index, block: Index, channels: int, rs: _Span, cs: _Span, first_row: Index, first_col: Index) -> None:
-        self._load(image, block, channels, rs, cs, first_row, first_col)
-        self._load_channel_values(block)
-        acc = self._convolve(rs, cs)
-        self._epilogue(acc, rs, cs)
-        self._store(image, block, channels, rs, cs, first_row, first_col)
+    def _choose_tiles(self) -> None:
+        """Whole output rows if one fits UB (else the widest column chunk, as
+        pooling chooses), then the number of rows per tile of least `estimate`
+        among those that fit (ties: the larger tile)."""
+        super()._choose_tiles()
+        capacity = self.k.hw.capacity("ub")
+        rows, cols = self.rows, self.cols
+        best = None
+        for parts in range(1, rows.out + 1):
+            tr = -(-rows.out // parts)
+            if -(-rows.out // tr) != parts:
+                continue
+            candidate = _with_tile(rows, tr)
+            if self._ub_bytes(candidate, cols) > capacity:
+                continue
+            cost = self._estimate(candidate, cols)
+            if best is None or cost < best[0]:
+                best = (cost, candidate)
+        if best is not None:
+            self.rows = best[1]
+        self.out_pitch = self.rows.stride * self.pitch // self.cols.stride
 
-    def _load_channel_values(self, block: Index) -> None:
-        """The plane's weights as (KH*KW x C0) rows and its bias as one C0 row, in
-        the accumulation type; lanes past the last channel are zeros."""
+    def _groups(self) -> list[_Group]:
+        """The tiles by body: channel blocks of one count x row spans x column spans."""
+        lanes, blocks = self.lanes, self.blocks
+        tail = self.c - (blocks - 1) * lanes
+        nchw = self.nchw_in or self.nchw_out
+        cases = [((0, blocks), lanes)] if tail == lanes else [((0, blocks - 1), lanes), ((blocks - 1, blocks), tail)]
+        groups = []
+        for block_range, channels in cases:
+            if block_range[1] <= block_range[0]:
+                continue
+            for rs in _spans(self.rows):
+                for cs in _spans(self.cols):
+                    groups.append(_Group(self.n, block_range, _tile_range(rs), _tile_range(cs), rs, cs, channels,
+                                         channels if nchw else lanes))
+        return groups
+
+    # ---- emission ------------------------------------------------------------------------------
+
+    def emit(self) -> None:
+        """Every core takes a contiguous run of the tile numbers (the runs differ
+        by one tile at most); each group of tiles is one loop over the part of
+        the run that falls in it."""
+        b, k, rows, cols = self.b, self.k, self.rows, self.cols
+        self.buf = {name: b.alloc([size], t, "ub", name) for name, (size, t) in self._buffers(rows, cols).items()}
+        groups = self._groups()
+        total = sum(g.size for g in groups)
+        cores = min(total, k.hw.core_count)
+        k.block_dim = cores
+        k.explain(
+            f"{self._title()} {self.n}x{self.c}x{rows.size}x{cols.size} -> {rows.out}x{cols.out}: "
+            f"{self.n * self.blocks} plane(s) of {self.lanes} channels x {rows.count}x{cols.count} tile(s) of "
+            f"{rows.tile}x{cols.tile} outputs; UB pitch {self.pitch} pixels in, {self.out_pitch} out; "
+            f"{len(groups)} tile bodies; estimated {self.estimate():.0f} cycles"
+        )
+        if cores == 1:
+            start, end = 0, total
+        else:
+            core = b.block_idx()
+            start = b.floordiv(b.mul(core, total), cores)
+            end = b.floordiv(b.add(b.mul(core, total), total), cores)
+        first = 0
+        for group in groups:
+            last = first + group.size
+            lo = start if first == 0 else b.max(start, first)
+            hi = end if last == total else b.min(end, last)
+            with b.loop(lo, hi, name="tile") as t:
+                image, block, row_tile, col_tile = grid_coordinates(b, b.sub(t, first), group.counts)
+                image = 0 if group.images == 1 else image
+                block = b.add(block, group.blocks[0])
+                first_row = b.mul(b.add(row_tile, group.rows[0]), rows.tile)
+                first_col = b.mul(b.add(col_tile, group.cols[0]), cols.tile)
+                self._group_tile(group, image, block, first_row, first_col)
+            first = last
+
+    def _group_tile(self, group: _Group, image: Index, block: Index, first_row: Index, first_col: Index) -> None:
+        """One tile: its loads (weights and bias, then input), its vector work, its store."""
+        self._copy_channel_values(block, group.channels)
+        self._load(image, block, group.loaded, group.rs, group.cs, first_row, first_col)
+        self._format_channel_values(group.channels)
+        acc = self._convolve(group.rs, group.cs)
+        self._epilogue(acc, group.rs, group.cs)
+        self._store(image, block, group.loaded, group.rs, group.cs, first_row, first_col)
+
+    def _copy_channel_values(self, block: Index, channels: int) -> None:
+        """The block's weights (C0 x KH*KW, GM order) and bias into UB."""
+        b, lanes, window = self.b, self.lanes, self.g.window
+        b.emit(npu.CopyOp, self.w.value, b.mul(block, lanes * window), self.buf["wraw"], 0, cols=channels * window)
+        bias = self.buf.get("braw", self.buf.get("bias"))
+        if bias is not None:
+            b.emit(npu.CopyOp, self.bias_t.value, b.mul(block, lanes), bias, 0, cols=channels)
+
+    def _format_channel_values(self, channels: int) -> None:
+        """The weights as (KH*KW x C0) rows and the bias as one C0 row, in the
+        accumulation type; the lanes past the last channel are zeros (written by
+        the vector unit alone, which orders them itself)."""
         b, lanes, window = self.b, self.lanes, self.g.window
         raw, w = self.buf["wraw"], self.buf["w"]
-        self._per_block_copy(self.w.value, block, window, raw)
-        if self.acc_type == self.dtype:
-            b.emit(npu.VTransposeOp, raw, 0, w, 0, rows=lanes, cols=window, strides=[window, lanes])
-        else:
-            scratch = self.buf["wt"]
-            b.emit(npu.VTransposeOp, raw, 0, scratch, 0, rows=lanes, cols=window, strides=[window, lanes])
-            b.emit(npu.VCastOp, scratch, 0, w, 0, cols=window * lanes)
-        if "bias" not in self.buf:
-            return
-        braw, bias = self.buf["braw"], self.buf["bias"]
-        self._per_block_copy(self.bias_t.value, block, 1, braw)
-        b.emit(npu.VCastOp if self.acc_type != self.dtype else npu.VCopyOp, braw, 0, bias, 0, cols=lanes)
-
-    def _per_block_copy(self, src, block: Index, per_channel: int, dst) -> None:
-        """The `per_channel` values of each channel of `block` from GM -> `dst`; the
-        last block of fewer channels is zero-filled first (a branch when the block is
-        known at run time only)."""
-        b, lanes = self.b, self.lanes
-        tail = self.c - (self.blocks - 1) * lanes
-        offset = b.mul(block, lanes * per_channel)
-
-        def copy(channels: int) -> None:
+        rows = self.buf.get("wt", w)
+        if channels < lanes:
+            b.emit(npu.VDupOp, rows, 0, cols=window * lanes, value=0.0)
+        b.emit(npu.VTransposeOp, raw, 0, rows, 0, rows=channels, cols=window, strides=[window, lanes])
+        if rows is not w:
+            b.emit(npu.VCastOp, rows, 0, w, 0, cols=window * lanes)
+        if "braw" in self.buf:
             if channels < lanes:
-                b.emit(npu.VDupOp, dst, 0, cols=lanes * per_channel, value=0.0)
-            b.emit(npu.CopyOp, src, offset, dst, 0, cols=channels * per_channel)
-
-        if tail == lanes or self.blocks == 1 or isinstance(block, int):
-            last = self.blocks == 1 or (isinstance(block, int) and block == self.blocks - 1)
-            copy(tail if last else lanes)
-            return
-        with b.when(b.less_than(block, self.blocks - 1)):
-            copy(lanes)
-        with b.when(b.equals(block, self.blocks - 1)):
-            copy(tail)
+                b.emit(npu.VDupOp, self.buf["bias"], 0, cols=lanes, value=0.0)
+            cls = npu.VCastOp if self.acc_type != self.dtype else npu.VCopyOp
+            b.emit(cls, self.buf["braw"], 0, self.buf["bias"], 0, cols=channels)
 
     def _convolve(self, rs: _Span, cs: _Span):
         """acc = sum over the taps of input(tap) * weights(tap): one `vmul` per tap
@@ -200,27 +308,44 @@ class DepthwiseKernel(_PoolKernel):
     # ---- estimate ------------------------------------------------------------------------------
 
     def estimate(self) -> float:
-        """Cycles of the kernel by the simulator's closed forms: per tile the busier
-        of the vector pipe and the GM transfers (double buffering overlaps them),
-        the tiles shared out among the cores, plus one tile's transfers (the
-        pipeline's fill and drain)."""
+        """Cycles of the kernel as tiled (`_estimate`)."""
+        return self._estimate(self.rows, self.cols)
+
+    def _estimate(self, rows: _Dim, cols: _Dim) -> float:
+        """Cycles of the kernel with tiles of rows.tile x cols.tile outputs, by the
+        simulator's closed forms. A core's tiles form a pipeline (double
+        buffering): the first tile's load, vector work and store one after the
+        other, then each further tile the busiest of its load's data cycles, its
+        vector work and its store's data cycles (the transfers stream: their
+        latency overlaps the other tiles' work)."""
         hw, g, lanes = self.k.hw, self.g, self.lanes
-        rows, cols = self.rows, self.cols
-        pixels = (rows.tile - 1) * self.out_pitch + cols.tile
+        pitch = self._pitch(cols)
+        out_pitch = rows.stride * pitch // cols.stride
+        pixels = (rows.tile - 1) * out_pitch + cols.tile
         acc_bytes = dtypes.byte_width(self.acc_type)
         out_bytes = pixels * lanes * acc_bytes
-        in_bytes = rows.extent(rows.tile) * self.pitch * lanes * acc_bytes
-        vector = (2 * g.window - 1) * vector_cycles(hw, "binary", out_bytes)
-        vector += vector_cycles(hw, "data_movement", in_bytes)  # the tile's padding
-        vector += 2 * vector_cycles(hw, "binary", out_bytes)  # bias, rounding
+        height = rows.extent(rows.tile)
+        vector = g.window * vector_cycles(hw, "binary", out_bytes)  # one vmul per tap
+        vector += (g.window - 1) * vector_cycles(hw, "binary", out_bytes)  # and a vadd
+        vector += 4 * vector_cycles(hw, "data_movement", 2 * height * lanes * acc_bytes)  # the padding, at most
+        vector += vector_cycles(hw, "data_movement", g.window * lanes * acc_bytes)  # the weights' transpose
+        if self.bias_t is not None:
+            vector += vector_cycles(hw, "binary", out_bytes)
+        if self.acc_type != self.dtype:  # the input's and the result's casts
+            vector += vector_cycles(hw, "unary", height * pitch * lanes * acc_bytes) + vector_cycles(hw, "unary", out_bytes)
+        if self.nchw_in or self.nchw_out:  # transposes to and from pixels of C0 lanes
+            vector += 2 * vector_cycles(hw, "data_movement", height * pitch * lanes * acc_bytes)
         if self.act != "none":
-            vector += 4 * vector_cycles(hw, "transcendental", out_bytes)
+            steps = len(ACTIVATIONS.get(self.act, ())) or 4
+            vector += steps * vector_cycles(hw, "scalar" if self.act in ("relu", "relu6") else "transcendental", out_bytes)
         itemsize = self.x.itemsize
-        load = transfer_cycles(hw, "gm_to_ub", rows.extent(rows.tile), cols.extent(cols.tile) * lanes * itemsize)
-        store = transfer_cycles(hw, "ub_to_gm", rows.tile, cols.tile * lanes * itemsize)
+        load = transfer_cost(hw, "gm_to_ub", height, cols.extent(cols.tile) * lanes * itemsize)
+        store = transfer_cost(hw, "ub_to_gm", rows.tile, cols.tile * lanes * itemsize)
         tiles = self.n * self.blocks * rows.count * cols.count
         per_core = -(-tiles // min(tiles, hw.core_count))
-        return per_core * max(vector, load, store) + load + store
+        scalar = (2 * g.window + 40) * hw.scalar_instruction_cycles  # the tile's instructions and index math
+        steady = max(load.data_cycles, vector, store.data_cycles, scalar)
+        return load.cycles + vector + store.cycles + (per_core - 1) * steady
 
 
 def plan_depthwise(k: KernelContext, g, x, w, bias, residual, out, act: str) -> DepthwiseKernel:

@@ -256,14 +256,8 @@ class _PoolKernel:
         if self.nchw_in and not self.nchw_out and channels < lanes:
             # Lanes past the last channel become NC1HWC0 padding: they must pool to 0.
             b.emit(npu.VDupOp, tile, 0, cols=height * row, value=0.0)
-        if r0 > 0 or r1 < height:
-            b.emit(npu.VDupOp, tile, 0, cols=height * row, value=pad)
-        else:
-            if c0_ > 0:
-                b.emit(npu.VDupOp, tile, 0, rows=height, cols=c0_ * lanes, strides=[row], value=pad)
-            if c1 < width:
-                b.emit(npu.VDupOp, tile, c1 * lanes, rows=height, cols=(width - c1) * lanes, strides=[row], value=pad)
         if r1 <= r0 or c1 <= c0_:
+            b.emit(npu.VDupOp, tile, 0, cols=height * row, value=pad)
             return
         in_row = b.add(b.mul(first_row, self.rows.stride), r0 - self.rows.before)
         in_col = b.add(b.mul(first_col, self.cols.stride), c0_ - self.cols.before)
@@ -271,11 +265,30 @@ class _PoolKernel:
         count, span = r1 - r0, (c1 - c0_) * lanes
         if self.nchw_in:
             self._load_channels(image, block, channels, in_row, in_col, count, c1 - c0_, dst)
-            return
-        plane = b.add(b.mul(image, self.blocks), block)
-        src = b.add(b.mul(b.add(b.mul(plane, self.rows.size), in_row), self.cols.size * lanes), b.mul(in_col, lanes))
-        b.emit(npu.CopyOp, self.x.value, src, tile, dst, rows=count, cols=span,
-               **copy_strides(count, span, self.cols.size * lanes, row))
+        else:
+            plane = b.add(b.mul(image, self.blocks), block)
+            src = b.add(b.mul(b.add(b.mul(plane, self.rows.size), in_row), self.cols.size * lanes), b.mul(in_col, lanes))
+            b.emit(npu.CopyOp, self.x.value, src, tile, dst, rows=count, cols=span,
+                   **copy_strides(count, span, self.cols.size * lanes, row))
+        self._pad_borders(height, width, rs.valid, cs.valid, pad)
+
+    def _pad_borders(self, height: int, width: int, valid_rows: tuple[int, int], valid_cols: tuple[int, int],
+                     pad: float) -> None:
+        """The pad value around the loaded pixels, written after the load: the
+        regions are disjoint from it, so the vector unit only waits for the load
+        it waits for anyway, and the next tile's load never waits for the vector
+        unit's padding of its buffer."""
+        b, lanes, tile, row = self.b, self.lanes, self.buf["in"], self.pitch * self.lanes
+        (r0, r1), (c0_, c1) = valid_rows, valid_cols
+        if r0 > 0:
+            b.emit(npu.VDupOp, tile, 0, cols=r0 * row, value=pad)
+        if r1 < height:
+            b.emit(npu.VDupOp, tile, r1 * row, cols=(height - r1) * row, value=pad)
+        if c0_ > 0:
+            b.emit(npu.VDupOp, tile, r0 * row, rows=r1 - r0, cols=c0_ * lanes, strides=[row], value=pad)
+        if c1 < width:
+            b.emit(npu.VDupOp, tile, r0 * row + c1 * lanes, rows=r1 - r0, cols=(width - c1) * lanes, strides=[row],
+                   value=pad)
 
     def _load_channels(self, image: Index, block: Index, channels: int, in_row: Index, in_col: Index,
                        count: int, width: int, dst: int) -> None:

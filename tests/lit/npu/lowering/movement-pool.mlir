@@ -1,7 +1,8 @@
 // A 3x3 stride-2 max pool in NC1HWC0: pixels of 16 lanes, the input tile padded
 // with the lowest fp16 (the pads never win) at a pitch of 10 pixels, and one
 // vector instruction per window offset over the whole output tile (source row
-// stride 2 pixels): a vcopy then eight vmax. The top band (static: it reads
+// stride 2 pixels): a vcopy then eight vmax. The padding around the loaded
+// pixels is written after the load (disjoint from it). The top band (static: it reads
 // the padding row) and the interior bands (run-time row) are separate bodies.
 // RUN: ge-opt %s -p 'ge-to-npu{hw=tiny}' | filecheck %s
 // RUN: ge-sim %s --pipeline 'ge-lower-to-npu{hw=tiny}' --hw tiny --check | filecheck %s --check-prefix=SIM
@@ -18,11 +19,12 @@ func.func @main(%x: tensor<1x16x8x8xf16> {ge.name = "x"}) -> (tensor<1x16x4x4xf1
 // CHECK:         %out = npu.alloc : memref<160xf16, #npu.space<ub>>
 // CHECK:         scf.for %tile =
 // CHECK:           scf.if
-// CHECK-NEXT:        npu.vdup %in[%c0] {cols = 480, value = -65504.0}
 // CHECK:             npu.copy %0[{{%.*}}], %in[%c176] {rows = 2, cols = 128, strides = [128, 160]}
+// CHECK-NEXT:        npu.vdup %in[%c0] {cols = 160, value = -65504.0}
+// CHECK-NEXT:        npu.vdup %in[%c160] {rows = 2, cols = 16, strides = [160], value = -65504.0}
 // CHECK:           scf.if
-// CHECK-NEXT:        npu.vdup %in[%c0] {rows = 3, cols = 16, strides = [160], value = -65504.0}
 // CHECK:             npu.copy %0[{{%.*}}], %in[%c16] {rows = 3, cols = 128, strides = [128, 160]}
+// CHECK-NEXT:        npu.vdup %in[%c0] {rows = 3, cols = 16, strides = [160], value = -65504.0}
 // CHECK-NEXT:        npu.vcopy %in[%c0], %out[%c0] {rows = 4, cols = 16, strides = [32, 16]}
 // CHECK-NEXT:        npu.vmax %out[%c0], %in[%c16], %out[%c0] {rows = 4, cols = 16, strides = [16, 32, 16]}
 // CHECK-NEXT:        npu.vmax %out[%c0], %in[%c32], %out[%c0] {rows = 4, cols = 16, strides = [16, 32, 16]}
