@@ -8,9 +8,13 @@ with ONNX's expected outputs. Prints a table per op and the totals.
     python bench/onnx_conformance.py --suite node --backend npu   # all 1884 cases, by category
     python bench/onnx_conformance.py --suite pytorch-converted    # the onnx wheel's model suites
     python bench/onnx_conformance.py --suite node --backend npu --progress   # each case as it ends
+    python bench/onnx_conformance.py --suite node --backend npu --category other   # the non-plain cases
 
 --suite runs a whole suite whatever its ops, printing passed / refused (a clean
-one-line UnsupportedError at import) / failed: `node` is every ONNX node test
+one-line UnsupportedError at import, or NoUnitForTypeError from ge-compile for an
+element type no NPU unit computes the op in: f64 products) / failed, then the
+refused cases by kind (`refusal_kind`: op not supported, sequence or optional,
+element type X, no NPU kernel for dtype X): `node` is every ONNX node test
 case, counted by category (plain tensors of float32, float16, int8, uint8, int32,
 int64 or bool without control flow or ML / training ops, against the others by
 the reason they are not); `pytorch-converted` and `pytorch-operator` are the
@@ -38,6 +42,7 @@ from gecomp.frontend.conformance import (
     UNSUPPORTED,
     format_table,
     pass_rates,
+    refusals_by_kind,
     run_conformance,
     run_function_cases,
     run_refusals,
@@ -57,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-multi-node", action="store_true",
                    help="skip the multi-node cases (expanded ONNX functions)")
     p.add_argument("--suite", choices=SUITES, help="run every case of a whole suite, whatever its ops")
+    p.add_argument("--category", action="append", dest="categories", metavar="CATEGORY",
+                   help="with --suite node, only the cases of this category (repeatable): "
+                        "'plain tensors', 'other' (every non-plain case) or one of the others "
+                        "('double', 'bfloat16', 'control flow'...)")
     p.add_argument("--progress", action="store_true",
                    help="print each case to stderr as it finishes (a whole suite on npu takes long)")
     p.add_argument("--function-ops", action="store_true",
@@ -80,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{in_scope:.1%} of the {total.cases - total.unsupported} not refused as unsupported "
         f"[{args.backend} backend, {time.perf_counter() - start:.1f} s]"
     )
+    _print_refusals(results)
     refusals = [] if args.ops else run_refusals()
     if refusals:
         clean = sum(r.status == UNSUPPORTED for r in refusals)
@@ -101,13 +111,15 @@ def _run_function_ops(args) -> int:
     total = total_row(rows)
     print(f"\nfunction ops: passed {total.passed} of {total.cases} [{args.backend} backend, "
           f"{time.perf_counter() - start:.1f} s]")
+    _print_refusals(results)
     _list_failures(args, results)
     return 0
 
 
 def _run_suite(args) -> int:
     start = time.perf_counter()
-    results = _run_or_report(run_suite, args.suite, args.backend, _progress if args.progress else None)
+    results = _run_or_report(run_suite, args.suite, args.backend, _progress if args.progress else None,
+                             args.categories)
     if results is None:
         return 1
     rows = summarize_categories(results) if args.suite == "node" else summarize(results, [args.suite])[:1]
@@ -116,8 +128,15 @@ def _run_suite(args) -> int:
     passed = sum(r.status == "passed" for r in results)
     print(f"\n{args.suite}: passed {passed} of {len(results)} ({passed / max(len(results), 1):.1%}) "
           f"[{args.backend} backend, {time.perf_counter() - start:.1f} s]")
+    _print_refusals(results)
     _list_failures(args, results)
     return 0
+
+
+def _print_refusals(results) -> None:
+    kinds = refusals_by_kind(results)
+    if kinds:
+        print("refused, by kind: " + "; ".join(f"{kind} {count}" for kind, count in kinds.items()))
 
 
 def _progress(result) -> None:

@@ -81,3 +81,14 @@ def argument_error(tool: str) -> Callable[[str], NoReturn]:
 def op_error(op: Operation, message: str) -> CompileError:
     """An error about `op`, phrased as MLIR does: `'ge.matmul' op ...`."""
     return CompileError(f"'{op.name}' op {message}", op)
+
+
+class NoUnitForTypeError(CompileError):
+    """The target has no unit that computes an op on its element type (the NPU's
+    cube multiplies f16, bf16 and f32, never f64): a deliberate refusal of the
+    input, reported like any error, which conformance counts as refused ("no NPU
+    kernel for dtype X") rather than as a failure of the compiler."""
+
+    def __init__(self, op: Operation, element_type: Attribute, why: str):
+        super().__init__(f"'{op.name}' op has no NPU kernel for element type {element_type}: {why}", op)
+        self.element_type = element_type

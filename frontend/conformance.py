@@ -12,7 +12,9 @@ Each case ends in one of three states:
 * passed: imported, run, and every output matches in shape, element type and
   values (within the case's rtol/atol, as ONNX's runner checks them);
 * unsupported: the importer refused it cleanly (`UnsupportedError`: an element
-  type, attribute value or mode gecomp does not take);
+  type, attribute value or mode gecomp does not take), or the backend did for an
+  element type no unit of the NPU computes the op in (`NoUnitForTypeError`: the
+  cube multiplies no f64); `refusal_kind` names the kind of each refusal;
 * failed: anything else (a wrong number, a crash, an unexpected import error).
 
 The cases of the ops gecomp does not support are checked too (`run_refusals`):
@@ -44,6 +46,7 @@ import dataclasses
 import functools
 import glob
 import os
+import re
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -52,8 +55,8 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from ..core import dtypes
-from ..core.context import make_context
-from ..core.diagnostics import CompileError
+from ..dialects.context import make_context
+from ..core.diagnostics import CompileError, NoUnitForTypeError
 from ..core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from ..simulator.reference import run_reference
 from ..simulator.run import execute
@@ -239,6 +242,8 @@ def _run_data_set(model: Model, inputs, expected, backend: Backend, tolerance: t
     try:
         with np.errstate(all="ignore"):
             outputs = backend(module, runtime_inputs)
+    except NoUnitForTypeError as e:
+        return UNSUPPORTED, e.message
     except CompileError as e:
         return FAILED, f"run: {e.message}"
     except Exception as e:  # noqa: BLE001 - a crash of the backend is a failed case, reported
@@ -467,25 +472,68 @@ def suite_cases(suite: str) -> list:
 
 
 def run_suite(suite: str, backend: str = "reference",
-              progress: Callable[[CaseResult], None] | None = None) -> list[CaseResult]:
+              progress: Callable[[CaseResult], None] | None = None,
+              categories: Iterable[str] | None = None) -> list[CaseResult]:
     """Every case of `suite` on `backend`, whatever its ops (a case using an op
-    gecomp lacks is refused at import), each result with its category."""
+    gecomp lacks is refused at import), each result with its category; with
+    `categories`, only the cases of those (`in_categories`: a whole run of the node
+    suite through the simulator takes hours, so it is run in parts)."""
     run = backend_named(backend)
     if isinstance(run, Compiled):
         run.check()
+    wanted = None if categories is None else tuple(categories)
     results = []
     for case in suite_cases(suite):
-        result = dataclasses.replace(run_case(case, run, suite), category=case_category(case.model))
+        category = case_category(case.model)
+        if wanted is not None and not in_categories(category, wanted):
+            continue
+        result = dataclasses.replace(run_case(case, run, suite), category=category)
         results.append(result)
         if progress is not None:
             progress(result)
     return results
 
 
+OTHER = "other"
+
+_REFUSAL_KINDS = (
+    (re.compile(r"unsupported op types?: "), "op not supported"),
+    (re.compile(r"is an? (sequence|optional)"), "sequence or optional"),
+    (re.compile(r"has element type (\w+), which gecomp does not support"), "element type {0}"),
+    (re.compile(r"has no NPU kernel for element type (\w+)"), "no NPU kernel for dtype {0}"),
+)
+
+
+def refusal_kind(reason: str) -> str:
+    """The kind of a refusal, from its one-line reason: an op gecomp does not
+    import, a sequence or optional, an element type refused at import, an element
+    type with no NPU unit for the op; else the reason itself (a kind to look at)."""
+    for pattern, kind in _REFUSAL_KINDS:
+        if (match := pattern.search(reason)) is not None:
+            return kind.format(*match.groups())
+    return reason
+
+
+def refusals_by_kind(results: Sequence[CaseResult]) -> dict[str, int]:
+    """Refused cases counted by `refusal_kind`, most first."""
+    counts: dict[str, int] = {}
+    for r in results:
+        if r.status == UNSUPPORTED:
+            kind = refusal_kind(r.reason)
+            counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
+
+
+def in_categories(category: str, wanted: Sequence[str]) -> bool:
+    """Whether a case of `category` is among `wanted`: category names, PLAIN, or
+    OTHER for every category but PLAIN."""
+    return category in wanted or (OTHER in wanted and category != PLAIN)
+
+
 def summarize_categories(results: Sequence[CaseResult]) -> list[OpRow]:
     """One row for the plain-tensor cases, one for all the others, then one per
     reason of the others (most cases first)."""
-    plain, other = OpRow(PLAIN), OpRow("other")
+    plain, other = OpRow(PLAIN), OpRow(OTHER)
     reasons: dict[str, OpRow] = {}
     for r in results:
         (plain if r.category == PLAIN else other).add(r)
@@ -498,6 +546,9 @@ __all__ = [
     "BACKENDS",
     "SUITES",
     "case_category",
+    "in_categories",
+    "refusal_kind",
+    "refusals_by_kind",
     "run_suite",
     "suite_cases",
     "summarize_categories",

@@ -5,7 +5,7 @@
 L0A holds A as a logical row-major (m x k) matrix (row stride strides[0], default
 k), L0B holds B (k x n, row stride strides[1], default n), L0C holds C (m x n,
 row stride strides[2], default n). `C = A @ B`, or `C += A @ B` with
-`accumulate = true`. Inputs f16 or f32 accumulate in f32; i8 accumulates in i32.
+`accumulate = true`. Inputs f16, bf16 or f32 accumulate in f32; i8 accumulates in i32.
 
 Cost (the simulator's): cube startup + ceil(m/16) * ceil(n/16) * ceil(k/16)
 blocks x the preset's cycles per 16x16x16 block for the input type.
@@ -18,13 +18,16 @@ from xdsl.dialects.builtin import IndexType, MemRefType, f16, f32, i8, i32
 from xdsl.irdl import irdl_op_definition, operand_def
 from xdsl.utils.exceptions import VerifyException
 
+from ...core.dtypes import bf16
+
 from ..ge.base import Kind
 from .access import Strided
 from .base import OPTIONAL, Space, check_buffer_type, field
 from .instruction import Access, InstructionOp, Kernel
 
-MMAD_TYPES = {f16: ("fp16", f32), f32: ("fp32", f32), i8: ("int8", i32)}
-"""Input element type -> (the preset's cube rate key, the L0C accumulator type)."""
+MMAD_TYPES = {f16: ("fp16", f32), bf16: ("fp16", f32), f32: ("fp32", f32), i8: ("int8", i32)}
+"""Input element type -> (the preset's cube rate key, the L0C accumulator type). bf16
+multiplies at the f16 rate (the 910B cube takes both 16-bit float formats)."""
 
 
 @irdl_op_definition
@@ -60,7 +63,7 @@ class MmadOp(InstructionOp):
         check_buffer_type(self.c.type, "C", [Space.L0C])
         ta, tb, tc = self.a.type.element_type, self.b.type.element_type, self.c.type.element_type
         if ta != tb or ta not in MMAD_TYPES:
-            raise VerifyException(f"A and B must both be f16, f32 or i8, got {ta} and {tb}")
+            raise VerifyException(f"A and B must both be f16, bf16, f32 or i8, got {ta} and {tb}")
         if tc != MMAD_TYPES[ta][1]:
             raise VerifyException(f"C must be {MMAD_TYPES[ta][1]} for {ta} inputs, got {tc}")
 

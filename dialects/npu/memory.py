@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import IndexType, MemRefType, f16, f32, i32
 from xdsl.irdl import irdl_op_definition, operand_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
+from ...core.dtypes import bf16
 from ..ge.base import Kind
 from .access import Fractal, Strided, fractal_to_tile, tile_to_fractal
 from .base import OPTIONAL, Space, check_buffer_type, field, space_of
@@ -161,8 +162,9 @@ class LoadL0Op(TransferOp):
         return load
 
 
-FIXPIPE_CASTS = {f32: (f32, f16), i32: (i32,)}
-"""L0C element type -> the destination element types the FixPipe converts to."""
+FIXPIPE_CASTS = {f32: (f32, f16, bf16), i32: (i32,)}
+"""L0C element type -> the destination element types the FixPipe converts to
+(rounding to nearest even, as the 910B's FixPipe does for f16 and bf16)."""
 
 
 @irdl_op_definition

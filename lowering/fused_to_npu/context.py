@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from ...core import dtypes
-from ...core.diagnostics import op_error
+from ...core.diagnostics import NoUnitForTypeError, op_error
 from ...dialects.ge import ConstOp
 from ...dialects.ge.formats import Format, format_of, physical_shape
 from ...simulator.hardware import HardwarePreset
@@ -114,6 +114,11 @@ class KernelContext:
     def unsupported(self, why: str):
         """An error for a case the template does not handle (raise it)."""
         return op_error(self.op, f"has no NPU kernel for this case: {why}")
+
+    def no_unit_for(self, element_type: Attribute, why: str) -> NoUnitForTypeError:
+        """An error for an element type no unit of the target computes this op in
+        (raise it): a deliberate refusal, not a gap of the template."""
+        return NoUnitForTypeError(self.op, element_type, why)
 
 
 KernelTemplate = Callable[[Operation, KernelContext], None]

@@ -64,7 +64,7 @@ from ..context import GmTensor, KernelContext
 from .registry import kernel_for
 from ..kernel_builder import Index
 from ..vector_emitter import Operand, Tile, VectorEmitter, emit_elementwise
-from .cube import RATES
+from .cube import require_cube_type
 from .cube_epilogue import EpilogueInput, Role, ScratchTiles
 from .cube_kernel import for_core_items
 from .cube_operands import ND, NZ, BatchMap, MatrixView, batch_map, broadcast_view, nz_block_stride
@@ -111,9 +111,7 @@ def lower_flash_attention(op: fused.FlashAttentionOp, k: KernelContext) -> None:
     names = op.present_operand_names()
     t = SimpleNamespace(**{"mask": None, **dict(zip(names, k.inputs))})
     out = k.outputs[0]
-    element_type = t.query.element_type
-    if element_type not in RATES or any(x.element_type != element_type for x in (t.key, t.value, out)):
-        raise k.unsupported(f"flash attention on {element_type} (the cube takes f16 or f32)")
+    require_cube_type(k, t.query, t.key, t.value, out)
     try:
         q = head_view(t.query, a.layout, a.num_heads)
         kt = head_view(t.key, a.layout, a.num_heads, transposed=True)
@@ -162,6 +160,10 @@ class _KvBlocks:
 
     def size(self, j: int) -> int:
         return min(self.sk, self.length - j * self.sk)
+
+    def written_out(self, j: int) -> bool:
+        """Whether block j is written out (not a block of the looped pairs)."""
+        return j < 2 or j >= 2 + 2 * self.looped_pairs
 
 
 class _AttentionKernel:
@@ -309,7 +311,10 @@ class _AttentionKernel:
             self.q.load_to_l0(b, self.q_l1, q_stride, 0, mq, 0, s.d, self.q_l0, self.d16)
 
         blocks = _KvBlocks(s.sk, self.t.sk)
-        self._head(offsets, mq, 0, blocks.size(0), parity, load_q, None if before is None else before.stage_v)
+        early = [] if before is None else [before.stage_v]
+        if blocks.count == 1 and self._v_after_k():
+            early.append(lambda: self._stage_v(offsets.v, 0, blocks.size(0), parity))
+        self._head(offsets, mq, 0, blocks.size(0), parity, load_q, early)
         if before is not None:
             before.start(v_staged=True)
         self._softmax(offsets, q0, mq, 0, blocks.size(0), parity, first=True)
@@ -324,7 +329,17 @@ class _AttentionKernel:
         for j in range(2 + 2 * blocks.looped_pairs, blocks.count):
             self._step(offsets, q0, mq, j, blocks, parity=(parity + j) % 2)
         last = blocks.count - 1
-        return _ItemEnd(self, mq, ends, last * self.t.sk, blocks.size(last), (parity + last) % 2, last == 0, offsets, q0)
+        return _ItemEnd(
+            self, mq, ends, last * self.t.sk, blocks.size(last), (parity + last) % 2, last == 0, offsets, q0,
+            v_staged=blocks.written_out(last) and self._v_after_k(),
+        )
+
+    def _v_after_k(self) -> bool:
+        """Whether V goes to MTE2 after K has gone on to L0B (`_head`): unless a
+        block's mask is loaded too. The mask's load comes after the head's
+        transfers and its flag after their landing; with V behind K's flag, it
+        would wait for one more landing and for the last block's V."""
+        return self.mask_home is None or self.mask.role == Role.SCALAR
 
     # ---- one key / value block, in its three parts ------------------------------------------
 
@@ -335,27 +350,36 @@ class _AttentionKernel:
         size = blocks.size(j) if isinstance(j, int) else sk
         k0 = b.mul(j, sk)
         # every block before the last is full
-        self._head(offsets, mq, k0, size, parity, previous_v=lambda: self._stage_v(offsets.v, b.sub(k0, sk), sk, 1 - parity))
+        stages = [lambda: self._stage_v(offsets.v, b.sub(k0, sk), sk, 1 - parity)]
+        if isinstance(j, int) and j == blocks.count - 1 and self._v_after_k():
+            stages.append(lambda: self._stage_v(offsets.v, k0, size, parity))  # the last block's V, with its K landed
+        self._head(offsets, mq, k0, size, parity, v_stages=stages)
         self._product(mq, sk, 1 - parity)
         self._softmax(offsets, q0, mq, k0, size, parity)
         self._accumulate(mq, 1 - parity, first=isinstance(j, int) and j == 1)
 
-    def _head(self, offsets, mq: int, k0: Index, size: int, parity: int, load_q=None, previous_v=None) -> None:
+    def _head(self, offsets, mq: int, k0: Index, size: int, parity: int, load_q=None, v_stages=()) -> None:
         """K of the block into L1 / L0 copy `parity`, S = Q K^T into L0C. `load_q` (an
-        item's first block) moves Q into L0A. V is not needed before the block's
-        product, which comes after the next block's scores: `previous_v()` stages the
-        previous block's V with this block's K, under the same flag. A set_flag on
-        MTE2 holds it until the transfers before it have landed (200 cycles on
-        ascend910): a landing per block instead of one for K and one for V."""
+        item's first block) moves Q into L0A. V is not needed before a block's
+        product, which comes after the next block's scores: `v_stages` stage the
+        previous block's V (and the last block's own) after this block's K has
+        gone on to L0B, so that the flag handing K to MTE1 is set before them and
+        the scores, which head the vector unit's chain, do not wait for V to land
+        (a set_flag on MTE2 holds it until the transfers before it have landed,
+        200 cycles on ascend910; V lands under the next block's flag). With a
+        mask loaded per block (`_v_after_k`) they go with K, under its flag."""
         b, s = self.b, self.t.shape
         sk16 = self.sk16
         kt_stride = self.kt.l1_stride(s.d, self.t.sk)
         self.kt.stage_to_l1(b, offsets.k, 0, s.d, k0, size, self.k_l1[parity], kt_stride)
-        if previous_v is not None:
-            previous_v()
+        after_k = self._v_after_k()
+        for stage in () if after_k else v_stages:
+            stage()
         if load_q is not None:
             load_q()
         self.kt.load_to_l0(b, self.k_l1[parity], kt_stride, 0, s.d, 0, size, self.k_l0[parity], sk16)
+        for stage in v_stages if after_k else ():
+            stage()
         b.emit(
             npu.MmadOp, self.q_l0, 0, self.k_l0[parity], 0, self.s_l0c, 0,
             m=mq, n=size, k=s.d, strides=[self.d16, sk16, sk16],
@@ -502,6 +526,7 @@ class _ItemEnd:
     first: bool  # it is the item's only block
     offsets: SimpleNamespace  # the item's GM offsets (v and o), valid where they were computed
     q0: Index
+    v_staged: bool = False  # its V was staged with its own K (`_step`)
 
     def elsewhere(self, batch: Index, q0: Index) -> _ItemEnd:
         """The same end with its offsets computed anew where it is written in (the
@@ -511,8 +536,10 @@ class _ItemEnd:
         return replace(self, offsets=offsets, q0=q0)
 
     def stage_v(self) -> None:
-        """The last block's V (`_head`: staged with the next item's first K)."""
-        self.kernel._stage_v(self.offsets.v, self.k0, self.size, self.parity)
+        """The last block's V, unless staged with its own K: if its block is one
+        of the looped pairs, staged with the next item's first K (`_head`) or here."""
+        if not self.v_staged:
+            self.kernel._stage_v(self.offsets.v, self.k0, self.size, self.parity)
 
     def start(self, v_staged: bool = False) -> None:
         if not v_staged:

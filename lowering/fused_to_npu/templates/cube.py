@@ -14,9 +14,10 @@ import math
 from dataclasses import replace
 from types import SimpleNamespace
 
-from xdsl.dialects.builtin import f16, f32
+from xdsl.dialects.builtin import f32
 
 from ....dialects import fused, ge
+from ....dialects.npu.cube import MMAD_TYPES
 from ....dialects.fused.base import ACTIVATIONS, INPUT
 from ...tiling import GemmShape
 from ..context import GmTensor, KernelContext, named
@@ -27,8 +28,20 @@ from .cube_kernel import CubeProblem, emit_cube_kernel
 from .cube_operands import broadcast_view, matrix_view
 from .normalization import layer_norm_rows
 
-RATES = {f16: "fp16", f32: "fp32"}
+RATES = {t: rate for t, (rate, accumulator) in MMAD_TYPES.items() if accumulator == f32}
 """Element types the cube multiplies here, and their rate keys (fp32 accumulation)."""
+
+
+def require_cube_type(k: KernelContext, *tensors: GmTensor) -> None:
+    """The cube's one legality check of element types (matmuls, convolutions,
+    flash attention): operands of one type it multiplies, else a refusal naming
+    the type (`NoUnitForTypeError`: f64 has no unit; mixed types are a gap)."""
+    element_type = tensors[0].element_type
+    if element_type not in RATES:
+        raise k.no_unit_for(element_type, f"the cube multiplies {', '.join(map(str, RATES))}")
+    mixed = sorted({str(t.element_type) for t in tensors} - {str(element_type)})
+    if mixed:
+        raise k.unsupported(f"operands of {element_type} and {', '.join(mixed)} in one product")
 
 
 def epilogue_input(t: GmTensor | None, out_shape) -> EpilogueInput | None:
@@ -57,7 +70,7 @@ def gemm_problem(
     batch = out_shape[:-2]
     element_type = lhs.element_type
     if element_type not in RATES:
-        raise ValueError(f"the cube multiplies f16 or f32 here, not {element_type}")
+        raise ValueError(f"the cube multiplies {', '.join(map(str, RATES))} here, not {element_type}")
     if splits > 1:
         a = matrix_view(lhs, (), transpose_a).k_slices(splits, along_cols=True)
         bs = [matrix_view(r, (), transpose_b).k_slices(splits, along_cols=False) for r in rhs]
@@ -73,6 +86,7 @@ def gemm_problem(
 def matmul_problem(
     k: KernelContext, lhs, rhs, transpose_a, transpose_b, epilogue, whole_rows=False, splits=1
 ) -> CubeProblem:
+    require_cube_type(k, lhs)
     try:
         return gemm_problem(lhs, rhs, k.outputs[0].shape, transpose_a, transpose_b, epilogue, whole_rows, splits)
     except ValueError as e:

@@ -144,7 +144,7 @@ npu.kernel @k(%g: memref<1024xf16, #npu.space<gm>>) attributes {block_dim = 1} {
   %c0 = arith.constant 0 : index
   %c = npu.alloc {offset = 0} : memref<1024xf32, #npu.space<l0c>>
   %u = npu.alloc {offset = 0} : memref<1024xi32, #npu.space<ub>>
-  // expected-error @+1 {{cannot convert f32 to i32 (allowed: f32, f16)}}
+  // expected-error @+1 {{cannot convert f32 to i32 (allowed: f32, f16, bf16)}}
   npu.fixpipe %c[%c0], %u[%c0] {rows = 16, cols = 16}
 }
 
