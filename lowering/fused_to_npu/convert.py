@@ -53,6 +53,15 @@ FORM_PASSES = (SplitMatmulNormPass, SplitKPass)
 _ALIASING_OPS = (ge.IdentityOp, ge.DropoutOp)
 
 
+def _through_reshapes(value: SSAValue) -> SSAValue:
+    """The value `value` is an ND reshape (or identity) of, through any chain of them."""
+    while isinstance(value.owner, (ge.ReshapeOp, *_ALIASING_OPS)) and all(
+        _is_nd(v.type) for v in (value.owner.operands[0], value)
+    ):
+        value = value.owner.operands[0]
+    return value
+
+
 def gm_memref(t: TensorType):
     """The GM memref holding a tensor's physical image."""
     return npu.memref(physical_shape(t.get_shape(), format_of(t), t.element_type), t.element_type, "gm")
@@ -138,18 +147,26 @@ class _HostPlanBuilder:
 
     def _direct_destinations(self) -> dict[SSAValue, SSAValue]:
         """Returned values whose producing op can write the output argument itself:
-        computed by an op (not an argument or constant), returned once, in ND."""
+        computed by an op (not an argument or constant), returned once, in ND. A
+        value returned through ND reshapes (a model's last norm, reshaped to the
+        batch's shape) is written by its producer into a view of the output
+        argument, instead of into a buffer of its own copied out by one more kernel
+        (`self.routed` holds the returned values so served)."""
         destinations: dict[SSAValue, SSAValue] = {}
+        self.routed: set[SSAValue] = set()
         returned = list(self.returned.operands)
         for value, out in zip(returned, self.output_args):
-            owner = value.owner
-            if (
-                isinstance(owner, Operation)
-                and not isinstance(owner, (ge.ConstOp, ge.ReshapeOp, *_ALIASING_OPS))
-                and returned.count(value) == 1
-                and format_of(value.type) == Format.ND
-            ):
+            if returned.count(value) != 1 or format_of(value.type) != Format.ND:
+                continue
+            source = _through_reshapes(value)
+            owner = source.owner
+            if not isinstance(owner, Operation) or isinstance(owner, ge.ConstOp) or source in returned and source is not value:
+                continue
+            if source is value:
                 destinations[value] = out
+            elif source not in destinations:
+                destinations[source] = self._host(npu.GmViewOp.of(out, source.type.get_shape())).result
+                self.routed.add(value)
         return destinations
 
     # ---- one op -------------------------------------------------------------------------
@@ -198,7 +215,7 @@ class _HostPlanBuilder:
         from .templates.data_movement import copy_to_output
 
         for value, out, spec in zip(self.returned.operands, self.output_args, self.outputs):
-            if self.destinations.get(value) is out or _is_empty(value.type):
+            if self.destinations.get(value) is out or value in self.routed or _is_empty(value.type):
                 continue
             self._launch(
                 f"k{self.kernel_count}_output_{_hint(spec.name)}",
