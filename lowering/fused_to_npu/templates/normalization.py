@@ -318,7 +318,7 @@ class _ChunkedRows:
             self.ic = self.stride = 1
             most = (elements - UB_ALIGN_BYTES) // align * align
         else:  # slab rows of ic columns, each padded to a 32-byte block in UB
-            self.ic = _slab_columns(self.inner, elements // (8 * align), self.x.itemsize)
+            self.ic = slab_columns(view.rows, self.inner, elements // (8 * align), k.hw.core_count, self.x.itemsize)
             self.stride = -(-self.ic // align) * align
             most = (elements - 5 * self.stride * 4 // per_element) // self.stride
         self.stat_elements = max(UB_ALIGN_BYTES // 4, self.stride)
@@ -496,10 +496,12 @@ class _ChunkedRows:
             v.instr(op, out, Tile(tile, 0, count), out)
 
 
-def _slab_columns(inner: int, most: int, itemsize: int) -> int:
-    """Columns of a slab per item: the largest divisor of `inner` up to `most`,
-    preferring rows of at least one 32-byte burst (narrower strided rows waste
-    the transfers)."""
+def slab_columns(outer: int, inner: int, most: int, cores: int, itemsize: int) -> int:
+    """Columns of an (axis x inner) slab per item of a chunked kernel (`outer`
+    slabs): a divisor of `inner`, at most `most`; the widest that still gives
+    every core an item, but rows of at least one 32-byte burst (narrower strided
+    rows waste the transfers' bandwidth)."""
     divisors = [d for d in range(1, min(inner, max(1, most)) + 1) if inner % d == 0]
-    wide = [d for d in divisors if d * itemsize >= UB_ALIGN_BYTES]
-    return max(wide or divisors)
+    wide = [d for d in divisors if d * itemsize >= UB_ALIGN_BYTES] or divisors
+    busy = [d for d in wide if outer * (inner // d) >= cores]
+    return max(busy) if busy else min(wide)

@@ -33,7 +33,7 @@ from .registry import kernel_for
 from ..kernel_builder import Index
 from ..row_kernel import Body, Role, RowOperand, RowView, emit_row_kernel, fits
 from ..vector_emitter import UB_ALIGN_BYTES, Tile, VectorEmitter
-from .normalization import inner_chunk
+from .normalization import inner_chunk, slab_columns
 
 _KINDS = {ge.ReduceSumOp: "sum", ge.ReduceMeanOp: "mean", ge.ReduceMaxOp: "max"}
 
@@ -195,7 +195,8 @@ class _ChunkedReduction:
             self.chunk = max(1, min(shape.size, chunk - chunk % max(align, 1)))
             self.items = shape.outer
         else:
-            self.cols = _item_columns(shape, budget // (per_element * 16), k.hw.core_count, x.itemsize)
+            most = budget // (per_element * 16)
+            self.cols = slab_columns(shape.outer, shape.inner, most, k.hw.core_count, x.itemsize)
             self.stride = -(-self.cols // align) * align
             self.chunk = max(1, min(shape.size, budget // (per_element * self.stride)))
             self.items = shape.outer * (shape.inner // self.cols)
@@ -309,16 +310,6 @@ class _ChunkedReduction:
             v.binary(npu.VMulOp, acc, 1.0 / self.shape.count, acc)
         v.cast(acc, Tile(self.result, 0, 0))
         b.emit(npu.CopyOp, self.result, 0, self.out.value, out_offset, cols=width)
-
-
-def _item_columns(shape: ReductionShape, most: int, cores: int, itemsize: int) -> int:
-    """Columns of a slab per item: a divisor of I, at most `most`; the widest that
-    still gives every core an item, but rows of at least one 32-byte burst
-    (narrower strided rows waste the transfers' bandwidth)."""
-    divisors = [d for d in range(1, min(shape.inner, max(1, most)) + 1) if shape.inner % d == 0]
-    wide = [d for d in divisors if d * itemsize >= UB_ALIGN_BYTES] or divisors
-    busy = [d for d in wide if shape.outer * (shape.inner // d) >= cores]
-    return max(busy) if busy else min(wide)
 
 
 def _mixed_radix(b, index: Index, dims: tuple[tuple[int, int], ...]) -> Index:
