@@ -22,7 +22,7 @@ import glob
 import os
 import sys
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.passes import Instrumentation, available_passes, instrumented, parse_pass_pipeline, run_pipeline
 from gecomp.core.parsing import load_module
 from gecomp.dialects import ge

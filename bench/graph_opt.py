@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from gecomp.core import dtypes
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import load_module
 from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from gecomp.dialects.ge import TransDataOp

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     import onnx
     from xdsl.printer import Printer
 
-    from gecomp.core.context import make_context
+    from gecomp.dialects.context import make_context
     from gecomp.core.parsing import parse_module, read_source, verify_module
     from gecomp.frontend.importer import translate_file
 

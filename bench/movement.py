@@ -21,7 +21,7 @@ import sys
 import time
 
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.dialects import ge
 from gecomp.frontend.builder import GraphBuilder

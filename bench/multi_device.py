@@ -25,7 +25,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.diagnostics import CompileError
 from gecomp.core.parsing import load_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline

@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.diagnostics import CompileError
 from gecomp.core.parsing import load_module
 from gecomp.core.passes import Instrumentation, instrumented, run_pipeline

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.diagnostics import CompileError
 from gecomp.core.dtypes import tensor_bytes
 from gecomp.core.parsing import parse_module

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.simulator.npu import simulate
 from gecomp.core.signature import input_specs, main_function, random_inputs

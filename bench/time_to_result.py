@@ -150,7 +150,7 @@ def measure(model_file: str, data_file: str, hw: str | None, full: bool) -> None
     importer, the pass driver, `simulator.run.execute`), so a baseline tree runs it."""
     import onnx
 
-    from gecomp.core.context import make_context
+    from gecomp.dialects.context import make_context
     from gecomp.core.passes import parse_pass_pipeline, run_pipeline
     from gecomp.frontend.importer import import_model
     from gecomp.frontend.onnx_proto import model_from_proto

@@ -14,7 +14,7 @@ import argparse
 import math
 import time
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.run import execute

@@ -7,19 +7,19 @@ from xdsl.context import Context
 
 
 def _ge():
-    from ..dialects.ge import GE
+    from .ge import GE
 
     return GE
 
 
 def _fused():
-    from ..dialects.fused import FUSED
+    from .fused import FUSED
 
     return FUSED
 
 
 def _npu():
-    from ..dialects.npu import NPU
+    from .npu import NPU
 
     return NPU
 

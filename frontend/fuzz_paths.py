@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.context import make_context
+from ..dialects.context import make_context
 from ..core.diagnostics import CompileError
 from ..core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from ..simulator.compare import precision_floor, worst_mismatch

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
-from ..core.context import make_context
+from ..dialects.context import make_context
 from ..core.passes import parse_pass_pipeline, run_pipeline
 from ..simulator.hardware import HardwarePreset
 from ..simulator.npu import simulate

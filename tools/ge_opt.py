@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from ..core.context import register_dialects
+from ..dialects.context import register_dialects
 from ..core.diagnostics import CompileError, argument_error
 from ..core.expected_diagnostics import check_diagnostics, collect_expectations
 from ..core.parsing import parse_module, read_source, verify_module

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from ..core.context import make_context
+from ..dialects.context import make_context
 from ..core.diagnostics import CompileError, argument_error
 from ..core.parsing import load_module
 from ..core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline

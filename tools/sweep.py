@@ -59,7 +59,7 @@ class Result:
 
 def run_point(point: Point) -> Result:
     """Compile and simulate one point; any failure becomes the result's error."""
-    from ..core.context import make_context
+    from ..dialects.context import make_context
     from ..core.parsing import load_module
     from ..core.passes import parse_pass_pipeline, run_pipeline
     from ..simulator.hardware import load_preset

@@ -59,7 +59,7 @@ def compile_module(module, hw: str = "ascend910", precision: str | None = None) 
     """ge-compile `module` in place through the pass driver, verifying after every
     pass (what `ge-opt -p ge-compile` does); `precision`: ge-compile's precision
     mode (None: its default)."""
-    from gecomp.core.context import make_context
+    from gecomp.dialects.context import make_context
     from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 
     options = f"hw={hw}" + (f" precision={precision}" if precision else "")

@@ -38,6 +38,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from ..evaluation import evaluate_block
 from .kinds import PatternKind, pattern_kind
 
 
@@ -91,8 +92,6 @@ class GroupOp(IRDLOperation):
     # ---- reference semantics --------------------------------------------------------------
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        from ...simulator.reference import evaluate_block
-
         return evaluate_block(self.body.block, list(inputs))
 
     # ---- textual form ------------------------------------------------------------------

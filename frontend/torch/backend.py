@@ -26,7 +26,7 @@ import torch
 from torch.fx import GraphModule
 from xdsl.dialects.builtin import ModuleOp
 
-from ...core.context import make_context
+from ...dialects.context import make_context
 from ...core.passes import parse_pass_pipeline, run_pipeline
 from ...simulator.run import execute
 from .capture import fold_constants, static_inputs, trace_aten
@@ -61,11 +61,14 @@ def last_report() -> Report | None:
 
 @dataclass
 class Timings:
-    """Where compile time went for one shape (seconds)."""
+    """Where compile time went for one shape (wall seconds; `*_cpu`: this process's
+    CPU seconds, the figure to read on a loaded machine)."""
 
     capture: float = 0.0  # retrace to ATen, fold constants, split
     conversion: float = 0.0  # ATen -> ge
     compile: float = 0.0  # the pipeline
+    capture_cpu: float = 0.0
+    conversion_cpu: float = 0.0
 
 
 @dataclass
@@ -130,19 +133,20 @@ def compile_graph(gm: torch.nn.Module, args: Sequence, static: set[int], options
                   report: Report) -> Compiled:
     """`gm` at the shapes of `args`: captured, split, converted and compiled."""
     timings = Timings()
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     traced = trace_aten(gm, args)
     fold_constants(traced, args, static)
     aten_ops = sum(1 for n in traced.graph.nodes if n.op == "call_function")
     parts = split(traced, strict=options.strict)
-    timings.capture = time.perf_counter() - start
+    timings.capture, timings.capture_cpu = time.perf_counter() - start, time.process_time() - start_cpu
     simulated = []
     for name in parts.partitions:
         mark_constant_inputs(parts.module, name)
         sub = getattr(parts.module, name)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         ge_module = convert_graph(sub.graph, name=name, precision=options.precision)
         timings.conversion += time.perf_counter() - start
+        timings.conversion_cpu += time.process_time() - start_cpu
         start = time.perf_counter()
         compiled = compile_module(ge_module, options.pipeline, options.hw)
         timings.compile += time.perf_counter() - start

@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from ...core.diagnostics import SourceLocation, location_of
 from ...dialects.ge.formats import format_of, from_physical
 from ..compare import Mismatch, least_precise, worst_mismatch
-from ..reference import evaluate_values
+from ...dialects.evaluation import evaluate_values
 from ...core.signature import main_function, output_specs
 from . import simulate
 

@@ -21,7 +21,7 @@ from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.utils.exceptions import VerifyException
 
 from gecomp.core import dtypes
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.dialects.ge import GEOp
 from gecomp.dialects.ge.base import to_attribute

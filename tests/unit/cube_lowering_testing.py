@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.compare import worst_mismatch

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.frontend.builder import GraphBuilder, Tensor
 from gecomp.simulator.compare import worst_mismatch

@@ -8,7 +8,7 @@ import tomllib
 import zlib
 from pathlib import Path
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.hardware import PRESET_DIR

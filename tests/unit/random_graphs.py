@@ -55,7 +55,7 @@ from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType, f16, f32, 
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from gecomp.core import dtypes
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.dialects import ge
 from gecomp.dialects.ge.canonicalization import splat_constant

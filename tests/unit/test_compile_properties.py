@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from random_graphs import RandomGraph, graphs
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from gecomp.simulator.compare import precision_floor, worst_mismatch
 from gecomp.simulator.reference import run_reference

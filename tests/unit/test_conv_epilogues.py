@@ -21,7 +21,7 @@ from cube_lowering_testing import check_lowering, parse
 from test_conv_algorithms import check_pinned, random_depthwise, random_general
 from test_lower_cube_conv import conv_module
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.dialects import fused
 from gecomp.dialects.fused.base import ACTIVATIONS, activate

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from gecomp.core import dtypes
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.conversion import convert
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline

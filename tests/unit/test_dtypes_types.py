@@ -12,7 +12,7 @@ import pytest
 from xdsl.dialects.builtin import f16, f32, f64
 
 from gecomp.core import dtypes
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.simulator.compare import precision_floor, tolerance, worst_mismatch
 from gecomp.simulator.reference import run_reference

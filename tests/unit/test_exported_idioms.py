@@ -20,7 +20,7 @@ pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from gecomp.bench.models import run  # noqa: E402
-from gecomp.core.context import make_context  # noqa: E402
+from gecomp.dialects.context import make_context  # noqa: E402
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline  # noqa: E402
 
 SEQ, HIDDEN, HEADS, FFN = 16, 64, 4, 128

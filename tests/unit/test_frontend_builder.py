@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module
 from gecomp.frontend import ops
 from gecomp.frontend.builder import BuildError, GraphBuilder

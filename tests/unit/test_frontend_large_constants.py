@@ -9,7 +9,7 @@ import pytest
 from xdsl.dialects.builtin import TensorType
 
 from gecomp.core import dtypes
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.diagnostics import CompileError
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.dialects.ge import ConstOp

@@ -249,7 +249,7 @@ def test_bind_and_bind_npz_make_inputs_constants(tmp_path, capsys):
     out = tmp_path / "m.mlir"
     assert ge_translate.main([str(model), "--bind", f"S={tmp_path / 's.npy'}",
                               "--bind-npz", str(tmp_path / "a.npz"), "-o", str(out)]) == 0
-    from gecomp.core.context import make_context
+    from gecomp.dialects.context import make_context
     from gecomp.core.parsing import load_module
 
     module = load_module(make_context(), str(out))

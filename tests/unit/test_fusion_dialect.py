@@ -11,7 +11,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp
 from xdsl.ir import Block, Region
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.numeric import gelu, sigmoid
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.dialects import ge

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module
 from gecomp.core.signature import main_function
 from gecomp.lowering.graph_to_fused.fusion_graph import FusionGraph

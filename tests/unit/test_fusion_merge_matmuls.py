@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cube_lowering_testing import check_lowering
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.dialects import fused, ge

@@ -22,7 +22,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType, f16, f32, i1
 from xdsl.ir import Block, Region, SSAValue
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from gecomp.dialects import ge

@@ -19,7 +19,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from random_graphs import RandomGraph, graphs
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from gecomp.dialects import ge
 from gecomp.dialects.fused import GroupOp

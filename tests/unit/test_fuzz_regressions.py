@@ -183,7 +183,7 @@ def test_mlp_with_long_rows_fits_tiny(pipeline: str):
     (33280 > 32768 bytes) although fusion and the tiling had accepted it."""
     from pathlib import Path
 
-    from gecomp.core.context import make_context
+    from gecomp.dialects.context import make_context
     from gecomp.core.parsing import parse_module
     from gecomp.frontend.fuzz_paths import compile_module
     from gecomp.simulator.compare import precision_floor, worst_mismatch

@@ -15,7 +15,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType, f16, f32, i1, i32, i64
 from xdsl.ir import Block, Region
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.diagnostics import CompileError
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.dialects.ge import GE_OPS, ConstOp, RandomAttr, dense_from_numpy

@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import TensorType, f16, f32, i1, i32, i64
 from xdsl.ir import Block
 from xdsl.utils.exceptions import VerifyException
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.diagnostics import CompileError
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.dialects.ge import (

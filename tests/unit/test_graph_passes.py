@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import load_module, parse_module, verify_module
 from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from gecomp.dialects.ge import ConstOp, RandomAttr, TransDataOp

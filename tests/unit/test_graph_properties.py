@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from random_graphs import GENERATED_OPS, RandomGraph, graphs, graphs_with
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from gecomp.dialects.ge import GE_OPS
 from gecomp.simulator.compare import precision_floor, worst_mismatch

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from cube_lowering_testing import parse
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.memo import ENV
 from gecomp.core.passes import Instrumentation, instrumented, parse_pass_pipeline, run_pipeline
 from gecomp.simulator.npu import simulate

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.dialects import npu

@@ -61,7 +61,7 @@ def _positive_variance(text: str, seed: int = 0):
 
 
 def _parse(text: str):
-    from gecomp.core.context import make_context
+    from gecomp.dialects.context import make_context
     from gecomp.core.parsing import parse_module
 
     return parse_module(make_context(), text, "test.mlir")

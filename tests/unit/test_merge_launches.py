@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module
 from gecomp.dialects import npu
 from gecomp.lowering.plan.merge_launches import MergeLaunchesPass

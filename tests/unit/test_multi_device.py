@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.lowering.compute_time import ComputeTimer

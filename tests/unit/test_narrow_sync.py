@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.diagnostics import CompileError
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.core.signature import input_specs, main_function, random_inputs

@@ -64,7 +64,7 @@ def _check(model, inputs, rtol=1e-4, atol=1e-5, compiled=False):
 
 def _compiled(module, inputs, want, rtol, atol):
     """ge-compile on the tiny preset and the default one, then the simulator."""
-    from gecomp.core.context import make_context
+    from gecomp.dialects.context import make_context
     from gecomp.core.passes import parse_pass_pipeline, run_pipeline
     from gecomp.simulator.run import execute
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.diagnostics import CompileError
 from gecomp.core.parsing import load_module, parse_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from plan_testing import lower_without_plan
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import load_module
 from gecomp.lowering.pipelines import CompilePipeline
 from gecomp.lowering.plan.memory import plan_gm

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import load_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.simulator.npu.profile import OP_SUMMARY_COLUMNS

@@ -9,7 +9,7 @@ import pytest
 
 from cube_lowering_testing import check_lowering, parse, tensor
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.diagnostics import CompileError
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import parse_module, verify_module
 from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.dialects.ge.formats import Format, format_of, from_physical, to_physical

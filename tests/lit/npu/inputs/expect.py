@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.parsing import load_module
 from gecomp.simulator.compare import worst_mismatch
 from gecomp.core.signature import input_specs, main_function, output_specs, random_inputs
