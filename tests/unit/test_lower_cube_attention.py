@@ -95,3 +95,49 @@ def test_attention_race_free_with_insert_sync():
 def test_attention_f32(layout, mask, nz):
     """fp32 inputs: the cube at its fp32 rate, P back to it in fp32."""
     check_lowering(attention_module((2,), 17, 33, 16, 16, layout, 2 if layout == "BSH" else 1, mask, nz=nz, dtype="f32"))
+
+
+def _kernel_ops(module) -> list:
+    from gecomp.dialects import npu
+
+    (kernel,) = [op for op in module.walk() if isinstance(op, npu.KernelOp)]
+    return kernel, list(kernel.walk())
+
+
+def _copies_from(kernel, ops, name: str) -> list[int]:
+    """Positions (in walk order) of the copies reading input `name` (q, k, v, m:
+    the kernel's parameters in that order)."""
+    from gecomp.dialects import npu
+
+    param = kernel.entry.args["qkvm".index(name)]
+    return [i for i, op in enumerate(ops) if isinstance(op, npu.CopyOp) and op.operands[0] is param]
+
+
+def test_an_items_mask_loads_once_for_all_its_key_blocks():
+    """Two key blocks of 64 (fp32 on ascend910) and a mask the UB has room for:
+    one load of the item's mask rows, before its first K, read by both softmaxes."""
+    from cube_lowering_testing import parse
+
+    module = parse(attention_module((4,), 128, 128, 64, 64, mask=((128, 128), "f32"), dtype="f32"))
+    check_lowering(module, "ascend910")
+    kernel, ops = _kernel_ops(module)
+    assert len(_copies_from(kernel, ops, "m")) == 1
+    assert _copies_from(kernel, ops, "m")[0] < _copies_from(kernel, ops, "k")[0]
+
+
+def test_v_is_staged_after_k_has_gone_to_l0b():
+    """Without a mask loaded per block, V goes to MTE2 after the block's K has
+    gone on to L0B, so the scores do not wait for V's landing; the last block's
+    V goes with its own K (no V left for the item's end)."""
+    from cube_lowering_testing import parse
+    from gecomp.dialects import npu
+
+    module = parse(attention_module((4,), 128, 128, 64, 64, dtype="f32"))
+    check_lowering(module, "ascend910")
+    kernel, ops = _kernel_ops(module)
+    loads = [i for i, op in enumerate(ops) if isinstance(op, npu.LoadL0Op)]
+    v_copies = _copies_from(kernel, ops, "v")
+    k_copies = _copies_from(kernel, ops, "k")
+    assert len(v_copies) == len(k_copies) == 2
+    assert all(any(k < load < v for load in loads) for k, v in zip(k_copies, v_copies))
+    assert v_copies[1] < next(i for i, op in enumerate(ops) if isinstance(op, npu.MmadOp) and i > k_copies[1])

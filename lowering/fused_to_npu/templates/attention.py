@@ -63,7 +63,7 @@ from ...tiling import FRACTAL, AttentionShape, AttentionTiling, choose_attention
 from ..context import GmTensor, KernelContext
 from .registry import kernel_for
 from ..kernel_builder import Index
-from ..vector_emitter import Operand, Tile, VectorEmitter, emit_elementwise
+from ..vector_emitter import UB_ALIGN_BYTES, Operand, Tile, VectorEmitter, emit_elementwise
 from .cube import require_cube_type
 from .cube_epilogue import EpilogueInput, Role, ScratchTiles
 from .cube_kernel import for_core_items
@@ -200,11 +200,32 @@ class _AttentionKernel:
         self.alphas = [b.alloc([round_up(mq, 8)], f32, "ub", f"alpha_{i}") for i in range(2)]  # a_j, by block parity
         self.inverse = b.alloc([round_up(mq, 8)], f32, "ub", "inverse")  # 1 / l
         self.mask_home = None
+        self.mask_whole = False  # the item's mask loaded once for all its blocks, if it has several and UB room
         if self.mask is not None and self.mask.view is not None:
-            m = self.mask
-            size = {Role.FULL: mq * self.sk16, Role.COL: round_up(mq, 32), Role.ROW: self.sk16, Role.SCALAR: 32}[m.role]
-            self.mask_home = b.alloc([size], m.element_type, "ub", "mask")
+            block, whole = self._mask_sizes()
+            itemsize = self.mask.view.itemsize
+            several = _KvBlocks(self.t.shape.sk, self.t.sk).count > 1
+            aligned = self.t.sk * itemsize % UB_ALIGN_BYTES == 0  # each block's columns start a vector operand
+            fits = self._ub_spare() >= (whole - block) * itemsize
+            self.mask_whole = several and aligned and fits and self.mask.role != Role.SCALAR
+            self.mask_home = b.alloc([whole if self.mask_whole else block], self.mask.element_type, "ub", "mask")
         self.scratch = ScratchTiles(b, mq, self.sk16, "att")
+
+    def _mask_sizes(self) -> tuple[int, int]:
+        """UB elements of the mask's buffer: for one key block, and for all the keys
+        of an item (a column mask is the same for every block)."""
+        mq, role = self.t.mq, self.mask.role
+        keys16 = round_up(self.t.shape.sk, FRACTAL)
+        return {
+            Role.FULL: (mq * self.sk16, mq * keys16),
+            Role.ROW: (self.sk16, keys16),
+            Role.COL: (round_up(mq, 32), round_up(mq, 32)),
+            Role.SCALAR: (32, 32),
+        }[role]
+
+    def _ub_spare(self) -> int:
+        """UB bytes the tiling's buffers leave free (`tiling.attention_buffers`)."""
+        return self.k.hw.capacity("ub") - dict(self.t.buffers).get("ub", 0)
 
     # ---- items ------------------------------------------------------------------------
 
@@ -312,9 +333,10 @@ class _AttentionKernel:
 
         blocks = _KvBlocks(s.sk, self.t.sk)
         early = [] if before is None else [before.stage_v]
+        with_k = [lambda: self._load_item_mask(offsets, q0, mq)] if self.mask_whole else []
         if blocks.count == 1 and self._v_after_k():
             early.append(lambda: self._stage_v(offsets.v, 0, blocks.size(0), parity))
-        self._head(offsets, mq, 0, blocks.size(0), parity, load_q, early)
+        self._head(offsets, mq, 0, blocks.size(0), parity, load_q, early, with_k)
         if before is not None:
             before.start(v_staged=True)
         self._softmax(offsets, q0, mq, 0, blocks.size(0), parity, first=True)
@@ -339,7 +361,7 @@ class _AttentionKernel:
         block's mask is loaded too. The mask's load comes after the head's
         transfers and its flag after their landing; with V behind K's flag, it
         would wait for one more landing and for the last block's V."""
-        return self.mask_home is None or self.mask.role == Role.SCALAR
+        return self.mask_home is None or self.mask.role == Role.SCALAR or self.mask_whole
 
     # ---- one key / value block, in its three parts ------------------------------------------
 
@@ -358,7 +380,7 @@ class _AttentionKernel:
         self._softmax(offsets, q0, mq, k0, size, parity)
         self._accumulate(mq, 1 - parity, first=isinstance(j, int) and j == 1)
 
-    def _head(self, offsets, mq: int, k0: Index, size: int, parity: int, load_q=None, v_stages=()) -> None:
+    def _head(self, offsets, mq: int, k0: Index, size: int, parity: int, load_q=None, v_stages=(), with_k=()) -> None:
         """K of the block into L1 / L0 copy `parity`, S = Q K^T into L0C. `load_q` (an
         item's first block) moves Q into L0A. V is not needed before a block's
         product, which comes after the next block's scores: `v_stages` stage the
@@ -367,10 +389,16 @@ class _AttentionKernel:
         the scores, which head the vector unit's chain, do not wait for V to land
         (a set_flag on MTE2 holds it until the transfers before it have landed,
         200 cycles on ascend910; V lands under the next block's flag). With a
-        mask loaded per block (`_v_after_k`) they go with K, under its flag."""
+        mask loaded per block (`_v_after_k`) they go with K, under its flag.
+        `with_k` stage just before K, under its flag (an item's mask, read by its
+        first softmax soon after the scores: one landing for both, where a
+        transfer after K would wait for K's landing and hold the next block's K
+        for one more)."""
         b, s = self.b, self.t.shape
         sk16 = self.sk16
         kt_stride = self.kt.l1_stride(s.d, self.t.sk)
+        for stage in with_k:
+            stage()
         self.kt.stage_to_l1(b, offsets.k, 0, s.d, k0, size, self.k_l1[parity], kt_stride)
         after_k = self._v_after_k()
         for stage in () if after_k else v_stages:
@@ -442,11 +470,25 @@ class _AttentionKernel:
         elif not mask:  # a splat false mask: every score is mask_value
             v.fill(scores, float(a.mask_value))
 
+    def _load_item_mask(self, offsets, q0, mq: int) -> None:
+        """The item's mask for all its keys (`mask_whole`), read by every block."""
+        m, keys = self.mask, self.t.shape.sk
+        stride = round_up(keys, FRACTAL)
+        if m.role == Role.FULL:
+            m.view.load_to_ub(self.b, offsets.mask, q0, mq, 0, keys, self.mask_home, stride)
+        elif m.role == Role.ROW:
+            m.view.load_to_ub(self.b, offsets.mask, 0, 1, 0, keys, self.mask_home, stride)
+        else:
+            m.view.load_to_ub(self.b, offsets.mask, q0, mq, 0, 1, self.mask_home, 1)
+
     def _load_mask(self, offsets, q0, mq: int, k0, size: int) -> Operand:
         m = self.mask
         if m.immediate is not None:
             return m.immediate
         role, home = m.role, self.mask_home
+        if self.mask_whole:
+            stride = round_up(self.t.shape.sk, FRACTAL)
+            return {Role.FULL: Tile(home, k0, stride), Role.ROW: Tile(home, k0, 0)}.get(role) or per_row(home)
         if role == Role.FULL:
             m.view.load_to_ub(self.b, offsets.mask, q0, mq, k0, size, home, self.sk16)
             return Tile(home, 0, self.sk16)
