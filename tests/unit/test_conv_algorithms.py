@@ -12,7 +12,7 @@ import pytest
 from cube_lowering_testing import check_lowering, compile_module, main_module, parse, tensor
 from test_lower_cube_conv import conv_module
 
-from gecomp.core.context import make_context
+from gecomp.dialects.context import make_context
 from gecomp.core.diagnostics import CompileError
 from gecomp.dialects import fused, ge
 from gecomp.lowering.fused_to_npu.templates.conv_select import CONV_ALGORITHM, pin_algorithm
@@ -238,7 +238,7 @@ def test_fp32_nz_operands_stage_whole_8_column_blocks(algorithm, capsys):
     pin_algorithm(_conv_ops(module)[0], algorithm)
     check_lowering(module, "ascend910", pipeline="ge-lower-to-npu{hw=ascend910}")
     loads = [op for op in module.walk() if isinstance(op, npu.LoadL0Op) and op.attr_values().layout == "nz"]
-    assert any(op.attr_values().block == 8 for op in loads)  # img2col's gathered image is 16-column
+    assert any(op.attr_values().block == 8 for op in loads)
     to_l1 = [op.attr_values() for op in module.walk()
              if isinstance(op, npu.CopyOp) and op.spaces() == ("gm", "l1")]
     assert to_l1 and all(a.cols > 8 for a in to_l1), [(a.rows, a.cols) for a in to_l1]

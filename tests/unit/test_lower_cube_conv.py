@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from cube_lowering_testing import check_lowering, main_module, overlapped, tensor
+from cube_lowering_testing import check_lowering, main_module, overlapped, parse, tensor
 
 
 def out_size(size: int, kernel: int, stride: int, before: int, after: int, dilation: int) -> int:
@@ -96,8 +96,17 @@ def test_conv_fractal_formats(params):
         dict(c=20, o=17, w_format="FRACTAL_Z", y_format="NC1HWC0", bias=True, act="relu", strides=(2, 1)),
         dict(c=12, o=10, kh=1, kw=1, pads=(0, 0, 0, 0), x_format="NC1HWC0", w_format="FRACTAL_Z"),
         dict(c=16, o=16, groups=2, x_format="NC1HWC0", w_format="FRACTAL_Z", y_format="NC1HWC0", residual=True),
+        dict(c=17, o=16, kh=2, kw=3, dilations=(2, 1), pads=(1, 0, 1, 2), x_format="NC1HWC0", w_format="FRACTAL_Z",
+             y_format="NC1HWC0", bias=True),
+        dict(c=24, o=16, h=6, w=6, x_format="NC1HWC0", w_format="FRACTAL_Z", y_format="NC1HWC0", act="relu"),
+        dict(c=8, o=8, h=1, w=40, kh=1, kw=3, pads=(0, 1, 0, 1), x_format="NC1HWC0", w_format="FRACTAL_Z"),
+        dict(c=16, o=16, h=11, w=13, strides=(2, 3), dilations=(1, 2), pads=(1, 2, 0, 1), x_format="NC1HWC0",
+             w_format="FRACTAL_Z", y_format="NC1HWC0", bias=True),
+        dict(c=3, o=16, h=12, w=11, kh=5, kw=5, strides=(2, 2), pads=(2, 2, 2, 2), w_format="FRACTAL_Z",
+             y_format="NC1HWC0", act="relu"),
     ],
-    ids=["nchw", "fz-5hd-out", "5hd-1x1", "5hd-groups"],
+    ids=["nchw", "fz-5hd-out", "5hd-1x1", "5hd-groups", "5hd-dilation", "5hd-3x3", "5hd-1d", "5hd-strided",
+         "nchw-stem"],
 )
 def test_conv_f32(params):
     """fp32: C0 = 8 channel blocks (NC1HWC0, FRACTAL_Z), the cube at its fp32 rate."""
@@ -111,3 +120,23 @@ def test_conv_ascend910():
 def test_conv_race_free_with_insert_sync():
     params = dict(c=20, o=17, w_format="FRACTAL_Z", y_format="NC1HWC0", bias=True, act="relu", strides=(2, 1))
     check_lowering(conv_module(**params), pipeline=overlapped("tiny"))
+
+
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2)], ids=["stride-1", "stride-2"])
+def test_conv_f32_gather_is_one_run_per_copy(strides):
+    """fp32 img2col keeps the image's 8-channel blocks in L1, and a strided window
+    reads a slab de-interleaved by the vector unit (one phase per pixel of the
+    stride): a window position's pixels of an output row are consecutive on both
+    sides, so one copy (UB slab -> L1) gathers every output row of the tile, a
+    contiguous run per row (OW pixels x 8 channels), not a 32-byte run per
+    pixel and a copy per row."""
+    from gecomp.dialects import npu
+
+    module = parse(conv_module(c=16, o=16, h=8, w=8, strides=strides, x_format="NC1HWC0", w_format="FRACTAL_Z",
+                               y_format="NC1HWC0", dtype="f32"))
+    check_lowering(module)  # compiled in place
+    gathers = [op for op in module.walk() if isinstance(op, npu.CopyOp) and op.spaces() == ("ub", "l1")]
+    assert gathers
+    for op in gathers:
+        a = op.attr_values()
+        assert (a.cols, a.strides[1]) == (8 * 8 // strides[1], a.cols)

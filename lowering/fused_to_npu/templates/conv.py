@@ -5,7 +5,7 @@ Per (image, group) the convolution is a matrix product over K = C1 x KH x KW x C
 of FRACTAL_Z weights): the weights are an (O x K) matrix, the input an (P x K)
 "img2col" matrix of P = OH x OW output pixels, each row the receptive field of
 a pixel. The img2col matrix is never written to GM: it is gathered into L1 per
-K chunk, in FRACTAL_NZ blocks of 16 columns, by `ImageOperand` (the job of
+K chunk, in FRACTAL_NZ blocks of C0 columns (16 fp16, 8 fp32), by `ImageOperand` (the job of
 Ascend's img2col / load3d):
 
     scf.for pairs of channel blocks of the chunk (two UB slabs in turn):
@@ -38,7 +38,7 @@ from ....dialects import fused, npu
 from ....dialects.ge import formats
 from ....dialects.ge.formats import Format
 from ....simulator.hardware import HardwarePreset
-from ....simulator.npu.costs import stream_cycles, transfer_cycles
+from ....simulator.npu.costs import stream_cycles, transfer_cycles, vector_cycles
 from ...tiling import FRACTAL, GemmShape, round_up
 from ..context import GmTensor, KernelContext
 from ..kernel_builder import Index, KernelBuilder
@@ -135,9 +135,14 @@ def if_less(b: KernelBuilder, pairs: list[tuple[Index, Index]], emit) -> None:
 
 # ---- the img2col operand ----------------------------------------------------------------------
 
-WHOLE_CHUNK_UB_BYTES = 64 * 1024
-"""UB the slabs of a whole K chunk may take (`ImageOperand._whole_chunk`): a
-quarter of ascend910's UB, the rest left to the epilogue."""
+WHOLE_CHUNK_UB_BYTES = 96 * 1024
+"""UB the slabs of whole K chunks may take (`ImageOperand._whole_chunk`), both
+copies: three eighths of ascend910's UB, the rest left to the epilogue."""
+
+WHOLE_CHUNK_COPIES = 2
+"""Copies of a whole K chunk's slabs, used by chunks in turn: the next chunk's
+rows land while this one's are gathered (with one, its fill waited for the
+last gather to read the buffer)."""
 
 
 class ImageOperand:
@@ -154,8 +159,11 @@ class ImageOperand:
         self.segments = g.oh == 1 and g.ow > FRACTAL
         self.mn_granule = FRACTAL if self.segments else g.ow
         self.k_granule = math.lcm(g.k_block, FRACTAL)  # K chunks: whole channel blocks and L1 blocks
-        # How the staged tile sits in L1 and goes to L0: an NZ matrix of the same shape.
-        self.l1 = MatrixView(x, self.rows, self.cols, NZ, transposed, 0)
+        # How the staged tile sits in L1 and goes to L0: an NZ matrix of the same shape,
+        # in blocks of C0 columns (an fp32 image's 8): a window position's C0 channels
+        # of consecutive pixels are then consecutive in L1 as they are in the slab, so
+        # a stride-1 gather copy is one run, not one 32-byte run per pixel.
+        self.l1 = MatrixView(x, self.rows, self.cols, NZ, transposed, 0, block=min(g.c0, FRACTAL))
         plane, c0 = g.h * g.w, g.c0
         if x.format == Format.NC1HWC0:
             if g.groups > 1 and g.cg % c0:
@@ -166,8 +174,12 @@ class ImageOperand:
         else:
             raise ValueError(f"a {x.format.value} convolution input")
         self.batches = BatchMap(((g.n, image), (g.groups, group)))
+        # A strided window reads every `phases`-th pixel of a slab row: the slab is
+        # de-interleaved by the vector unit (one copy per phase, `_deinterleave`)
+        # so that each gather copy reads consecutive pixels, one run.
+        self.phases = g.strides[1] if g.strides[1] > 1 and not self.segments else 1
         self._slabs: list | None = None
-        self._chunk_slabs: tuple | None = None
+        self._chunk_slabs: dict = {}  # L1 buffer -> the slabs its chunks are staged through
 
     # ---- sizes and costs (lowering/tiling.py) ----
 
@@ -182,12 +194,16 @@ class ImageOperand:
         return max(1, pixels // self.g.ow)
 
     def _slab_width(self, pixels: int) -> int:
-        """Input columns the slab holds: the padded row, or the segment `pixels`
-        outputs of one row read."""
+        """Input columns the slab holds: the padded row (rounded up to whole phases),
+        or the segment `pixels` outputs of one row read."""
         g = self.g
         if self.segments:
             return (pixels - 1) * g.strides[1] + (g.kw - 1) * g.dilations[1] + 1
-        return g.padded_width
+        return round_up(g.padded_width, self.phases)
+
+    def _slab_copies(self) -> int:
+        """UB copies of each slab: as filled, and de-interleaved when strided."""
+        return 2 if self.phases > 1 else 1
 
     def _slab_elements(self, out_rows: int, pixels: int = 0) -> int:
         return self.g.slab_rows(out_rows) * self._slab_width(pixels) * self.g.c0
@@ -202,9 +218,9 @@ class ImageOperand:
         out_rows = self._pixel_rows(rows, cols)
         pixels = cols if self.transposed else rows
         if self._whole_chunk(rows, cols):
-            return self._chunk_blocks(rows, cols) * self._slab_elements(out_rows) * self.x.itemsize
+            return self._whole_chunk_bytes(rows, cols)
         staging = self.g.c0 * round_up(self.g.w, FRACTAL) if self.x.format == Format.ND else 0
-        return (2 * self._slab_elements(out_rows, pixels) + staging) * self.x.itemsize
+        return (2 * self._slab_copies() * self._slab_elements(out_rows, pixels) + staging) * self.x.itemsize
 
     def _chunk_blocks(self, rows: int, cols: int) -> int:
         return -(-(rows if self.transposed else cols) // self.g.k_block)
@@ -217,8 +233,12 @@ class ImageOperand:
         a few pixels)."""
         if self.x.format != Format.NC1HWC0 or self.segments:
             return False
+        return self._whole_chunk_bytes(rows, cols) <= WHOLE_CHUNK_UB_BYTES
+
+    def _whole_chunk_bytes(self, rows: int, cols: int) -> int:
+        """UB of whole-chunk staging: every copy of the chunk's slabs (de-interleaved too)."""
         slabs = self._chunk_blocks(rows, cols) * self._slab_elements(self._pixel_rows(rows, cols))
-        return slabs * self.x.itemsize <= WHOLE_CHUNK_UB_BYTES
+        return WHOLE_CHUNK_COPIES * self._slab_copies() * slabs * self.x.itemsize
 
     def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
         g = self.g
@@ -229,13 +249,36 @@ class ImageOperand:
         width, per_row = (self._slab_width(pixels), pixels) if self.segments else (g.w, g.ow)
         # Each copy holds its pipe for its data cycles (the simulator streams them);
         # a slab's latency is waited for once, before its gather reads it.
-        gather = positions * out_rows * stream_cycles(hw, "ub_to_l1", per_row, g.c0 * self.x.itemsize)
+        copies, runs, run_bytes = self._gather_copies(out_rows, per_row)
+        gather = positions * copies * stream_cycles(hw, "ub_to_l1", runs, run_bytes)
+        slab_bytes = self._slab_elements(out_rows, pixels) * self.x.itemsize
         if self._whole_chunk(rows, cols):
             fill_row = stream_cycles(hw, "gm_to_ub", channel_blocks, width * g.c0 * self.x.itemsize)
-            return hw.paths["gm_to_ub"].latency + g.slab_rows(out_rows) * fill_row + gather
+            fill = hw.paths["gm_to_ub"].latency + g.slab_rows(out_rows) * fill_row
+            return fill + self._deinterleave_cycles(hw, channel_blocks * slab_bytes) + gather
         slab_row = stream_cycles(hw, "gm_to_ub", 1, width * g.c0 * self.x.itemsize)
-        slab = hw.paths["gm_to_ub"].latency + g.slab_rows(out_rows) * slab_row
+        slab = hw.paths["gm_to_ub"].latency + g.slab_rows(out_rows) * slab_row + self._deinterleave_cycles(hw, slab_bytes)
         return channel_blocks * slab + gather
+
+    def _gather_rows_at_once(self) -> bool:
+        """Whether a window position's pixels of one output row are consecutive in the
+        slab (stride 1, or a de-interleaved slab) and in L1 (blocks of C0 columns):
+        then one copy gathers them for every output row of the tile, a run per row."""
+        return self.g.strides[1] == self.phases and self.l1.block == self.g.c0
+
+    def _gather_copies(self, out_rows: int, pixels: int) -> tuple[int, int, int]:
+        """(copies, runs per copy, bytes per run) gathering one window position of
+        `out_rows` output rows of `pixels` pixels each."""
+        run = self.g.c0 * self.x.itemsize
+        if self._gather_rows_at_once():
+            return 1, out_rows, pixels * run
+        return out_rows, pixels, run
+
+    def _deinterleave_cycles(self, hw: HardwarePreset, nbytes: int) -> int:
+        """Vector cycles of de-interleaving slabs of `nbytes` (`_deinterleave`)."""
+        if self.phases == 1:
+            return 0
+        return self.phases * vector_cycles(hw, "data_movement", nbytes // self.phases)
 
     def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
         return self.l1.load_cycles(hw, space, rows, cols)
@@ -262,8 +305,10 @@ class ImageOperand:
 
         def block(pair: Index, j: int, slab) -> None:
             """Block 2 x pair + j of the chunk."""
-            self._fill_slab(b, batch_offset, b.add(first_block, b.add(b.mul(pair, 2), j)), oh0, out_rows, slab, columns)
-            self._gather(b, slab, pair, j, out_rows, l1, l1_stride, np_ if self.segments else g.ow)
+            raw, phased = slab
+            self._fill_slab(b, batch_offset, b.add(first_block, b.add(b.mul(pair, 2), j)), oh0, out_rows, raw, columns)
+            self._deinterleave(b, raw, phased, self._slab_elements(out_rows, np_))
+            self._gather(b, phased, pair, j, out_rows, l1, l1_stride, np_ if self.segments else g.ow)
 
         blocks = -(-nk // g.k_block)
         with b.loop(0, blocks // 2, name="cblk", pipelined=True) as pair:
@@ -279,16 +324,24 @@ class ImageOperand:
         then gathered pair by pair as the two-slab staging does."""
         g = self.g
         size = self._slab_elements(out_rows)
-        if self._chunk_slabs is None:
-            # The first chunk staged is a full one: no later chunk has more blocks.
-            self._chunk_slabs = (b.alloc([blocks * size], self.x.element_type, "ub", "slabs"), blocks)
-        buffer, capacity = self._chunk_slabs
+        if l1 not in self._chunk_slabs:
+            # The first chunk staged is a full one: no later chunk has more blocks. The
+            # chunks of one L1 copy share slabs, L1 copies take the slab copies in turn.
+            made = list(dict.fromkeys(self._chunk_slabs.values()))
+            if len(made) < WHOLE_CHUNK_COPIES:
+                et, n = self.x.element_type, len(made)
+                raw = b.alloc([blocks * size], et, "ub", f"slabs{n}")
+                phased = b.alloc([blocks * size], et, "ub", f"phased{n}") if self.phases > 1 else raw
+                self._chunk_slabs[l1] = (raw, phased, blocks)
+            else:
+                self._chunk_slabs[l1] = made[len(self._chunk_slabs) % WHOLE_CHUNK_COPIES]
+        buffer, phased, capacity = self._chunk_slabs[l1]
         if blocks > capacity:
             raise AssertionError(f"a K chunk of {blocks} channel blocks after one of {capacity}")
         b.emit(npu.VDupOp, buffer, 0, cols=blocks * size, value=0.0)
         ih0 = b.sub(b.mul(oh0, g.strides[0]), g.pads[0])
         base = b.add(batch_offset, b.mul(first_block, self.block))
-        wp = g.padded_width
+        wp = self._slab_width(0)
         with b.loop(0, g.slab_rows(out_rows), name="irow") as r:
             ih = b.add(ih0, r)
 
@@ -299,51 +352,89 @@ class ImageOperand:
                        strides=[self.block, size])
 
             if_less(b, [(-1, ih), (ih, g.h)], copy_row)
+        self._deinterleave(b, buffer, phased, blocks * size)
+        part = size // self.phases  # a block's slab in each phase
         with b.loop(0, blocks // 2, name="cblk") as pair:
             for j in range(2):
-                self._gather(b, buffer, pair, j, out_rows, l1, l1_stride, g.ow, b.affine(j * size, (pair, 2 * size)))
+                self._gather(b, phased, pair, j, out_rows, l1, l1_stride, g.ow, b.affine(j * part, (pair, 2 * part)),
+                             blocks * part)
         if blocks % 2:
-            self._gather(b, buffer, blocks // 2, 0, out_rows, l1, l1_stride, g.ow, (blocks - 1) * size)
+            self._gather(b, phased, blocks // 2, 0, out_rows, l1, l1_stride, g.ow, (blocks - 1) * part, blocks * part)
+
+    def _deinterleave(self, b: KernelBuilder, raw, phased, elements: int) -> None:
+        """The vector unit copies the slabs `raw` (rows of pixels x C0, `elements` in
+        all) into `phased` phase by phase: pixel x of every row to phase x % phases,
+        the phases one after another, each holding its pixels in order (a row of the
+        slab is a whole number of phases, `_slab_width`). A window of stride
+        `phases` then reads consecutive pixels of one phase."""
+        if self.phases == 1:
+            return
+        c0, part = self.g.c0, elements // self.phases
+        for ph in range(self.phases):
+            b.emit(npu.VCopyOp, raw, ph * c0, phased, ph * part, rows=part // c0, cols=c0,
+                   strides=[self.phases * c0, c0])
 
     def _gather(self, b: KernelBuilder, slab, pair: Index, j: int, out_rows: int, l1, l1_stride: int, pixels: int,
-                at: Index = 0) -> None:
+                at: Index = 0, phase_stride: int | None = None) -> None:
         """MTE3: for each (kh, kw) and output row, the OW pixels of the window position
         (stride `strides`, dilation `dilations`) -> their rows of the L1 tile, K
         columns ((2 x pair + j) x window + kh x KW + kw) x C0 .. + C0 (an scf.for
         over kh when C0 fills 16-column blocks, else kh written out); `pixels` per
-        output row (OW, or a row segment's)."""
+        output row (OW, or a row segment's). A de-interleaved slab (`phases` > 1)
+        holds phase after phase, `phase_stride` elements apart (the slab's own
+        share by default), each a slab of rows of `wp / phases` pixels."""
         g = self.g
-        wp, c0 = self._slab_width(pixels), g.c0
+        wp, c0, blk, sw = self._slab_width(pixels), g.c0, self.l1.block, self.phases
+        ws = wp // sw  # pixels of a slab row in one phase
+        if phase_stride is None:
+            phase_stride = self._slab_elements(out_rows, pixels) // sw
+
+        row_stride = g.strides[0] * ws * c0  # between the slab rows of consecutive output rows
+
+        def copy(i_static: int, i_dynamic: Index, kw_i: int, row: Index) -> None:
+            shift, phase = divmod(kw_i * g.dilations[1], sw)
+            src = b.add(at, b.affine(
+                phase * phase_stride + (i_static * g.dilations[0] * ws + shift) * c0,
+                (row, row_stride),
+                (i_dynamic, g.dilations[0] * ws * c0),
+            ))
+            k = (j * g.window + i_static * g.kw + kw_i) * c0  # its K column, but for pair and i_dynamic
+            dst = b.affine(
+                k // blk * l1_stride + k % blk,
+                (pair, 2 * g.k_block // blk * l1_stride),
+                (i_dynamic, g.kw * c0 // blk * l1_stride),
+                (row, g.ow * blk),
+            )
+            if self._gather_rows_at_once():  # every output row's pixels in one copy, a run each
+                b.emit(npu.CopyOp, slab, src, l1, dst, rows=out_rows, cols=pixels * c0, strides=[row_stride, g.ow * blk])
+            else:
+                b.emit(npu.CopyOp, slab, src, l1, dst, rows=pixels, cols=c0, strides=[g.strides[1] // sw * c0, blk])
 
         def copies(i: Index) -> None:
             i_static, i_dynamic = (i, 0) if isinstance(i, int) else (0, i)
+            if self._gather_rows_at_once():
+                for kw_i in range(g.kw):
+                    copy(i_static, i_dynamic, kw_i, 0)
+                return
             with b.loop(0, out_rows, name="orow") as row:
                 for kw_i in range(g.kw):
-                    src = b.add(at, b.affine(
-                        (i_static * g.dilations[0] * wp + kw_i * g.dilations[1]) * c0,
-                        (row, g.strides[0] * wp * c0),
-                        (i_dynamic, g.dilations[0] * wp * c0),
-                    ))
-                    k = (j * g.window + i_static * g.kw + kw_i) * c0  # its K column, but for pair and i_dynamic
-                    dst = b.affine(
-                        k // FRACTAL * l1_stride + k % FRACTAL,
-                        (pair, 2 * g.k_block // FRACTAL * l1_stride),
-                        (i_dynamic, g.kw * c0 // FRACTAL * l1_stride),
-                        (row, g.ow * FRACTAL),
-                    )
-                    b.emit(npu.CopyOp, slab, src, l1, dst, rows=pixels, cols=c0, strides=[g.strides[1] * c0, FRACTAL])
+                    copy(i_static, i_dynamic, kw_i, row)
 
-        if c0 % FRACTAL == 0:
+        if c0 % blk == 0:
             with b.loop(0, g.kh, name="kh") as i:
                 copies(i)
         else:
             for i in range(g.kh):
                 copies(i)
 
-    def _slab_buffers(self, b: KernelBuilder, out_rows: int, pixels: int) -> list:
+    def _slab_buffers(self, b: KernelBuilder, out_rows: int, pixels: int) -> list[tuple]:
+        """Two slabs, each (as filled, de-interleaved: the same buffer when not strided)."""
         if self._slabs is None:
             size = self._slab_elements(out_rows, pixels)
-            self._slabs = [b.alloc([size], self.x.element_type, "ub", f"slab{i}") for i in range(2)]
+            et = self.x.element_type
+            raws = [b.alloc([size], et, "ub", f"slab{i}") for i in range(2)]
+            phased = [b.alloc([size], et, "ub", f"phased{i}") for i in range(2)] if self.phases > 1 else raws
+            self._slabs = list(zip(raws, phased))
             self._staging = (
                 b.alloc([self.g.c0 * round_up(self.g.w, FRACTAL)], self.x.element_type, "ub", "planes")
                 if self.x.format == Format.ND
