@@ -73,12 +73,16 @@ CASES = {
     aten.convolution.default: [
         ((r(1, 4, 6, 6), r(8, 4, 3, 3), r(8), [1, 1], [1, 1], [1, 1], False, [0, 0], 1), {}),
         ((r(1, 4, 7, 7), r(4, 1, 3, 3), None, [2, 2], [0, 0], [1, 1], False, [0, 0], 4), {}),
+        ((r(1, 4, 20), r(6, 4, 3), r(6), [2], [1], [1], False, [0], 1), {}),  # 1-D: over a unit height
+        ((r(1, 4, 12), r(4, 2, 3), None, [1], [2], [2], False, [0], 2), {}),
     ],
     aten._softmax.default: [((r(2, 5), -1, False), {})],
     aten._log_softmax.default: [((r(2, 5), 1, False), {})],
     aten._safe_softmax.default: [((r(2, 3, 5), -1), {})],
     aten.native_layer_norm.default: [((r(2, 3, 8), [8], r(8), r(8), 1e-5), {}),
                                      ((r(2, 8), [8], None, None, 1e-6), {})],
+    aten.native_group_norm.default: [((r(1, 6, 10), r(6), r(6), 1, 6, 10, 3, 1e-5), {}),
+                                     ((r(2, 4, 3, 3), None, None, 2, 4, 9, 4, 1e-5), {})],
     aten.native_batch_norm.default: [((r(1, 4, 3, 3), r(4), r(4), r(4), pos(4), False, 0.1, 1e-5), {})],
     aten._native_batch_norm_legit_no_training.default: [((r(1, 4, 3, 3), r(4), r(4), r(4), pos(4), 0.1, 1e-5), {})],
     aten.max_pool2d_with_indices.default: [((r(1, 2, 6, 6), [3, 3], [2, 2], [1, 1]), {}),
