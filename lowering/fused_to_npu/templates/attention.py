@@ -332,11 +332,12 @@ class _AttentionKernel:
             self.q.load_to_l0(b, self.q_l1, q_stride, 0, mq, 0, s.d, self.q_l0, self.d16)
 
         blocks = _KvBlocks(s.sk, self.t.sk)
-        early = [] if before is None else [before.stage_v]
-        with_k = [lambda: self._load_item_mask(offsets, q0, mq)] if self.mask_whole else []
-        if blocks.count == 1 and self._v_after_k():
-            early.append(lambda: self._stage_v(offsets.v, 0, blocks.size(0), parity))
-        self._head(offsets, mq, 0, blocks.size(0), parity, load_q, early, with_k)
+        own_v = []
+        if blocks.count == 1 and self._last_v_with_k(blocks):
+            own_v.append(lambda: self._stage_v(offsets.v, 0, blocks.size(0), parity))
+        mask = [lambda: self._load_item_mask(offsets, q0, mq)] if self.mask_whole else []
+        previous_v = [] if before is None else [before.stage_v]  # nothing if that item staged it
+        self._head(offsets, mq, 0, blocks.size(0), parity, load_q, own_v, before_k=mask, with_k=previous_v)
         if before is not None:
             before.start(v_staged=True)
         self._softmax(offsets, q0, mq, 0, blocks.size(0), parity, first=True)
@@ -353,8 +354,16 @@ class _AttentionKernel:
         last = blocks.count - 1
         return _ItemEnd(
             self, mq, ends, last * self.t.sk, blocks.size(last), (parity + last) % 2, last == 0, offsets, q0,
-            v_staged=blocks.written_out(last) and self._v_after_k(),
+            v_staged=self._last_v_with_k(blocks),
         )
+
+    def _last_v_with_k(self, blocks: _KvBlocks) -> bool:
+        """Whether an item's last V is staged in its own last head, after that
+        block's K (`_head`): when that block is written out, unless it is the
+        item's only block and items are written into each other (its V then goes
+        with the next item's first K, under that K's flag)."""
+        last = blocks.count - 1
+        return self._v_after_k() and blocks.written_out(last) and (last > 0 or not self._items_alike())
 
     def _v_after_k(self) -> bool:
         """Whether V goes to MTE2 after K has gone on to L0B (`_head`): unless a
@@ -373,14 +382,16 @@ class _AttentionKernel:
         k0 = b.mul(j, sk)
         # every block before the last is full
         stages = [lambda: self._stage_v(offsets.v, b.sub(k0, sk), sk, 1 - parity)]
-        if isinstance(j, int) and j == blocks.count - 1 and self._v_after_k():
+        if isinstance(j, int) and j == blocks.count - 1 and self._last_v_with_k(blocks):
             stages.append(lambda: self._stage_v(offsets.v, k0, size, parity))  # the last block's V, with its K landed
         self._head(offsets, mq, k0, size, parity, v_stages=stages)
         self._product(mq, sk, 1 - parity)
         self._softmax(offsets, q0, mq, k0, size, parity)
         self._accumulate(mq, 1 - parity, first=isinstance(j, int) and j == 1)
 
-    def _head(self, offsets, mq: int, k0: Index, size: int, parity: int, load_q=None, v_stages=(), with_k=()) -> None:
+    def _head(
+        self, offsets, mq: int, k0: Index, size: int, parity: int, load_q=None, v_stages=(), before_k=(), with_k=()
+    ) -> None:
         """K of the block into L1 / L0 copy `parity`, S = Q K^T into L0C. `load_q` (an
         item's first block) moves Q into L0A. V is not needed before a block's
         product, which comes after the next block's scores: `v_stages` stage the
@@ -390,18 +401,19 @@ class _AttentionKernel:
         (a set_flag on MTE2 holds it until the transfers before it have landed,
         200 cycles on ascend910; V lands under the next block's flag). With a
         mask loaded per block (`_v_after_k`) they go with K, under its flag.
-        `with_k` stage just before K, under its flag (an item's mask, read by its
+        `before_k` stage just before K, under its flag (an item's mask, read by its
         first softmax soon after the scores: one landing for both, where a
         transfer after K would wait for K's landing and hold the next block's K
-        for one more)."""
+        for one more); `with_k` just after it, under the same flag (the previous
+        item's V, when that item did not stage it)."""
         b, s = self.b, self.t.shape
         sk16 = self.sk16
         kt_stride = self.kt.l1_stride(s.d, self.t.sk)
-        for stage in with_k:
+        for stage in before_k:
             stage()
         self.kt.stage_to_l1(b, offsets.k, 0, s.d, k0, size, self.k_l1[parity], kt_stride)
         after_k = self._v_after_k()
-        for stage in () if after_k else v_stages:
+        for stage in (*with_k, *(() if after_k else v_stages)):
             stage()
         if load_q is not None:
             load_q()
