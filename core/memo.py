@@ -79,9 +79,11 @@ def structure_key(op: Operation, names: bool = False, ignore: tuple[str, ...] = 
 
 
 def _structure(op: Operation, numbering: dict[SSAValue, int], names: bool, ignore, top: bool = False) -> tuple | None:
+    # Read as directly as xDSL allows (`_operands`, `_next_op`): kernels of
+    # thousands of ops are keyed by every per-kernel pass (distinct_kernels.py).
     operands = ()
     if not top:
-        operands = tuple(numbering.get(v) for v in op.operands)
+        operands = tuple(map(numbering.get, op._operands))
         if None in operands:
             return None
     regions = []
@@ -92,20 +94,26 @@ def _structure(op: Operation, numbering: dict[SSAValue, int], names: bool, ignor
                 numbering[arg] = len(numbering)
             args = tuple((a.type, a.name_hint if names else None) for a in block.args)
             body = []
-            for inner in block.ops:
+            inner = block.first_op
+            while inner is not None:
                 inner_key = _structure(inner, numbering, names, ())
                 if inner_key is None:
                     return None
                 body.append(inner_key)
                 for r in inner.results:
                     numbering[r] = len(numbering)
+                inner = inner._next_op
             blocks.append((args, tuple(body)))
         regions.append(tuple(blocks))
+    attributes, properties = op.attributes.items(), op.properties.items()
+    if ignore:
+        attributes = (item for item in attributes if item[0] not in ignore)
+        properties = (item for item in properties if item[0] not in ignore)
     return (
         op.name,
         operands,
         tuple((r.type, r.name_hint if names else None) for r in op.results),
-        tuple(sorted(item for item in op.attributes.items() if item[0] not in ignore)),
-        tuple(sorted(item for item in op.properties.items() if item[0] not in ignore)),
+        tuple(sorted(attributes)),
+        tuple(sorted(properties)),
         tuple(regions),
     )

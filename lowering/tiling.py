@@ -57,6 +57,7 @@ Flash attention has its own, simpler rule (`choose_attention_tiling`).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -281,6 +282,7 @@ def best_cube_tiling(
 
 _SEARCHES = memo.Memo(1024)
 _BESTS = memo.Memo(1024)
+_FITS = memo.Memo(256)
 
 
 def _memoised(memo_: memo.Memo, search, hw, shape, a, bs, epilogue, first_b_prefetched):
@@ -311,9 +313,19 @@ def _search_key(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple | None:
 def _fitting(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[_Scoring, list[tuple]]:
     """The search's scoring and every candidate that fits, with its epilogue's row
     chunk and the UB its operands reserve: (candidate, rows, reserved), in the order
-    `_candidates` makes them. Raises ValueError if none fits."""
+    `_candidates` makes them. Raises ValueError if none fits. What fits, and every
+    part of a score but the estimate's prefetch term, do not depend on
+    `first_b_prefetched`: they are remembered for the search of the other value
+    (a merged kernel's phase searches with it what fusion's scratch build searched
+    without it)."""
+    found = _memoised(_FITS, _fit, hw, shape, a, bs, epilogue, None)
+    scoring, fits = found
+    return scoring.prefetching(first_b_prefetched), fits
+
+
+def _fit(hw, shape, a, bs, epilogue, _) -> tuple[_Scoring, list[tuple]]:
     a, bs = _KnownCosts(a), [_KnownCosts(b) for b in bs]
-    scoring = _Scoring(hw, shape, a, bs, epilogue, first_b_prefetched)
+    scoring = _Scoring(hw, shape, a, bs, epilogue, False)
     fits = []
     epilogues: dict[tuple, tuple] = {}  # (mb, n_block, nb, kc): what the rows depend on
     for cand in _candidates(hw, shape, a, bs, scoring.l1_bytes):
@@ -566,6 +578,15 @@ class _Scoring:
         self._chunks: dict[tuple, tuple] = {}
         self._steps: dict[tuple, tuple] = {}
         self._epilogues: dict[tuple, tuple] = {}
+
+    def prefetching(self, first_b_prefetched: bool) -> _Scoring:
+        """This scoring for a search with or without the first chunk of B prefetched:
+        the parts it remembers (none depends on it) shared."""
+        if first_b_prefetched == self.first_b_prefetched:
+            return self
+        other = copy.copy(self)
+        other.first_b_prefetched = first_b_prefetched
+        return other
 
     def l1_bytes(self, mb: int, n_block: int, kc: int, a_resident: bool) -> int:
         key = (mb, n_block, kc, a_resident)

@@ -81,7 +81,7 @@ def _operand(op: Operation, index: int, value: SSAValue) -> tuple:
 @dataclass
 class CachedKernel:
     """A kernel as its template left it (before any later pass touched it), and
-    what the template said about it."""
+    what the template said about it. `instance` clones it under a new name."""
 
     kernel: npu.KernelOp
     block_dim: int
@@ -112,6 +112,8 @@ class KernelCache:
         return found
 
     def put(self, key: Hashable, kernel: npu.KernelOp, block_dim: int, notes: list[str], tiling_choices: int) -> None:
-        """Keep a pristine copy of a freshly built `kernel` (the module's own copy goes
-        on through the later passes, which rewrite it in place)."""
-        self._kernels[key] = CachedKernel(kernel.clone(), block_dim, list(notes), tiling_choices)
+        """Keep a freshly built `kernel` itself, not a copy: the module's kernel stays as
+        its template wrote it until the `ge-to-npu` that owns this cache ends (only its
+        location and sources attribute are set, which every instance sets again), and
+        the later passes, which rewrite it in place, run after that. `instance` copies it."""
+        self._kernels[key] = CachedKernel(kernel, block_dim, list(notes), tiling_choices)

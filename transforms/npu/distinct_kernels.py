@@ -14,7 +14,7 @@ transforms every kernel itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
@@ -31,7 +31,7 @@ def transform_kernels(module: ModuleOp, transform: Callable[[npu.KernelOp], T]) 
     by a copy of the transformed one under its own name and location."""
     done: dict[tuple, tuple[npu.KernelOp, T]] = {}
     outcomes = []
-    for kernel in [k for k in module.walk() if isinstance(k, npu.KernelOp)]:
+    for kernel in list(_kernels(module)):
         key = memo.structure_key(kernel, names=True, ignore=("sym_name",)) if memo.enabled() else None
         if key is not None and key in done:
             first, outcome = done[key]
@@ -42,6 +42,16 @@ def transform_kernels(module: ModuleOp, transform: Callable[[npu.KernelOp], T]) 
                 done[key] = (kernel, outcome)
         outcomes.append(outcome)
     return outcomes
+
+
+def _kernels(module: ModuleOp) -> Iterator[npu.KernelOp]:
+    """The module's kernels in walk order, without walking their bodies (most of a
+    model's ops): a kernel holds instructions, never another kernel."""
+    for top in module.body.block.ops:
+        if isinstance(top, npu.KernelOp):
+            yield top
+        else:
+            yield from (op for op in top.walk() if isinstance(op, npu.KernelOp))
 
 
 def _replace(kernel: npu.KernelOp, transformed: npu.KernelOp) -> None:

@@ -293,10 +293,10 @@ class LevelPlanner:
         need = max(d.yi, 0)
         return any(boundary.entry.get((r, d.q), ALL) <= need for r in knowing)
 
-    def unordered(self, syncs: list[Sync], dependencies) -> list[Dependency]:
-        """The dependencies `syncs` leave unordered."""
+    def orders_all(self, syncs: list[Sync], dependencies) -> bool:
+        """Whether `syncs` order every dependency (the first unordered one answers)."""
         run = self.run(syncs)
-        return [d for d in dependencies if not self.orders(run, d)]
+        return all(self.orders(run, d) for d in dependencies)
 
     # ---- placement --------------------------------------------------------------------
 
@@ -386,7 +386,7 @@ class LevelPlanner:
     def pruned(self, syncs: list[Sync], dependencies: list[Dependency]) -> list[Sync]:
         for s in reversed(list(syncs)):
             trial = [t for t in syncs if t is not s]
-            if not self.unordered(trial, dependencies):
+            if self.orders_all(trial, dependencies):
                 syncs = trial
         return syncs
 
