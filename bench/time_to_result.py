@@ -150,7 +150,6 @@ def measure(model_file: str, data_file: str, hw: str | None, full: bool) -> None
     importer, the pass driver, `simulator.run.execute`), so a baseline tree runs it."""
     import onnx
 
-    from gecomp.dialects.context import make_context
     from gecomp.core.passes import parse_pass_pipeline, run_pipeline
     from gecomp.frontend.importer import import_model
     from gecomp.frontend.onnx_proto import model_from_proto
@@ -173,7 +172,7 @@ def measure(model_file: str, data_file: str, hw: str | None, full: bool) -> None
     del proto
     emit(t_import=spent[0], cpu_import=spent[1], step="compile")
     with _clocks() as spent:
-        run_pipeline(parse_pass_pipeline(f"ge-compile{{hw={hw}}}" if hw else "ge-compile"), make_context(), module)
+        run_pipeline(parse_pass_pipeline(f"ge-compile{{hw={hw}}}" if hw else "ge-compile"), _make_context(), module)
     emit(t_compile=spent[0], cpu_compile=spent[1], step="simulate")
     with _clocks() as spent:
         execution = execute(module, inputs, hw=hw, **simulator_options(full))
@@ -188,6 +187,17 @@ def measure(model_file: str, data_file: str, hw: str | None, full: bool) -> None
         outputs=len(execution.results) if len(execution.results) == len(want) else -1,
         digest=_digest(execution.results), step="",
     )
+
+
+def _make_context():
+    """The xDSL context of gecomp's dialects, from where the tree keeps it: a
+    baseline older than 1e97e9b has it in `core.context`."""
+    import importlib
+
+    try:
+        return importlib.import_module("gecomp.dialects.context").make_context()
+    except ModuleNotFoundError:
+        return importlib.import_module("gecomp.core.context").make_context()
 
 
 @contextlib.contextmanager
