@@ -29,7 +29,7 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects import scf
+from xdsl.dialects import arith, scf
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from ...dialects import npu
@@ -98,6 +98,7 @@ class IndexFacts:
     """What offset comparisons ask about atoms and loops, computed once per kernel."""
 
     def __init__(self):
+        self._affine = AffineCache()
         self._ranges: dict[SSAValue, Interval] = {}
         self._distances: dict[scf.ForOp, Interval | None] = {}
         self._shared: dict[tuple[SSAValue, Block], bool] = {}
@@ -105,8 +106,26 @@ class IndexFacts:
     def range(self, atom: SSAValue) -> Interval:
         found = self._ranges.get(atom)
         if found is None:
-            found = self._ranges[atom] = induction_range(atom) or UNBOUNDED
+            found = self._ranges[atom] = induction_range(atom) or self._clamped(atom) or UNBOUNDED
         return found
+
+    def _clamped(self, atom: SSAValue) -> Interval | None:
+        """The range of an `arith.minsi` / `arith.maxsi` from its operands' (a
+        clamped shift is bounded although what it clamps is not)."""
+        owner = atom.owner
+        if not isinstance(owner, arith.MinSIOp | arith.MaxSIOp):
+            return None
+        a, b = (self._value_range(v) for v in owner.operands)
+        if isinstance(owner, arith.MinSIOp):
+            return Interval(_end(min, a.lo, b.lo, None), _end(min, a.hi, b.hi, "other"))
+        return Interval(_end(max, a.lo, b.lo, "other"), _end(max, a.hi, b.hi, None))
+
+    def _value_range(self, value: SSAValue) -> Interval:
+        offset = self._affine(value)
+        total = Interval.point(offset.const)
+        for atom, coeff in offset.terms.items():
+            total = total + self.range(atom).scaled(coeff)
+        return total
 
     def distance(self, loop: scf.ForOp) -> Interval | None:
         """How far the induction variable advances between two different iterations
@@ -153,6 +172,15 @@ class IndexFacts:
                 values = self.range(atom)
                 total = total + values.scaled(cy) + values.scaled(-cx)
         return total
+
+
+def _end(pick, x: int | None, y: int | None, unbounded) -> int | None:
+    """min or max of two interval ends, None unbounded: for the end where
+    `unbounded` is "other", an unbounded end loses to the other one (min of
+    highs, max of lows); for the other end it wins (None)."""
+    if x is None or y is None:
+        return (y if x is None else x) if unbounded == "other" else None
+    return pick(x, y)
 
 
 def _apart(x: MemoryAccess, y: MemoryAccess, difference: Interval) -> bool:

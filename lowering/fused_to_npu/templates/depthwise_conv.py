@@ -107,6 +107,29 @@ def _tile_range(span: _Span) -> tuple[int, int]:
     return span.interior if span.index is None else (span.index, span.index + 1)
 
 
+def _moving(rows: _Dim) -> bool:
+    """Whether the row tiles share one body (`DepthwiseKernel._load_moving`):
+    there are several and each one's input rows fit in the image."""
+    return rows.count > 1 and rows.extent(rows.tile) <= rows.size
+
+
+def _buffer_rows(rows: _Dim) -> int:
+    """Rows of the input buffer of moving row tiles: a tile's rows and the pads
+    its shift may leave above and below them."""
+    return rows.before + rows.extent(rows.tile) + rows.after
+
+
+def _moving_spans(rows: _Dim) -> list[_Span]:
+    """Moving row tiles: the whole ones (one run-time range), and the last,
+    shorter one if there is one (its own body)."""
+    whole = rows.out // rows.tile
+    spans = [_Span(rows.tile, (0, rows.extent(rows.tile)), None, (0, whole))]
+    if rows.out > whole * rows.tile:
+        n = rows.out - whole * rows.tile
+        spans.append(_Span(n, (0, rows.extent(n)), whole))
+    return spans
+
+
 class DepthwiseKernel(_PoolKernel):
     """The plan of one depthwise convolution kernel (tiles chosen on construction:
     a ValueError-free construction means the kernel fits)."""
@@ -138,6 +161,11 @@ class DepthwiseKernel(_PoolKernel):
         buffers = super()._buffers(rows, cols)
         out_elements = buffers["out"][0]
         window, lanes = self.g.window, self.lanes
+        if _moving(rows):  # rows for the shifts above and below the loaded ones
+            tile = _buffer_rows(rows) * self._pitch(cols) * lanes
+            buffers["in"] = (tile, self.dtype)
+            if "in32" in buffers:
+                buffers["in32"] = (tile, self.acc_type)
         buffers["prod"] = (out_elements, self.acc_type)
         buffers["wraw"] = (lanes * round_up(window, 32 // dtypes.byte_width(self.dtype)), self.dtype)
         buffers["w"] = (window * lanes, self.acc_type)
@@ -175,7 +203,7 @@ class DepthwiseKernel(_PoolKernel):
             self.rows = best[1]
         self.out_pitch = self.rows.stride * self.pitch // self.cols.stride
 
-    def _groups(self) -> list[_Group]:
+    def _groups(self, rows: _Dim, cols: _Dim) -> list[_Group]:
         """The tiles by body: channel blocks of one count x row spans x column spans."""
         lanes, blocks = self.lanes, self.blocks
         tail = self.c - (blocks - 1) * lanes
@@ -185,8 +213,8 @@ class DepthwiseKernel(_PoolKernel):
         for block_range, channels in cases:
             if block_range[1] <= block_range[0]:
                 continue
-            for rs in _spans(self.rows):
-                for cs in _spans(self.cols):
+            for rs in _moving_spans(rows) if _moving(rows) else _spans(rows):
+                for cs in _spans(cols):
                     groups.append(_Group(self.n, block_range, _tile_range(rs), _tile_range(cs), rs, cs, channels,
                                          channels if nchw else lanes))
         return groups
@@ -199,7 +227,7 @@ class DepthwiseKernel(_PoolKernel):
         the run that falls in it."""
         b, k, rows, cols = self.b, self.k, self.rows, self.cols
         self.buf = {name: b.alloc([size], t, "ub", name) for name, (size, t) in self._buffers(rows, cols).items()}
-        groups = self._groups()
+        groups = self._groups(rows, cols)
         total = sum(g.size for g in groups)
         cores = min(total, k.hw.core_count)
         k.block_dim = cores
@@ -209,6 +237,9 @@ class DepthwiseKernel(_PoolKernel):
             f"{rows.tile}x{cols.tile} outputs; UB pitch {self.pitch} pixels in, {self.out_pitch} out; "
             f"{len(groups)} tile bodies; estimated {self.estimate():.0f} cycles"
         )
+        if len(groups) == 1 and total == cores:  # one tile per core: no loop (its weights' loads can be prefetched)
+            self._numbered_tile(groups[0], 0 if cores == 1 else b.block_idx())
+            return
         if cores == 1:
             start, end = 0, total
         else:
@@ -221,22 +252,58 @@ class DepthwiseKernel(_PoolKernel):
             lo = start if first == 0 else b.max(start, first)
             hi = end if last == total else b.min(end, last)
             with b.loop(lo, hi, name="tile") as t:
-                image, block, row_tile, col_tile = grid_coordinates(b, b.sub(t, first), group.counts)
-                image = 0 if group.images == 1 else image
-                block = b.add(block, group.blocks[0])
-                first_row = b.mul(b.add(row_tile, group.rows[0]), rows.tile)
-                first_col = b.mul(b.add(col_tile, group.cols[0]), cols.tile)
-                self._group_tile(group, image, block, first_row, first_col)
+                self._numbered_tile(group, b.sub(t, first))
             first = last
+
+    def _numbered_tile(self, group: _Group, number: Index) -> None:
+        """The tile of `number` in the group's order (images, blocks, row tiles, column tiles)."""
+        b = self.b
+        image, block, row_tile, col_tile = grid_coordinates(b, number, group.counts)
+        image = 0 if group.images == 1 else image
+        block = b.add(block, group.blocks[0])
+        first_row = b.mul(b.add(row_tile, group.rows[0]), self.rows.tile)
+        first_col = b.mul(b.add(col_tile, group.cols[0]), self.cols.tile)
+        self._group_tile(group, image, block, first_row, first_col)
 
     def _group_tile(self, group: _Group, image: Index, block: Index, first_row: Index, first_col: Index) -> None:
         """One tile: its loads (weights and bias, then input), its vector work, its store."""
         self._copy_channel_values(block, group.channels)
-        self._load(image, block, group.loaded, group.rs, group.cs, first_row, first_col)
+        if _moving(self.rows):
+            base = self._load_moving(image, block, group.loaded, group.rs, group.cs, first_row, first_col)
+        else:
+            self._load(image, block, group.loaded, group.rs, group.cs, first_row, first_col)
+            base = 0
         self._format_channel_values(group.channels)
-        acc = self._convolve(group.rs, group.cs)
+        acc = self._convolve(group.rs, group.cs, base)
         self._epilogue(acc, group.rs, group.cs)
         self._store(image, block, group.loaded, group.rs, group.cs, first_row, first_col)
+
+    def _load_moving(self, image: Index, block: Index, channels: int, rs: _Span, cs: _Span, first_row: Index,
+                     first_col: Index) -> Index:
+        """The tile's input rows when every row tile has the same body: the
+        `extent` rows loaded are the tile's own moved down into the image
+        (`start`: the tile's first row, clamped to [0, H - extent]), always at
+        buffer row `top` (the rows a shift down can leave above the image); the
+        rows above and below them hold zeros. Returns the element where the
+        tile's first input row (a pad row or not) sits: the taps read from there."""
+        b, rows, cols, lanes = self.b, self.rows, self.cols, self.lanes
+        top, extent, row = rows.before, rows.extent(rs.n), self.pitch * lanes
+        height = _buffer_rows(rows)
+        if self.nchw_in and not self.nchw_out and channels < lanes:  # lanes past the channels: padding, zeros
+            b.emit(npu.VDupOp, self.buf["in"], 0, cols=height * row, value=0.0)
+        wanted = b.add(b.mul(first_row, rows.stride), -top)
+        last = rows.size - extent
+        start = b.min(b.max(wanted, 0), last)
+        c0_, c1 = cs.valid
+        in_col = b.add(b.mul(first_col, cols.stride), c0_ - cols.before)
+        self._copy_in(image, block, channels, start, in_col, extent, c1 - c0_, (top * self.pitch + c0_) * lanes)
+        # Zeros up to the pitch: the taps' reads at a run-time offset are then
+        # covered by this iteration's writes, and npu-double-buffer alternates the buffer.
+        self._pad_borders(height, self.pitch, (top, top + extent), cs.valid, 0.0)
+        # wanted - start, as clamps npu-insert-sync bounds: [-top, 0] above the image, [0, bottom] below.
+        above = b.max(b.min(wanted, 0), -top)
+        below = b.min(b.max(b.add(wanted, -last), 0), rows.after)
+        return b.mul(b.add(b.add(above, below), top), row)
 
     def _copy_channel_values(self, block: Index, channels: int) -> None:
         """The block's weights (C0 x KH*KW, GM order) and bias into UB."""
@@ -264,22 +331,23 @@ class DepthwiseKernel(_PoolKernel):
             cls = npu.VCastOp if self.acc_type != self.dtype else npu.VCopyOp
             b.emit(cls, self.buf["braw"], 0, self.buf["bias"], 0, cols=channels)
 
-    def _convolve(self, rs: _Span, cs: _Span):
+    def _convolve(self, rs: _Span, cs: _Span, base: Index):
         """acc = sum over the taps of input(tap) * weights(tap): one `vmul` per tap
-        (into acc for the first, into `prod` then a `vadd` for the others)."""
+        (into acc for the first, into `prod` then a `vadd` for the others); the
+        tile's first input row at element `base` of the input buffer."""
         b, g, lanes = self.b, self.g, self.lanes
         source, acc, prod = self.buf["in"], self.buf.get("out32", self.buf["out"]), self.buf["prod"]
         if self.acc_type != self.dtype:
             source = self.buf["in32"]
-            size = self.rows.extent(rs.n) * self.pitch * lanes
-            b.emit(npu.VCastOp, self.buf["in"], 0, source, 0, cols=size)
+            height = _buffer_rows(self.rows) if _moving(self.rows) else self.rows.extent(rs.n)
+            b.emit(npu.VCastOp, self.buf["in"], 0, source, 0, cols=height * self.pitch * lanes)
         pixels, step = self._pixels(rs, cs), self.cols.stride * lanes
         for i in range(g.kh):
             for j in range(g.kw):
                 offset = (i * g.dilations[0] * self.pitch + j * g.dilations[1]) * lanes
                 tap = (i * g.kw + j) * lanes
                 dst = acc if i == j == 0 else prod
-                b.emit(npu.VMulOp, source, offset, self.buf["w"], tap, dst, 0,
+                b.emit(npu.VMulOp, source, b.add(base, offset), self.buf["w"], tap, dst, 0,
                        rows=pixels, cols=lanes, strides=[step, 0, lanes])
                 if dst is prod:
                     b.emit(npu.VAddOp, acc, 0, prod, 0, acc, 0, cols=pixels * lanes)
@@ -341,11 +409,29 @@ class DepthwiseKernel(_PoolKernel):
         itemsize = self.x.itemsize
         load = transfer_cost(hw, "gm_to_ub", height, cols.extent(cols.tile) * lanes * itemsize)
         store = transfer_cost(hw, "ub_to_gm", rows.tile, cols.tile * lanes * itemsize)
-        tiles = self.n * self.blocks * rows.count * cols.count
-        per_core = -(-tiles // min(tiles, hw.core_count))
         scalar = (2 * g.window + 40) * hw.scalar_instruction_cycles  # the tile's instructions and index math
+        first = load.cycles + vector + store.cycles
         steady = max(load.data_cycles, vector, store.data_cycles, scalar)
-        return load.cycles + vector + store.cycles + (per_core - 1) * steady
+        return max(sum(first + (n - 1) * steady for n in runs) for runs in self._runs(rows, cols))
+
+    def _runs(self, rows: _Dim, cols: _Dim) -> list[list[int]]:
+        """Per core, its tiles in each group where it has some, as `emit` shares
+        them out: a core's run in one group is one pipelined loop, its runs in
+        different groups follow each other (they share its buffers)."""
+        sizes = [group.size for group in self._groups(rows, cols)]
+        total = sum(sizes)
+        cores = min(total, self.k.hw.core_count)
+        per_core = []
+        for core in range(cores):
+            start, end = core * total // cores, (core + 1) * total // cores
+            runs, first = [], 0
+            for size in sizes:
+                n = min(end, first + size) - max(start, first)
+                if n > 0:
+                    runs.append(n)
+                first += size
+            per_core.append(runs)
+        return per_core
 
 
 def plan_depthwise(k: KernelContext, g, x, w, bias, residual, out, act: str) -> DepthwiseKernel:

@@ -261,16 +261,22 @@ class _PoolKernel:
             return
         in_row = b.add(b.mul(first_row, self.rows.stride), r0 - self.rows.before)
         in_col = b.add(b.mul(first_col, self.cols.stride), c0_ - self.cols.before)
-        dst = (r0 * self.pitch + c0_) * lanes
-        count, span = r1 - r0, (c1 - c0_) * lanes
-        if self.nchw_in:
-            self._load_channels(image, block, channels, in_row, in_col, count, c1 - c0_, dst)
-        else:
-            plane = b.add(b.mul(image, self.blocks), block)
-            src = b.add(b.mul(b.add(b.mul(plane, self.rows.size), in_row), self.cols.size * lanes), b.mul(in_col, lanes))
-            b.emit(npu.CopyOp, self.x.value, src, tile, dst, rows=count, cols=span,
-                   **copy_strides(count, span, self.cols.size * lanes, row))
+        self._copy_in(image, block, channels, in_row, in_col, r1 - r0, c1 - c0_, (r0 * self.pitch + c0_) * lanes)
         self._pad_borders(height, width, rs.valid, cs.valid, pad)
+
+    def _copy_in(self, image: Index, block: Index, channels: int, in_row: Index, in_col: Index,
+                 count: int, width: int, dst: int) -> None:
+        """`count` input rows of `width` pixels from (in_row, in_col) of the plane
+        into the tile from element `dst` on, at its pitch."""
+        b, lanes = self.b, self.lanes
+        if self.nchw_in:
+            self._load_channels(image, block, channels, in_row, in_col, count, width, dst)
+            return
+        plane = b.add(b.mul(image, self.blocks), block)
+        src = b.add(b.mul(b.add(b.mul(plane, self.rows.size), in_row), self.cols.size * lanes), b.mul(in_col, lanes))
+        span = width * lanes
+        b.emit(npu.CopyOp, self.x.value, src, self.buf["in"], dst, rows=count, cols=span,
+               **copy_strides(count, span, self.cols.size * lanes, self.pitch * lanes))
 
     def _pad_borders(self, height: int, width: int, valid_rows: tuple[int, int], valid_cols: tuple[int, int],
                      pad: float) -> None:

@@ -1,0 +1,116 @@
+"""The depthwise vector kernel's structure (`templates/depthwise_conv.py`): row
+tiles that share one body (moved into the image at run time, the pads around
+them zeros), one branch-free loop per group of tiles, double-buffered; numerics
+against the reference interpreter on random shapes (strides, pads, 3x3 and 5x5,
+odd sizes, f16 and f32, NCHW and NC1HWC0), the simulator's race check on. Also
+the range npu-insert-sync gives a clamped offset (`IndexFacts._clamped`), which
+lets the moved tiles' reads miss the other buffer of the pair."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from cube_lowering_testing import check_lowering, parse, compile_module
+from test_lower_cube_conv import conv_module
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.ir import Block
+
+from gecomp.dialects import npu
+from gecomp.lowering.fused_to_npu.templates.conv_select import pin_algorithm
+from gecomp.transforms.npu.access_conflicts import IndexFacts
+from gecomp.transforms.npu.affine import Interval
+
+
+def random_row_tiled(seed: int) -> dict:
+    """A depthwise convolution whose planes are tall enough to be cut into row tiles
+    on the tiny preset (its UB holds a few rows of them)."""
+    r = random.Random(seed)
+    k = r.choice([3, 5])
+    s = r.choice([1, 2])
+    pad = r.randint(0, k // 2)
+    c = r.choice([8, 13, 24, 40])
+    return dict(
+        n=r.choice([1, 2]), c=c, o=c, groups=c, h=r.randint(40, 61), w=r.randint(12, 23), kh=k, kw=k,
+        strides=(s, s), pads=(pad, r.randint(0, k // 2), r.randint(0, k // 2), pad), bias=r.random() < 0.7,
+        act=r.choice([None, "relu6", "silu"]), dtype=r.choice(["f16", "f32"]),
+        x_format="NC1HWC0", y_format="NC1HWC0",
+    )
+
+
+def _depthwise_kernel(module) -> npu.KernelOp:
+    return next(k for k in module.walk() if isinstance(k, npu.KernelOp) and "depthwise" in str(k.attributes))
+
+
+def _compiled(params: dict, hw: str):
+    module = parse(conv_module(**params))
+    pin_algorithm(next(op for op in module.walk() if op.name in ("ge.conv2d", "fused.conv2d_bias_act")),
+                  "depthwise-vector")
+    return module
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_row_tiles_share_one_body_and_match_the_reference(seed, capsys):
+    """Tall planes: moving row tiles (one loop body for every whole tile), the
+    numbers those of the reference."""
+    params = random_row_tiled(seed)
+    check_lowering(_compiled(params, "tiny"), "tiny", pipeline="ge-lower-to-npu{hw=tiny debug=true}")
+    note = next(line for line in capsys.readouterr().err.splitlines() if "depthwise conv" in line)
+    found = re.search(r"-> (\d+)x\d+: .* x (\d+)x(\d+) tile\(s\) of (\d+)x\d+ outputs; .*; (\d+) tile bodies", note)
+    out_rows, row_tiles, col_tiles, tile_rows, bodies = map(int, found.groups())
+    assert row_tiles > 1, note  # the case under test
+    lanes = 16 if params["dtype"] == "f16" else 8
+    channel_cases = 1 if params["c"] % lanes == 0 or params["c"] < lanes else 2
+    if col_tiles == 1:  # whole rows: the whole row tiles one body, a shorter last one another
+        assert bodies == channel_cases * (1 + (out_rows % tile_rows != 0)), note
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_nchw_row_tiles_match_the_reference(seed):
+    """The same on NCHW input and output (the kernel transposes to and from C0 lanes)."""
+    params = {**random_row_tiled(seed + 10), "x_format": None, "y_format": None}
+    check_lowering(_compiled(params, "tiny"), "tiny")
+
+
+def test_moving_row_tiles_are_one_double_buffered_loop():
+    """96 channels of 32x32 at stride 2 on ascend910 (MobileNetV2's shape): the
+    tile loop holds no branch, and its input buffer has a second copy (the next
+    tile loads while the vector unit computes this one)."""
+    params = dict(n=1, c=96, o=96, groups=96, h=32, w=32, kh=3, kw=3, strides=(2, 2), pads=(1, 1, 1, 1),
+                  bias=True, act="relu6", dtype="f32", x_format="NC1HWC0", y_format="NC1HWC0")
+    module = _compiled(params, "ascend910")
+    check_lowering(module, "ascend910")
+    kernel = next(k for k in module.walk() if isinstance(k, npu.KernelOp))
+    loops = [op for op in kernel.walk() if isinstance(op, scf.ForOp)]
+    tile_loop = next(op for op in loops if any(isinstance(i, npu.VMulOp) for i in op.walk()))
+    assert not any(isinstance(op, scf.IfOp) for op in tile_loop.walk())
+    names = {op.result.name_hint for op in kernel.walk() if isinstance(op, npu.AllocOp)}
+    assert {"in", "in_pong"} <= names, names
+
+
+def _index(block: Block, value: int):
+    op = arith.ConstantOp(IntegerAttr(value, IndexType()))
+    block.add_op(op)
+    return op.result
+
+
+def test_a_clamped_offset_is_bounded():
+    """max(min(x, 0), -2) lies in [-2, 0] and min(max(x - 5, 0), 3) in [0, 3]
+    whatever x is; an unclamped x stays unbounded."""
+    block = Block()
+    x = npu.BlockIdxOp.new()
+    block.add_op(x)
+    low = arith.MinSIOp(x.result, _index(block, 0))
+    high = arith.MaxSIOp(low.result, _index(block, -2))
+    shifted = arith.AddiOp(x.result, _index(block, -5))
+    up = arith.MaxSIOp(shifted.result, _index(block, 0))
+    capped = arith.MinSIOp(up.result, _index(block, 3))
+    for op in (low, high, shifted, up, capped):
+        block.add_op(op)
+    facts = IndexFacts()
+    assert facts.range(high.result) == Interval(-2, 0)
+    assert facts.range(capped.result) == Interval(0, 3)
+    assert facts.range(low.result) == Interval(None, 0)
+    assert facts.range(x.result) == Interval(None, None)
