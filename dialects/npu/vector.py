@@ -11,6 +11,7 @@ row stride >= cols).
     npu.vadd %x[%o], %y[%o], %z[%o] {rows = 1, cols = 4096}
     npu.vsub %x[%c0], %mx[%c0], %x[%c0] {rows = 16, cols = 256, strides = [256, 1, 256], col_strides = [1, 0, 1]}
     npu.vmuls %x[%c0], %x[%c0] {cols = 1024, scalar = 0.125}
+    npu.vmla %x[%c0], %w[%c0], %acc[%c0] {rows = 64, cols = 8, strides = [8, 0, 8]}   // acc += x * w
     npu.vreduce_max %x[%c0], %mx[%c0] {rows = 16, cols = 256}        // one result per row, dst row stride 1
     npu.vcmps %x[%c0], %mask[%c0] {cols = 128, cmp = "gt", scalar = 0.0}
     npu.vsel %mask[%c0], %x[%c0], %y[%c0], %z[%c0] {cols = 128}
@@ -238,6 +239,29 @@ VDivOp = _define(VBinaryOp, "VDivOp", "npu.vdiv", "divide", np.divide)
 VMaxOp = _define(VBinaryOp, "VMaxOp", "npu.vmax", "binary", np.maximum)
 VMinOp = _define(VBinaryOp, "VMinOp", "npu.vmin", "binary", np.minimum)
 
+
+
+@irdl_op_definition
+class VMlaOp(TwoSourcesToDestination):
+    """dst = a * b + dst: the multiply-accumulate (Ascend C's MulAddDst, the `vmla`
+    instruction). The product is rounded to the element type, then the sum, so
+    it computes exactly what a `vmul` into a scratch tile and a `vadd` into dst
+    compute, in one pass over the operands (a convolution's taps, one per window
+    offset, each add into one accumulator). Cost: a binary-class pass [EST]."""
+
+    name = "npu.vmla"
+
+    COST: ClassVar[str] = "binary"
+
+    def accesses(self, a):
+        *sources, dst = super().accesses(a)
+        return [*sources, Access(dst.operand, dst.pattern, reads=True, writes=True)]
+
+    def kernel(self, a) -> Kernel:
+        def run(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+            np.add(out, np.multiply(x, y), out=out)
+
+        return run
 
 
 class VBitwiseOp(VBinaryOp):
@@ -502,6 +526,7 @@ VECTOR_OPS = (
     VAddOp,
     VSubOp,
     VMulOp,
+    VMlaOp,
     VDivOp,
     VMaxOp,
     VMinOp,

@@ -2,7 +2,8 @@
 tiles that share one body (moved into the image at run time, the pads around
 them zeros), one branch-free loop per group of tiles, double-buffered; numerics
 against the reference interpreter on random shapes (strides, pads, 3x3 and 5x5,
-odd sizes, f16 and f32, NCHW and NC1HWC0), the simulator's race check on. Also
+odd sizes, f16 and f32, NCHW and NC1HWC0), the simulator's race check on; its
+taps' `npu.vmla` bit for bit a `vmul` then a `vadd`. Also
 the range npu-insert-sync gives a clamped offset (`IndexFacts._clamped`), which
 lets the moved tiles' reads miss the other buffer of the pair."""
 
@@ -11,8 +12,10 @@ from __future__ import annotations
 import random
 import re
 
+import numpy as np
 import pytest
 from cube_lowering_testing import check_lowering, parse, compile_module
+from npu_testing import gm, kernel_module, local, run
 from test_lower_cube_conv import conv_module
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr
@@ -114,3 +117,45 @@ def test_a_clamped_offset_is_bounded():
     assert facts.range(capped.result) == Interval(0, 3)
     assert facts.range(low.result) == Interval(None, 0)
     assert facts.range(x.result) == Interval(None, None)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "f32"])
+def test_vmla_is_vmul_then_vadd_bit_for_bit(dtype):
+    """`npu.vmla` (acc += a * w, w one row broadcast to every row) gives the bits a
+    `vmul` into a scratch tile and a `vadd` into acc give: the product rounded to
+    the element type, then the sum."""
+    rows, cols = 16, 16
+    n = rows * cols
+    acc_in = "npu.vcopy %ub[%c0], %uz[%c0] {cols = " + str(n) + "}"
+    strides = "strides = [16, 0, 16]"
+    fused = f"{acc_in}\n  npu.vmla %ua[%c0], %uw[%c0], %uz[%c0] {{rows = {rows}, cols = {cols}, {strides}}}"
+    split = (f"{acc_in}\n  npu.vmul %ua[%c0], %uw[%c0], %up[%c0] {{rows = {rows}, cols = {cols}, {strides}}}\n"
+             f"  npu.vadd %uz[%c0], %up[%c0], %uz[%c0] {{cols = {n}}}")
+    rng = np.random.default_rng(3)
+    np_type = np.float16 if dtype == "f16" else np.float32
+    a, b = (rng.standard_normal(n).astype(np_type) for _ in range(2))
+    outputs = [run(_mla_kernel(body, n, dtype), [a, b]).outputs[0] for body in (fused, split)]
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    w = b[:cols].astype(np.float64)
+    np.testing.assert_allclose(outputs[0].astype(np.float64),
+                               b + (a.reshape(rows, cols) * w).reshape(-1), rtol=2e-3, atol=2e-3)
+
+
+def _mla_kernel(body: str, n: int, dtype: str) -> str:
+    """a, b (n elements in GM) -> ua, ub in UB, uw = the first row of b; `body` writes uz; uz -> z."""
+    text = f"""
+  %ua = npu.alloc {{offset = 0}} : {local(n, "ub", dtype)}
+  %ub = npu.alloc {{offset = 4096}} : {local(n, "ub", dtype)}
+  %uw = npu.alloc {{offset = 8192}} : {local(n, "ub", dtype)}
+  %up = npu.alloc {{offset = 12288}} : {local(n, "ub", dtype)}
+  %uz = npu.alloc {{offset = 16384}} : {local(n, "ub", dtype)}
+  npu.copy %a[%c0], %ua[%c0] {{cols = {n}}}
+  npu.copy %b[%c0], %ub[%c0] {{cols = {n}}}
+  npu.copy %b[%c0], %uw[%c0] {{cols = 16}}
+  npu.set_flag {{src = "MTE2", dst = "V", event = 0}}
+  npu.wait_flag {{src = "MTE2", dst = "V", event = 0}}
+  {body}
+  npu.set_flag {{src = "V", dst = "MTE3", event = 0}}
+  npu.wait_flag {{src = "V", dst = "MTE3", event = 0}}
+  npu.copy %uz[%c0], %z[%c0] {{cols = {n}}}"""
+    return kernel_module(text, {"a": gm(n, dtype), "b": gm(n, dtype)}, {"z": gm(n, dtype)})

@@ -13,8 +13,10 @@ loads, stores and tile bodies this kernel shares):
   channels); its input pixels sit in UB, zero-padded, with a pitch of P pixels
   per row (P a multiple of the column stride), so output pixel r = oh * Q + ow
   reads input pixel sw * r + (i * dh * P + j * dw) for window tap (i, j): every
-  tap is ONE `vmul` over the whole tile (source row stride sw * C0, the tap's C0
-  weights read with row stride 0) and one `vadd` into the accumulator;
+  tap is ONE instruction over the whole tile (source row stride sw * C0, the
+  tap's C0 weights read with row stride 0): a `vmul` into the accumulator for
+  the first tap, a `vmla` (acc += input * weights, the product rounded as a
+  `vmul` would) for each other one;
 * the weights of the plane's C0 channels, (C0 x KH*KW) in GM, are loaded once
   per tile and turned into (KH*KW x C0) rows by one `vtranspose`;
 * bias (one C0 row, row stride 0) and the activation are applied to the whole
@@ -153,7 +155,7 @@ class DepthwiseKernel(_PoolKernel):
 
     def _title(self) -> str:
         g = self.g
-        return f"depthwise conv {g.kh}x{g.kw} (vector unit, {2 * g.window - 1} instructions per tile)"
+        return f"depthwise conv {g.kh}x{g.kw} (vector unit, {g.window} instructions per tile)"
 
     # ---- buffers -------------------------------------------------------------------------------
 
@@ -166,7 +168,6 @@ class DepthwiseKernel(_PoolKernel):
             buffers["in"] = (tile, self.dtype)
             if "in32" in buffers:
                 buffers["in32"] = (tile, self.acc_type)
-        buffers["prod"] = (out_elements, self.acc_type)
         buffers["wraw"] = (lanes * round_up(window, 32 // dtypes.byte_width(self.dtype)), self.dtype)
         buffers["w"] = (window * lanes, self.acc_type)
         if self.acc_type != self.dtype:
@@ -332,11 +333,11 @@ class DepthwiseKernel(_PoolKernel):
             b.emit(cls, self.buf["braw"], 0, self.buf["bias"], 0, cols=channels)
 
     def _convolve(self, rs: _Span, cs: _Span, base: Index):
-        """acc = sum over the taps of input(tap) * weights(tap): one `vmul` per tap
-        (into acc for the first, into `prod` then a `vadd` for the others); the
-        tile's first input row at element `base` of the input buffer."""
+        """acc = sum over the taps of input(tap) * weights(tap): a `vmul` into acc
+        for the first tap, a `vmla` (acc += input * weights) for each other one;
+        the tile's first input row at element `base` of the input buffer."""
         b, g, lanes = self.b, self.g, self.lanes
-        source, acc, prod = self.buf["in"], self.buf.get("out32", self.buf["out"]), self.buf["prod"]
+        source, acc = self.buf["in"], self.buf.get("out32", self.buf["out"])
         if self.acc_type != self.dtype:
             source = self.buf["in32"]
             height = _buffer_rows(self.rows) if _moving(self.rows) else self.rows.extent(rs.n)
@@ -346,11 +347,8 @@ class DepthwiseKernel(_PoolKernel):
             for j in range(g.kw):
                 offset = (i * g.dilations[0] * self.pitch + j * g.dilations[1]) * lanes
                 tap = (i * g.kw + j) * lanes
-                dst = acc if i == j == 0 else prod
-                b.emit(npu.VMulOp, source, b.add(base, offset), self.buf["w"], tap, dst, 0,
-                       rows=pixels, cols=lanes, strides=[step, 0, lanes])
-                if dst is prod:
-                    b.emit(npu.VAddOp, acc, 0, prod, 0, acc, 0, cols=pixels * lanes)
+                b.emit(npu.VMulOp if i == j == 0 else npu.VMlaOp, source, b.add(base, offset), self.buf["w"], tap,
+                       acc, 0, rows=pixels, cols=lanes, strides=[step, 0, lanes])
         return acc
 
     def _epilogue(self, acc, rs: _Span, cs: _Span) -> None:
@@ -393,8 +391,7 @@ class DepthwiseKernel(_PoolKernel):
         acc_bytes = dtypes.byte_width(self.acc_type)
         out_bytes = pixels * lanes * acc_bytes
         height = rows.extent(rows.tile)
-        vector = g.window * vector_cycles(hw, "binary", out_bytes)  # one vmul per tap
-        vector += (g.window - 1) * vector_cycles(hw, "binary", out_bytes)  # and a vadd
+        vector = g.window * vector_cycles(hw, "binary", out_bytes)  # one vmul or vmla per tap
         vector += 4 * vector_cycles(hw, "data_movement", 2 * height * lanes * acc_bytes)  # the padding, at most
         vector += vector_cycles(hw, "data_movement", g.window * lanes * acc_bytes)  # the weights' transpose
         if self.bias_t is not None:

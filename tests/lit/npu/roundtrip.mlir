@@ -30,6 +30,7 @@
 // CHECK-NEXT: npu.vadd %u[%c0], %u[%c0], %u[%c0] {cols = 256}
 // CHECK-NEXT: npu.vsub %u[%c0], %u[%c0], %u[%c0] {rows = 2, cols = 128, strides = [128, 1, 128], col_strides = [1, 0, 1]}
 // CHECK-NEXT: npu.vmul %u[%c0], %u[%c0], %u[%c0] {cols = 256}
+// CHECK-NEXT: npu.vmla %u[%c0], %u[%c0], %u[%c0] {rows = 16, cols = 16, strides = [16, 0, 16]}
 // CHECK-NEXT: npu.vdiv %u[%c0], %u[%c0], %u[%c0] {cols = 256}
 // CHECK-NEXT: npu.vmax %u[%c0], %u[%c0], %u[%c0] {cols = 256}
 // CHECK-NEXT: npu.vmin %u[%c0], %u[%c0], %u[%c0] {cols = 256}
@@ -127,6 +128,7 @@ builtin.module attributes {npu.gm_arena_bytes = 8192 : i64} {
     npu.vadd %u[%c0], %u[%c0], %u[%c0] {cols = 256}
     npu.vsub %u[%c0], %u[%c0], %u[%c0] {rows = 2, cols = 128, strides = [128, 1, 128], col_strides = [1, 0, 1]}
     npu.vmul %u[%c0], %u[%c0], %u[%c0] {cols = 256}
+    npu.vmla %u[%c0], %u[%c0], %u[%c0] {rows = 16, cols = 16, strides = [16, 0, 16]}
     npu.vdiv %u[%c0], %u[%c0], %u[%c0] {cols = 256}
     npu.vmax %u[%c0], %u[%c0], %u[%c0] {cols = 256}
     npu.vmin %u[%c0], %u[%c0], %u[%c0] {cols = 256}
