@@ -25,7 +25,7 @@ live set stays as small as the pipeline depth.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -41,6 +41,12 @@ NP = len(PIPE_NAMES)
 
 PRUNE_AT = 48
 """Live records (over all spaces) that trigger pruning at the next sync point."""
+
+INDEX_AT = 96
+"""A pipe's live records in one space beyond which `Hazards._keep` finds the ones
+a new access supersedes through their sorted starts rather than a scan. Measured
+per access, scan against index: 1.5 / 3.5 us with 4 live records, 16 / 5 us with
+300, 147 / 9.6 us with 3000 (a burst of gather copies between two syncs)."""
 
 
 @dataclass(slots=True)
@@ -84,6 +90,10 @@ class Hazards:
         # order, hence in clock order (a pipe's clock only grows): those another pipe
         # has not ordered yet are a suffix, those every pipe has ordered a prefix.
         self.records: list[list[list[Record]]] = [[[] for _ in range(NP)] for _ in range(space_count)]
+        # starts[space][pipe]: (lo, seq, hi, writes) of each record of
+        # records[space][pipe], sorted, once that list is longer than INDEX_AT (None
+        # before): the records a new access supersedes are found by bisection (`_keep`)
+        self.starts: list[list[list[tuple] | None]] = [[None] * NP for _ in range(space_count)]
         self.space_pipes = space_pipes
         # others[space][pipe]: the other pipes that touch `space`, whose accesses `pipe`'s may race with
         self.others = [[tuple(q for q in pipes if q != p) for p in range(NP)] for pipes in space_pipes]
@@ -153,17 +163,40 @@ class Hazards:
 
     def _keep(self, space: int, pipe: int, record: Record) -> None:
         """Add `record` to its pipe's live accesses, dropping those it supersedes: a
-        later access of the same pipe covering an earlier one orders the same."""
-        lists = self.records[space]
-        own = lists[pipe]
-        if record.contiguous and own:
-            lo, hi, writes = record.lo, record.hi, record.writes
-            kept = [r for r in own if not (r.lo >= lo and r.hi <= hi and (writes or not r.writes))]
-            if len(kept) != len(own):
-                self.live -= len(own) - len(kept)
-                lists[pipe] = own = kept
+        later access of the same pipe covering an earlier one orders the same (any
+        access racing with the earlier one races with the later one too). Only a
+        contiguous record supersedes (a strided one does not touch every byte of
+        its range). A short list is scanned; a list longer than `INDEX_AT` (a burst
+        of hundreds of copies between two syncs) keeps its records' starts sorted,
+        and the covered ones, which start in [lo, hi), are found by bisection: the
+        same records (`scan_all`, the full simulation, always scans)."""
+        own = self.records[space][pipe]
         record.seq = self.seq
         self.seq += 1
+        starts = self.starts[space][pipe]
+        if starts is None:
+            if record.contiguous and own:
+                lo, hi, writes = record.lo, record.hi, record.writes
+                kept = [r for r in own if not (r.lo >= lo and r.hi <= hi and (writes or not r.writes))]
+                if len(kept) != len(own):
+                    self.live -= len(own) - len(kept)
+                    self.records[space][pipe] = own = kept
+            own.append(record)
+            self.live += 1
+            if len(own) > INDEX_AT and not self.scan_all:
+                self.starts[space][pipe] = sorted((r.lo, r.seq, r.hi, r.writes) for r in own)
+            return
+        lo, hi, writes = record.lo, record.hi, record.writes
+        if record.contiguous:
+            first = bisect_left(starts, (lo,))
+            end = bisect_right(starts, (hi, 1 << 62), first)  # an empty record at hi is covered too
+            covered = [i for i in range(first, end) if starts[i][2] <= hi and (writes or not starts[i][3])]
+            for i in reversed(covered):
+                seq = starts[i][1]
+                del starts[i]
+                del own[bisect_left(own, seq, key=_seq)]
+            self.live -= len(covered)
+        insort(starts, (lo, record.seq, hi, writes))
         own.append(record)
         self.live += 1
 
@@ -214,6 +247,13 @@ class Hazards:
                 floor = min((vc[q][p] for q in pipes if q != p), default=1 << 62)
                 if records[0].clock <= floor:
                     records = lists[p] = records[bisect_right(records, floor, key=_clock):]
+                    starts = self.starts[space][p]
+                    if starts is not None:
+                        if len(records) <= INDEX_AT // 2:
+                            self.starts[space][p] = None
+                        else:
+                            oldest = records[0].seq
+                            starts[:] = [t for t in starts if t[1] >= oldest]
                 total += len(records)
         self.live = total
         self.prune_at = max(PRUNE_AT, 2 * total)
