@@ -501,13 +501,15 @@ _REFUSAL_KINDS = (
     (re.compile(r"is an? (sequence|optional)"), "sequence or optional"),
     (re.compile(r"has element type (\w+), which gecomp does not support"), "element type {0}"),
     (re.compile(r"has no NPU kernel for element type (\w+)"), "no NPU kernel for dtype {0}"),
+    (re.compile(r"^node #\d+ \((\w+), output '[^']*'\): (.+)$"), "{0}: {1}"),  # an attribute, mode or output
 )
 
 
 def refusal_kind(reason: str) -> str:
     """The kind of a refusal, from its one-line reason: an op gecomp does not
     import, a sequence or optional, an element type refused at import, an element
-    type with no NPU unit for the op; else the reason itself (a kind to look at)."""
+    type with no NPU unit for the op, an op's attribute, mode or output refused
+    (named with the op, not the node); else the reason itself (a kind to look at)."""
     for pattern, kind in _REFUSAL_KINDS:
         if (match := pattern.search(reason)) is not None:
             return kind.format(*match.groups())

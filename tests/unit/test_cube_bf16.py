@@ -56,4 +56,6 @@ def test_refusal_kinds():
     assert refusal_kind("model uses 1 unsupported op type: StringSplit (1); the first is node #0") == "op not supported"
     assert refusal_kind("input 'x' is a sequence; only tensors are supported") == "sequence or optional"
     assert refusal_kind("input 'x' has element type string, which gecomp does not support (...)") == "element type string"
+    assert refusal_kind("node #0 (MaxPool, output 'y'): the Indices output is not supported") == \
+        "MaxPool: the Indices output is not supported"
     assert refusal_kind("something new") == "something new"
