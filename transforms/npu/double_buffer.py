@@ -48,7 +48,7 @@ from ...simulator.hardware import HardwarePreset, load_preset
 from ...simulator.npu.scalar import CMPI
 from .affine import AffineCache, constant_bounds, constant_int, trip_count
 from .buffers import Liveness, instructions, root_alloc
-from .distinct_kernels import transform_kernels
+from .distinct_kernels import module_kernels
 from .plan_local_memory import Buffer, place
 from .sync_levels import S, pipe_of
 
@@ -305,7 +305,7 @@ class DoubleBufferPass(ModulePass):
         if not self.enable:
             return
         preset = load_preset(self.hw)
-        for outcome in transform_kernels(op, lambda kernel: double_buffer_kernel(kernel, preset)):  # once per distinct kernel
+        for outcome in [double_buffer_kernel(kernel, preset) for kernel in module_kernels(op)]:  # cheaper than keying a copy
             record_statistic(self.name, "loops double-buffered", outcome.doubled)
             record_statistic(self.name, "buffers copied", outcome.buffers)
             record_statistic(self.name, "loops left single (copies would not fit)", outcome.too_big)

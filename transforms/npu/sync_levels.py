@@ -231,26 +231,32 @@ class KernelLevels:
 
     def _candidate_pairs(self):
         """Ordered pairs (earlier, later) of instructions on different pipes sharing a
-        space, one writing there; the earlier one not on the scalar pipe."""
-        by_space: dict[str, list[npu.InstructionOp]] = {}
-        for op, accesses in self.accesses.by_instruction.items():
-            for space in {a.space for a in accesses}:
-                by_space.setdefault(space, []).append(op)
-        footprints = {op: [_footprint(a, self.accesses.facts) for a in accesses]
-                      for op, accesses in self.accesses.by_instruction.items()}
+        space, one writing there; the earlier one not on the scalar pipe. The
+        instructions are numbered for the pairwise walk (an op's hash is a Python
+        call)."""
+        instructions = list(self.accesses.by_instruction)
+        accesses = list(self.accesses.by_instruction.values())
+        pipes = [self.pipe[op] for op in instructions]
+        by_space: dict[str, list[int]] = {}
+        for i, ops_accesses in enumerate(accesses):
+            for space in {a.space for a in ops_accesses}:
+                by_space.setdefault(space, []).append(i)
+        footprints = [[_footprint(a, self.accesses.facts) for a in ops_accesses] for ops_accesses in accesses]
         seen = set()
-        for space, ops in by_space.items():
-            writers = {op for op in ops if any(a.writes and a.space == space for a in self.accesses.by_instruction[op])}
-            for x in ops:
-                if self.pipe[x] == S:
+        for space, members in by_space.items():
+            writers = {i for i in members if any(a.writes and a.space == space for a in accesses[i])}
+            for x in members:
+                pipe_x = pipes[x]
+                if pipe_x == S:
                     continue
-                for y in ops:
-                    if x is y or self.pipe[x] == self.pipe[y] or (x not in writers and y not in writers):
+                x_writes, footprint_x = x in writers, footprints[x]
+                for y in members:
+                    if x == y or pipe_x == pipes[y] or (not x_writes and y not in writers):
                         continue
                     if (x, y) not in seen:
                         seen.add((x, y))
-                        if _may_touch_same_bytes(footprints[x], footprints[y]):
-                            yield x, y
+                        if _may_touch_same_bytes(footprint_x, footprints[y]):
+                            yield instructions[x], instructions[y]
 
     def _collect_dependencies(self) -> None:
         for x, y in self._candidate_pairs():
