@@ -43,6 +43,7 @@ from .elementwise import (
     SubOp,
     WhereOp,
 )
+from .nn import BiasAddOp
 from .shape import ExpandOp, ReshapeOp
 
 
@@ -65,6 +66,18 @@ class DropNeutralOperand(GEPattern):
         for x, other in pairs:
             if is_splat_of(other, neutral) and replace_with_value(rewriter, op, x):
                 return
+
+
+@patterns_for(BiasAddOp)
+class DropZeroBias(GEPattern):
+    """bias_add(x, 0) -> x: a layer's zero bias (PyTorch's captured graph keeps it
+    where ONNX exporters' optimisers drop the Add), as x + 0 above."""
+
+    COUNTER = "neutral operands removed"
+
+    def match_and_rewrite(self, op: BiasAddOp, rewriter: PatternRewriter):
+        if is_splat_of(op.bias, 0):
+            replace_with_value(rewriter, op, op.input)
 
 
 @patterns_for(AddOp)

@@ -308,7 +308,7 @@ class BiasAddOp(GEOp):
     bias = operand_def(TensorType)
     result = result_def(TensorType)
     axis = attr(Kind.INT, -1)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Canonicalize())
 
     @classmethod
     def infer(cls, types, a, declared):

@@ -40,7 +40,7 @@ class Report:
 
     cycles: int = 0
     time_us: float = 0.0
-    kernels: int = 0
+    kernels: int = 0  # each phase of a merged launch counted (as bench/models.py counts)
     parts: int = 0  # ge modules run (more than one where ops fell back in between)
     fallbacks: list[str] = field(default_factory=list)  # ops that ran in eager PyTorch
 
@@ -104,7 +104,7 @@ class SimulatedPart(torch.nn.Module):
         if sim is not None:
             self.report.cycles += sim.total_cycles
             self.report.time_us += sim.time_us
-            self.report.kernels += len(sim.kernels)
+            self.report.kernels += sum(len(k.phases) or 1 for k in sim.kernels)  # a merged launch's phases each
         self.report.parts += 1
         return tuple(torch.from_numpy(r.copy()).to(dtype) for r, dtype in zip(execution.results, self.result_dtypes))
 
