@@ -159,3 +159,17 @@ def _mla_kernel(body: str, n: int, dtype: str) -> str:
   npu.wait_flag {{src = "V", dst = "MTE3", event = 0}}
   npu.copy %uz[%c0], %z[%c0] {{cols = {n}}}"""
     return kernel_module(text, {"a": gm(n, dtype), "b": gm(n, dtype)}, {"z": gm(n, dtype)})
+
+
+@pytest.mark.parametrize("params", [
+    dict(c=960, h=2, w=2, dtype="f32", act="relu6", strides=(1, 1), pads=(1, 1, 1, 1), kh=3, kw=3),
+    dict(c=672, h=4, w=4, dtype="f16", act="silu", strides=(2, 2), pads=(2, 2, 2, 2), kh=5, kw=5),
+    dict(c=576, h=4, w=5, dtype="f32", act=None, strides=(1, 1), pads=(1, 0, 1, 1), kh=3, kw=3),
+], ids=["960x2x2", "672x4x4-5x5-s2", "576x4x5-odd-pads"])
+def test_small_planes_share_a_tile_and_match_the_reference(params, capsys):
+    """Many small planes (MobileNetV2's and EfficientNet-B0's last stages): several
+    whole planes per tile, the numbers those of the reference."""
+    full = dict(n=1, o=params["c"], groups=params["c"], bias=True, x_format="NC1HWC0", y_format="NC1HWC0", **params)
+    check_lowering(_compiled(full, "ascend910"), "ascend910", pipeline="ge-lower-to-npu{hw=ascend910 debug=true}")
+    note = next(line for line in capsys.readouterr().err.splitlines() if "depthwise conv" in line)
+    assert int(re.search(r"(\d+) plane\(s\) per tile", note).group(1)) > 1, note

@@ -53,7 +53,7 @@ from ..kernel_builder import Index
 from ..vector_emitter import Tile, VectorEmitter
 from .copy_layout import round_up
 from .cube import activate
-from .copy_kernel import grid_coordinates
+from .copy_kernel import copy_strides, grid_coordinates
 from .pooling import _Dim, _PoolKernel, _Span, _spans, _with_tile
 
 ACT_TEMPS = {"none": 0, "relu": 0, "relu6": 0, "sigmoid": 0, "hard_swish": 1}
@@ -95,10 +95,12 @@ class _Group:
     cs: _Span
     channels: int
     loaded: int
+    planes: int = 1  # channel blocks per tile
 
     @property
     def counts(self) -> list[int]:
-        return [self.images, *(hi - lo for lo, hi in (self.blocks, self.rows, self.cols))]
+        lo, hi = self.blocks
+        return [self.images, (hi - lo) // self.planes, *(hi - lo for lo, hi in (self.rows, self.cols))]
 
     @property
     def size(self) -> int:
@@ -151,6 +153,7 @@ class DepthwiseKernel(_PoolKernel):
         self.nchw_out = out.format == Format.ND
         self.bias_splat = None if bias is None else bias.splat()
         self.temps = ACT_TEMPS.get(act, MAX_ACT_TEMPS)
+        self.planes = 1
         self._choose_tiles()
 
     def _title(self) -> str:
@@ -168,14 +171,20 @@ class DepthwiseKernel(_PoolKernel):
             buffers["in"] = (tile, self.dtype)
             if "in32" in buffers:
                 buffers["in32"] = (tile, self.acc_type)
-        buffers["wraw"] = (lanes * round_up(window, 32 // dtypes.byte_width(self.dtype)), self.dtype)
-        buffers["w"] = (window * lanes, self.acc_type)
+        planes = self.planes  # whole planes side by side: every tile buffer once per plane
+        for name in ("in", "in32", "out", "out32"):
+            if name in buffers:
+                buffers[name] = (buffers[name][0] * planes, buffers[name][1])
+        out_elements *= planes
+        channels = planes * lanes
+        buffers["wraw"] = (round_up(channels * window, 32 // dtypes.byte_width(self.dtype)), self.dtype)
+        buffers["w"] = (window * channels, self.acc_type)
         if self.acc_type != self.dtype:
-            buffers["wt"] = (window * lanes, self.dtype)
+            buffers["wt"] = (window * channels, self.dtype)
         if self.bias_t is not None and self.bias_splat is None:
-            buffers["bias"] = (lanes, self.acc_type)
+            buffers["bias"] = (channels, self.acc_type)
             if self.acc_type != self.dtype or self.c % lanes:  # a cast, or zeros past the last channel
-                buffers["braw"] = (lanes, self.dtype)
+                buffers["braw"] = (channels, self.dtype)
         for i in range(self.temps):
             buffers[f"t{i}"] = (out_elements, self.acc_type)
         return buffers
@@ -203,6 +212,24 @@ class DepthwiseKernel(_PoolKernel):
         if best is not None:
             self.rows = best[1]
         self.out_pitch = self.rows.stride * self.pitch // self.cols.stride
+        self._choose_planes(capacity)
+
+    def _choose_planes(self, capacity: int) -> None:
+        """Whole planes in NC1HWC0, of full channel blocks: the number of planes
+        per tile of least estimate (a dividing one: every tile one body). A tile of
+        several planes loads and stores them together, its instructions' heads and
+        its transfers' latencies shared."""
+        rows, cols = self.rows, self.cols
+        if rows.count > 1 or cols.count > 1 or self.nchw_in or self.nchw_out or self.c % self.lanes:
+            return
+        best = (self._estimate(rows, cols), 1)
+        for planes in range(2, self.blocks + 1):
+            if self.blocks % planes:
+                continue
+            self.planes = planes
+            if self._ub_bytes(rows, cols) <= capacity:
+                best = min(best, (self._estimate(rows, cols), planes))
+        self.planes = best[1]
 
     def _groups(self, rows: _Dim, cols: _Dim) -> list[_Group]:
         """The tiles by body: channel blocks of one count x row spans x column spans."""
@@ -217,7 +244,7 @@ class DepthwiseKernel(_PoolKernel):
             for rs in _moving_spans(rows) if _moving(rows) else _spans(rows):
                 for cs in _spans(cols):
                     groups.append(_Group(self.n, block_range, _tile_range(rs), _tile_range(cs), rs, cs, channels,
-                                         channels if nchw else lanes))
+                                         channels if nchw else lanes, self.planes))
         return groups
 
     # ---- emission ------------------------------------------------------------------------------
@@ -236,7 +263,7 @@ class DepthwiseKernel(_PoolKernel):
             f"{self._title()} {self.n}x{self.c}x{rows.size}x{cols.size} -> {rows.out}x{cols.out}: "
             f"{self.n * self.blocks} plane(s) of {self.lanes} channels x {rows.count}x{cols.count} tile(s) of "
             f"{rows.tile}x{cols.tile} outputs; UB pitch {self.pitch} pixels in, {self.out_pitch} out; "
-            f"{len(groups)} tile bodies; estimated {self.estimate():.0f} cycles"
+            f"{len(groups)} tile bodies; {self.planes} plane(s) per tile; estimated {self.estimate():.0f} cycles"
         )
         if len(groups) == 1 and total == cores:  # one tile per core: no loop (its weights' loads can be prefetched)
             self._numbered_tile(groups[0], 0 if cores == 1 else b.block_idx())
@@ -261,13 +288,16 @@ class DepthwiseKernel(_PoolKernel):
         b = self.b
         image, block, row_tile, col_tile = grid_coordinates(b, number, group.counts)
         image = 0 if group.images == 1 else image
-        block = b.add(block, group.blocks[0])
+        block = b.add(b.mul(block, group.planes), group.blocks[0])
         first_row = b.mul(b.add(row_tile, group.rows[0]), self.rows.tile)
         first_col = b.mul(b.add(col_tile, group.cols[0]), self.cols.tile)
         self._group_tile(group, image, block, first_row, first_col)
 
     def _group_tile(self, group: _Group, image: Index, block: Index, first_row: Index, first_col: Index) -> None:
         """One tile: its loads (weights and bias, then input), its vector work, its store."""
+        if group.planes > 1:
+            self._planes_tile(group, image, block)
+            return
         self._copy_channel_values(block, group.channels)
         if _moving(self.rows):
             base = self._load_moving(image, block, group.loaded, group.rs, group.cs, first_row, first_col)
@@ -278,6 +308,30 @@ class DepthwiseKernel(_PoolKernel):
         acc = self._convolve(group.rs, group.cs, base)
         self._epilogue(acc, group.rs, group.cs)
         self._store(image, block, group.loaded, group.rs, group.cs, first_row, first_col)
+
+    def _planes_tile(self, group: _Group, image: Index, block: Index) -> None:
+        """Whole planes of consecutive channel blocks (NC1HWC0): one load of their
+        weights and one of their biases, each plane's input load and padding, a
+        vmul / vmla per plane and tap, the epilogue over them all, one store (the
+        planes are contiguous in GM and, whole, in the output tile)."""
+        b, lanes, planes, rows, cols = self.b, self.lanes, group.planes, self.rows, self.cols
+        rs, cs = group.rs, group.cs
+        (r0, r1), (c0_, c1) = rs.valid, cs.valid
+        height, width = rows.extent(rs.n), cols.extent(cs.n)
+        plane_in = height * self.pitch * lanes
+        self._copy_channel_values(block, planes * lanes)
+        for p in range(planes):
+            self._copy_in(image, b.add(block, p), lanes, r0 - rows.before, c0_ - cols.before, r1 - r0, c1 - c0_,
+                          p * plane_in + (r0 * self.pitch + c0_) * lanes)
+        for p in range(planes):
+            self._pad_borders(height, width, rs.valid, cs.valid, 0.0, at=p * plane_in)
+        self._format_channel_values(planes * lanes)
+        acc = self._convolve(rs, cs, 0, planes)
+        self._epilogue(acc, rs, cs, planes)
+        oh, ow = rows.out, cols.out
+        dst = b.mul(b.add(b.mul(image, self.blocks), block), oh * ow * lanes)
+        b.emit(npu.CopyOp, self.buf["out"], 0, self.out.value, dst, rows=planes * oh, cols=ow * lanes,
+               **copy_strides(planes * oh, ow * lanes, self.out_pitch * lanes, ow * lanes))
 
     def _load_moving(self, image: Index, block: Index, channels: int, rs: _Span, cs: _Span, first_row: Index,
                      first_col: Index) -> Index:
@@ -323,53 +377,61 @@ class DepthwiseKernel(_PoolKernel):
         rows = self.buf.get("wt", w)
         if channels < lanes:
             b.emit(npu.VDupOp, rows, 0, cols=window * lanes, value=0.0)
-        b.emit(npu.VTransposeOp, raw, 0, rows, 0, rows=channels, cols=window, strides=[window, lanes])
+        b.emit(npu.VTransposeOp, raw, 0, rows, 0, rows=channels, cols=window, strides=[window, max(channels, lanes)])
         if rows is not w:
-            b.emit(npu.VCastOp, rows, 0, w, 0, cols=window * lanes)
+            b.emit(npu.VCastOp, rows, 0, w, 0, cols=window * max(channels, lanes))
         if "braw" in self.buf:
             if channels < lanes:
                 b.emit(npu.VDupOp, self.buf["bias"], 0, cols=lanes, value=0.0)
             cls = npu.VCastOp if self.acc_type != self.dtype else npu.VCopyOp
             b.emit(cls, self.buf["braw"], 0, self.buf["bias"], 0, cols=channels)
 
-    def _convolve(self, rs: _Span, cs: _Span, base: Index):
+    def _convolve(self, rs: _Span, cs: _Span, base: Index, planes: int = 1):
         """acc = sum over the taps of input(tap) * weights(tap): a `vmul` into acc
         for the first tap, a `vmla` (acc += input * weights) for each other one;
-        the tile's first input row at element `base` of the input buffer."""
+        the tile's first input row at element `base` of the input buffer (of
+        each of `planes` whole planes side by side)."""
         b, g, lanes = self.b, self.g, self.lanes
         source, acc = self.buf["in"], self.buf.get("out32", self.buf["out"])
+        height = _buffer_rows(self.rows) if _moving(self.rows) else self.rows.extent(rs.n)
+        plane_in, plane_out = height * self.pitch * lanes, self.rows.tile * self.out_pitch * lanes
         if self.acc_type != self.dtype:
             source = self.buf["in32"]
-            height = _buffer_rows(self.rows) if _moving(self.rows) else self.rows.extent(rs.n)
-            b.emit(npu.VCastOp, self.buf["in"], 0, source, 0, cols=height * self.pitch * lanes)
+            b.emit(npu.VCastOp, self.buf["in"], 0, source, 0, cols=planes * plane_in)
         pixels, step = self._pixels(rs, cs), self.cols.stride * lanes
-        for i in range(g.kh):
-            for j in range(g.kw):
-                offset = (i * g.dilations[0] * self.pitch + j * g.dilations[1]) * lanes
-                tap = (i * g.kw + j) * lanes
-                b.emit(npu.VMulOp if i == j == 0 else npu.VMlaOp, source, b.add(base, offset), self.buf["w"], tap,
-                       acc, 0, rows=pixels, cols=lanes, strides=[step, 0, lanes])
+        for p in range(planes):
+            for i in range(g.kh):
+                for j in range(g.kw):
+                    offset = p * plane_in + (i * g.dilations[0] * self.pitch + j * g.dilations[1]) * lanes
+                    tap = (i * g.kw + j) * planes * lanes + p * lanes
+                    b.emit(npu.VMulOp if i == j == 0 else npu.VMlaOp, source, b.add(base, offset), self.buf["w"], tap,
+                           acc, p * plane_out, rows=pixels, cols=lanes, strides=[step, 0, lanes])
         return acc
 
-    def _epilogue(self, acc, rs: _Span, cs: _Span) -> None:
-        """acc + bias, the activation, rounded once into the output tile."""
+    def _epilogue(self, acc, rs: _Span, cs: _Span, planes: int = 1) -> None:
+        """acc + bias, the activation, rounded once into the output tile (of
+        `planes` whole planes side by side: the bias plane by plane, the rest over all)."""
         b, lanes = self.b, self.lanes
         pixels = self._pixels(rs, cs)
+        plane_out = self.rows.tile * self.out_pitch * lanes
+        size = (planes - 1) * plane_out + pixels * lanes
         if "bias" in self.buf:
-            b.emit(npu.VAddOp, acc, 0, self.buf["bias"], 0, acc, 0, rows=pixels, cols=lanes, strides=[lanes, 0, lanes])
+            for p in range(planes):
+                b.emit(npu.VAddOp, acc, p * plane_out, self.buf["bias"], p * lanes, acc, p * plane_out, rows=pixels,
+                       cols=lanes, strides=[lanes, 0, lanes])
         elif self.bias_splat is not None and self.bias_splat != 0.0:
-            b.emit(npu.VAddsOp, acc, 0, acc, 0, cols=pixels * lanes, scalar=self.bias_splat)
+            b.emit(npu.VAddsOp, acc, 0, acc, 0, cols=size, scalar=self.bias_splat)
         if self.act != "none":
-            temps = [Tile(self.buf[f"t{i}"], 0, pixels * lanes) for i in range(self.temps)]
+            temps = [Tile(self.buf[f"t{i}"], 0, size) for i in range(self.temps)]
 
             def temp(element_type):
                 if not temps or element_type != self.acc_type:
                     raise self.k.unsupported(f"activation {self.act!r} needs more scratch than the depthwise kernel has")
                 return temps.pop()
 
-            activate(VectorEmitter(b, 1, pixels * lanes, temp), self.act, Tile(acc, 0, pixels * lanes))
+            activate(VectorEmitter(b, 1, size, temp), self.act, Tile(acc, 0, size))
         if acc is not self.buf["out"]:
-            b.emit(npu.VCastOp, acc, 0, self.buf["out"], 0, cols=pixels * lanes)
+            b.emit(npu.VCastOp, acc, 0, self.buf["out"], 0, cols=size)
 
     # ---- estimate ------------------------------------------------------------------------------
 
@@ -382,33 +444,42 @@ class DepthwiseKernel(_PoolKernel):
         simulator's closed forms. A core's tiles form a pipeline (double
         buffering): the first tile's load, vector work and store one after the
         other, then each further tile the busiest of its load's data cycles, its
-        vector work and its store's data cycles (the transfers stream: their
-        latency overlaps the other tiles' work)."""
-        hw, g, lanes = self.k.hw, self.g, self.lanes
+        vector work (and half its load's time, see below) and its store's data
+        cycles (the transfers stream: their latency overlaps other tiles' work)."""
+        hw, g, lanes, planes = self.k.hw, self.g, self.lanes, self.planes
         pitch = self._pitch(cols)
         out_pitch = rows.stride * pitch // cols.stride
         pixels = (rows.tile - 1) * out_pitch + cols.tile
         acc_bytes = dtypes.byte_width(self.acc_type)
         out_bytes = pixels * lanes * acc_bytes
+        all_bytes = (planes - 1) * rows.tile * out_pitch * lanes * acc_bytes + out_bytes  # the planes' outputs
         height = rows.extent(rows.tile)
-        vector = g.window * vector_cycles(hw, "binary", out_bytes)  # one vmul or vmla per tap
-        vector += 4 * vector_cycles(hw, "data_movement", 2 * height * lanes * acc_bytes)  # the padding, at most
-        vector += vector_cycles(hw, "data_movement", g.window * lanes * acc_bytes)  # the weights' transpose
+        per_plane = g.window * vector_cycles(hw, "binary", out_bytes)  # one vmul or vmla per tap
+        per_plane += 4 * vector_cycles(hw, "data_movement", 2 * height * lanes * acc_bytes)  # the padding, at most
         if self.bias_t is not None:
-            vector += vector_cycles(hw, "binary", out_bytes)
-        if self.acc_type != self.dtype:  # the input's and the result's casts
-            vector += vector_cycles(hw, "unary", height * pitch * lanes * acc_bytes) + vector_cycles(hw, "unary", out_bytes)
+            per_plane += vector_cycles(hw, "binary", out_bytes)
+        if self.acc_type != self.dtype:  # the input's cast
+            per_plane += vector_cycles(hw, "unary", height * pitch * lanes * acc_bytes)
         if self.nchw_in or self.nchw_out:  # transposes to and from pixels of C0 lanes
-            vector += 2 * vector_cycles(hw, "data_movement", height * pitch * lanes * acc_bytes)
+            per_plane += 2 * vector_cycles(hw, "data_movement", height * pitch * lanes * acc_bytes)
+        vector = planes * per_plane + vector_cycles(hw, "data_movement", g.window * planes * lanes * acc_bytes)
+        if self.acc_type != self.dtype:  # the result's cast
+            vector += vector_cycles(hw, "unary", all_bytes)
         if self.act != "none":
             steps = len(ACTIVATIONS.get(self.act, ())) or 4
-            vector += steps * vector_cycles(hw, "scalar" if self.act in ("relu", "relu6") else "transcendental", out_bytes)
+            vector += steps * vector_cycles(hw, "scalar" if self.act in ("relu", "relu6") else "transcendental", all_bytes)
         itemsize = self.x.itemsize
-        load = transfer_cost(hw, "gm_to_ub", height, cols.extent(cols.tile) * lanes * itemsize)
-        store = transfer_cost(hw, "ub_to_gm", rows.tile, cols.tile * lanes * itemsize)
-        scalar = (2 * g.window + 40) * hw.scalar_instruction_cycles  # the tile's instructions and index math
-        first = load.cycles + vector + store.cycles
-        steady = max(load.data_cycles, vector, store.data_cycles, scalar)
+        one_load = transfer_cost(hw, "gm_to_ub", height, cols.extent(cols.tile) * lanes * itemsize)
+        load = one_load.cycles + (planes - 1) * one_load.data_cycles
+        load_data = planes * one_load.data_cycles
+        store = transfer_cost(hw, "ub_to_gm", planes * rows.tile, cols.tile * lanes * itemsize)
+        scalar = planes * (g.window + 24) * hw.scalar_instruction_cycles + 20  # instructions and index math
+        first = load + vector + store.cycles
+        # npu-insert-sync lets a tile's load overlap the vector work of the tile
+        # before it in its loop iteration (ping, pong), but the next iteration's
+        # first load waits for the last one's vector work: half a load's latency
+        # per tile on top of its vector work.
+        steady = max(load_data, vector + load / 2, store.data_cycles, scalar)
         return max(sum(first + (n - 1) * steady for n in runs) for runs in self._runs(rows, cols))
 
     def _runs(self, rows: _Dim, cols: _Dim) -> list[list[int]]:

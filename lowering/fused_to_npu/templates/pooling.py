@@ -279,7 +279,7 @@ class _PoolKernel:
                **copy_strides(count, span, self.cols.size * lanes, self.pitch * lanes))
 
     def _pad_borders(self, height: int, width: int, valid_rows: tuple[int, int], valid_cols: tuple[int, int],
-                     pad: float) -> None:
+                     pad: float, at: int = 0) -> None:
         """The pad value around the loaded pixels, written after the load: the
         regions are disjoint from it, so the vector unit only waits for the load
         it waits for anyway, and the next tile's load never waits for the vector
@@ -287,14 +287,14 @@ class _PoolKernel:
         b, lanes, tile, row = self.b, self.lanes, self.buf["in"], self.pitch * self.lanes
         (r0, r1), (c0_, c1) = valid_rows, valid_cols
         if r0 > 0:
-            b.emit(npu.VDupOp, tile, 0, cols=r0 * row, value=pad)
+            b.emit(npu.VDupOp, tile, at, cols=r0 * row, value=pad)
         if r1 < height:
-            b.emit(npu.VDupOp, tile, r1 * row, cols=(height - r1) * row, value=pad)
+            b.emit(npu.VDupOp, tile, at + r1 * row, cols=(height - r1) * row, value=pad)
         if c0_ > 0:
-            b.emit(npu.VDupOp, tile, r0 * row, rows=r1 - r0, cols=c0_ * lanes, strides=[row], value=pad)
+            b.emit(npu.VDupOp, tile, at + r0 * row, rows=r1 - r0, cols=c0_ * lanes, strides=[row], value=pad)
         if c1 < width:
-            b.emit(npu.VDupOp, tile, r0 * row + c1 * lanes, rows=r1 - r0, cols=(width - c1) * lanes, strides=[row],
-                   value=pad)
+            b.emit(npu.VDupOp, tile, at + r0 * row + c1 * lanes, rows=r1 - r0, cols=(width - c1) * lanes,
+                   strides=[row], value=pad)
 
     def _load_channels(self, image: Index, block: Index, channels: int, in_row: Index, in_col: Index,
                        count: int, width: int, dst: int) -> None:
