@@ -3,9 +3,10 @@
 // scores are computed (S = Q K_j^T) before block j-1's product P V, and block j's
 // softmax comes before block j-1's accumulation, so the vector unit goes from one
 // softmax to the next without waiting for P's round trip through L1 and the cube.
-// V is needed only by its block's product: it is staged with the next block's K,
-// under one MTE2 flag (the last block's after its softmax). The rescale factor a
-// and the product's L0C tile have a copy per block parity.
+// V is needed only by its block's product: it is staged after the next block's
+// K has gone on to L0B, so the scores do not wait for V to land (the last block's
+// V right after its own block's). The rescale factor a and the product's L0C
+// tile have a copy per block parity.
 // After npu-insert-sync the scores' mmad has an M -> V flag of its own: the one
 // of the product, set later, would hold the scores' fixpipe for that round trip.
 // RUN: ge-opt %s -p 'ge-to-npu{hw=tiny}' | filecheck %s
@@ -21,12 +22,12 @@ func.func @main(%q: tensor<16x16xf16> {ge.name = "q"}, %k: tensor<200x16xf16> {g
 // CHECK:      npu.mmad %[[Q:.*]][%c0], %[[K0:.*]][%c0], %[[S:.*]][%c0] {m = 16, n = 64, k = 16
 // CHECK-NEXT: npu.fixpipe %[[S]][%c0], %[[SC:.*]][%c0] {rows = 16, cols = 64
 // CHECK:      npu.vcast %[[SC]][%c0], %[[P:.*]][%c0] {rows = 16, cols = 64}
-// Block 1's K with block 0's V, block 1's scores, then block 0's product, then
+// Block 1's K, then block 0's V, block 1's scores, then block 0's product, then
 // block 1's softmax, then block 0's product lands in the accumulator (the first:
 // nothing to rescale).
 // CHECK-NEXT: npu.copy %{{.*}}, %[[K1L1:.*]][%c0] {rows = 64, cols = 16
-// CHECK-NEXT: npu.copy %{{.*}}, %[[V0L1:.*]][%c0] {rows = 64, cols = 16
 // CHECK-NEXT: npu.load_l0 %[[K1L1]][%c0], %[[K1:.*]][%c0] {rows = 64, cols = 16, strides = [16, 64], transpose = true}
+// CHECK-NEXT: npu.copy %{{.*}}, %[[V0L1:.*]][%c0] {rows = 64, cols = 16
 // CHECK-NEXT: npu.mmad %[[Q]][%c0], %[[K1]][%c0], %[[S]][%c0] {m = 16, n = 64, k = 16
 // CHECK-NEXT: npu.load_l0 %[[V0L1]][%c0], %[[V0:.*]][%c0] {rows = 64, cols = 16
 // CHECK-NEXT: npu.copy %[[P]][%c0], %[[P0L1:.*]][%c0] {rows = 16, cols = 64
@@ -40,6 +41,7 @@ func.func @main(%q: tensor<16x16xf16> {ge.name = "q"}, %k: tensor<200x16xf16> {g
 // into the other L0C tile, its softmax, then block 1's product rescaled into the
 // accumulator by a_1.
 // CHECK-NEXT: npu.copy %{{.*}}, %{{.*}}[%c0] {rows = 64, cols = 16
+// CHECK-NEXT: npu.load_l0
 // CHECK-NEXT: npu.copy %{{.*}}, %{{.*}}[%c0] {rows = 64, cols = 16
 // CHECK:      npu.mmad %[[Q]][%c0], %[[K0]][%c0], %[[S]][%c0] {m = 16, n = 64, k = 16
 // CHECK:      npu.mmad %{{.*}}, %{{.*}}, %[[PV1:.*]][%c0] {m = 16, n = 16, k = 64
@@ -48,14 +50,16 @@ func.func @main(%q: tensor<16x16xf16> {ge.name = "q"}, %k: tensor<200x16xf16> {g
 // CHECK-NEXT: npu.fixpipe %[[PV1]][%c0], %[[PV:.*]][%c0] {rows = 16, cols = 16
 // CHECK-NEXT: npu.vmul %[[ACC]][%c0], %[[A1]][%c0], %[[ACC]][%c0]
 // CHECK-NEXT: npu.vadd %[[ACC]][%c0], %[[PV]][%c0], %[[ACC]][%c0]
-// Block 3, the short one: 8 keys, with block 2's V.
+// Block 3, the short one: 8 keys, then block 2's V and its own.
 // CHECK-NEXT: npu.copy %{{.*}}, %[[K1L1]][%c0] {rows = 8, cols = 16
+// CHECK-NEXT: npu.load_l0
 // CHECK-NEXT: npu.copy %{{.*}}, %[[V0L1]][%c0] {rows = 64, cols = 16
+// CHECK-NEXT: npu.copy %{{.*}}, %{{.*}}[%c0] {rows = 8, cols = 16
 // CHECK:      npu.mmad %[[Q]][%c0], %[[K1]][%c0], %[[S]][%c0] {m = 16, n = 8, k = 16
 // CHECK:      npu.mmad %[[P0]][%c0], %[[V0]][%c0], %[[PV0]][%c0] {m = 16, n = 16, k = 64
-// Its V staged on its own once its softmax is issued, the last product, the output.
+// Once its softmax is issued, the last product, the output.
 // CHECK:      npu.vcast %[[SC]][%c0], %[[P]][%c0] {rows = 16, cols = 8
-// CHECK:      npu.copy %{{.*}}, %{{.*}}[%c0] {rows = 8, cols = 16
+// CHECK-NOT:  npu.copy %{{.*}}, %{{.*}}[%c0] {rows = 8, cols = 16
 // CHECK:      npu.mmad %{{.*}}, %{{.*}}, %[[PV1]][%c0] {m = 16, n = 16, k = 8
 // CHECK:      npu.vcast %[[ACC]][%c0], %[[OUT:.*]][%c0] {rows = 16, cols = 16}
 // CHECK-NEXT: npu.copy %[[OUT]][%c0]
