@@ -205,6 +205,41 @@ def emit_cube_kernel(k: KernelContext, problem: CubeProblem) -> CubeTiling:
     return tiling
 
 
+def stage_parts(hw, operand, rows: int, cols: int) -> tuple[int, int, bool]:
+    """An operand's staging of a (rows x cols) tile as (MTE2 cycles, cycles of gathers
+    on MTE3 after them, whether its fills wait for its gathers): an img2col image
+    says (`ImageOperand.stage_parts`); a DMA-staged operand is all MTE2."""
+    method = getattr(operand, "stage_parts", None)
+    return method(hw, rows, cols) if method is not None else (operand.stage_cycles(hw, rows, cols), 0, False)
+
+
+def staging_order(stages: list[tuple[tuple[int, int, bool], object, object]], weights_prefetched: bool = False) -> list:
+    """The stagings of a K chunk (each (its `stage_parts`, what emits it, the operand)) in the order
+    estimated to land the chunk first. The scalar unit issues them in program
+    order and MTE2 runs its transfers in that order: an image whose slab fills
+    wait for its gathers (two slabs in turn) holds MTE2 until its last gather,
+    so a weight DMA issued after it waits for all of it (the DMA goes first); an
+    image whose gathers do not hold MTE2 (a whole chunk's slabs) goes first, so
+    MTE3 gathers while the weights stream after its fills. Ties keep the DMA
+    first, then A before B. A chunk whose weights npu-prefetch-constants loads
+    before the phase's barrier (`weights_prefetched`: it moves them only while
+    they come before the phase's first MTE2 flag) keeps the DMA first: there
+    they cost nothing."""
+    def landed(order) -> int:
+        mte2 = mte3 = 0
+        for (fill, gather, reuses), _, _ in order:
+            mte2 += fill + (gather if reuses else 0)
+            mte3 = max(mte3, mte2) + (0 if reuses else gather)
+        return max(mte2, mte3)
+
+    # Operands staged by many scalar-issued copies (`gathers`: an img2col, OIHW
+    # weights) after those staged by a few DMAs, unless the gathers first land sooner.
+    dma_first = sorted(stages, key=lambda s: s[2].gathers)
+    gathers_first = [s for s in dma_first if s[0][1] > 0] + [s for s in dma_first if not s[0][1] > 0]
+    best = dma_first if weights_prefetched else min((dma_first, gathers_first), key=landed)  # min: the first of equals
+    return [emit for _, emit, _ in best]
+
+
 class Copies:
     """The copies of a buffer used in turn (double buffering and the like), each
     allocated when first used: a kernel whose items have one chunk never pays
@@ -489,15 +524,13 @@ class _CubeKernel:
         stages = []
         if stage_a:
             at = {"at": (0, k0)} if t.a_resident else {}  # only a resident A is staged off offset 0
-            stages.append((p.a, partial(p.a.stage_to_l1, b, a_off, m0, m_act, k0, size, self.a_l1[copy], self.a_stride, **at)))
+            stages.append((stage_parts(self.k.hw, p.a, m_act, size),
+                           partial(p.a.stage_to_l1, b, a_off, m0, m_act, k0, size, self.a_l1[copy], self.a_stride, **at), p.a))
         for x, off, bufs, stride in zip(p.bs, b_offs, self.b_l1, self.b_strides):
-            stages.append((x, partial(x.stage_to_l1, b, off, k0, size, n0, n_act, bufs[copy], stride)))
-        # Operands staged by a few DMAs are issued before those gathered by many
-        # scalar-issued copies (an img2col): the scalar unit issues in program order,
-        # so a weight chunk issued after the gather would wait for all of it to be
-        # issued instead of streaming on MTE2 while MTE3 gathers (the estimate
-        # counts them overlapped). Stable: A first among equals.
-        for _, stage in sorted(stages, key=lambda s: s[0].gathers):
+            stages.append((stage_parts(self.k.hw, x, size, n_act),
+                           partial(x.stage_to_l1, b, off, k0, size, n0, n_act, bufs[copy], stride), x))
+        prefetched = self.p.first_b_prefetched and isinstance(first, int) and first == 0  # the item's first chunk
+        for stage in staging_order(stages, prefetched):
             stage()
         base = copy * (t.kc // t.kb)  # steps before this chunk in its pair
         full, remainder = divmod(size, t.kb)
