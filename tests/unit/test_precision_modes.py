@@ -95,10 +95,17 @@ def test_fp16_results_are_judged_at_fp16_not_f32_tolerance():
     assert worst_ratio("resnet_block", results, precision_floor(source("resnet_block"))) > 1.0
 
 
-@pytest.mark.parametrize("name", ["resnet_block", "mlp"])
-def test_cube_heavy_examples_take_fewer_cycles_in_fp16(name):
+# allow_fp32_to_fp16 is not faster on resnet_block: its f16 convs sit between f32
+# vector ops, and each cast between them is a kernel of its own (26,000 cycles in f32,
+# 29,536 in that mode, since the f32 img2col gathers whole runs); on the mlp the
+# products dominate and the mode pays.
+@pytest.mark.parametrize("name, modes", [
+    ("resnet_block", (precision.FORCE_FP16, precision.ALLOW_MIX_PRECISION)),
+    ("mlp", (precision.FORCE_FP16, precision.ALLOW_MIX_PRECISION, precision.ALLOW_FP32_TO_FP16)),
+])
+def test_cube_heavy_examples_take_fewer_cycles_in_fp16(name, modes):
     kept = simulated(name, precision.MUST_KEEP_ORIGIN_DTYPE).report.total_cycles
-    for mode in (precision.FORCE_FP16, precision.ALLOW_MIX_PRECISION, precision.ALLOW_FP32_TO_FP16):
+    for mode in modes:
         assert simulated(name, mode).report.total_cycles < kept, mode
 
 
