@@ -61,6 +61,8 @@ def simulate(
     """Run `module`'s `@main` host plan on positional `inputs` (the non-output arguments).
     `after_launch(launch)`, if given, sees each launch (`plan.Launch`) once it has run,
     its GM buffers holding what it wrote (`--compare-each` snapshots them).
+    `check_races=False` (`ge-sim --no-race-check`) skips the race checker, about half
+    the simulation's work; the report says so, cycles and outputs are the same.
     `shortcuts=False` is the full simulation (`ge-sim --exact`): every fast path off,
     the same cycles, outputs and errors, slower; tests/unit/test_sim_shortcuts.py
     compares the two."""
@@ -95,6 +97,7 @@ def simulate(
         total = run_plan(plan, check_races, trace, record)
     timeline = memory.bandwidth_timeline() if trace else None
     report = SimulationReport(
-        preset, total, kernels, plan.peak_gm_bytes, plan.arena_bytes, events, timeline, **planned_arena(module)
+        preset, total, kernels, plan.peak_gm_bytes, plan.arena_bytes, events, timeline, **planned_arena(module),
+        races_checked=check_races,
     )
     return Simulation(plan.outputs(), report)

@@ -184,6 +184,7 @@ class SimulationReport:
     memory_timeline: list | None = field(default=None)  # GlobalMemory.bandwidth_timeline(), when traced
     arena_lower_bound_bytes: int | None = None  # recorded by npu-plan-gm, if it ran
     arena_no_reuse_bytes: int | None = None
+    races_checked: bool = True  # False: `ge-sim --no-race-check`, the race checker did not run
 
     # ---- totals -----------------------------------------------------------------------
 
@@ -280,6 +281,7 @@ class SimulationReport:
             *self._gm_plan_line(),
             f"instructions: {self.instructions} in {len(self.kernels)} launches, "
             f"{sum(len(k.cores) for k in self.kernels)} blocks",
+            *self._race_check_line(),
             "",
             f"{'pipe':<6}{'busy cycles':>14}{'utilisation':>13}",
         ]
@@ -291,6 +293,11 @@ class SimulationReport:
                 lines.append(f"{path:<11}{nbytes:>14}")
         lines += ["", self._kernel_table()]
         return "\n".join(lines)
+
+    def _race_check_line(self) -> list[str]:
+        if self.races_checked:
+            return []
+        return ["race check: skipped (--no-race-check): no access was checked for a missing sync"]
 
     def _gm_plan_line(self) -> list[str]:
         if self.arena_lower_bound_bytes is None or self.arena_no_reuse_bytes is None:
@@ -334,6 +341,7 @@ class SimulationReport:
         roof = self.roofline()
         return {
             "total_cycles": self.total_cycles,
+            "races_checked": self.races_checked,
             "time_us": self.time_us,
             "freq_ghz": self.hw.freq_ghz,
             "hw": self.hw.name,
