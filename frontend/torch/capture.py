@@ -24,6 +24,7 @@ masks, transposed weights). The ge module sees those as `ge.const`.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Sequence
 
@@ -31,6 +32,7 @@ import torch
 from torch._decomp import _core_aten_decompositions_post_autograd
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx import GraphModule, Node
+from torch.fx.node import map_arg
 from torch.fx.experimental.proxy_tensor import make_fx
 
 _KEPT_WHOLE = (torch.ops.aten._safe_softmax.default,)
@@ -66,9 +68,40 @@ def _is_module_state(node: Node) -> bool:
     return False
 
 
+def scalar_reads(gm: torch.nn.Module, args: Sequence) -> dict[int, float]:
+    """Arguments that are 0-d tensors the graph only reads with `.item()`, by
+    position, with the value each holds in `args`. With `dynamic=True` some
+    versions of dynamo (2.13) pass a module's float attributes this way
+    (LayerNorm's eps): a fake tensor cannot give that value, so the retrace takes
+    it from the call, and a compiled graph is keyed on it."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"] if isinstance(gm, GraphModule) else []
+    return {
+        i: args[i].item()
+        for i, node in enumerate(placeholders[: len(args)])
+        if isinstance(args[i], torch.Tensor) and args[i].dim() == 0 and node.users
+        and all(u.op == "call_method" and u.target == "item" for u in node.users)
+    }
+
+
+def _with_scalars_read(gm: GraphModule, scalars: dict[int, float]) -> GraphModule:
+    """A copy of `gm` whose `.item()` reads of the arguments in `scalars` are their values."""
+    if not scalars:
+        return gm
+    graph = copy.deepcopy(gm.graph)
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    for i, value in scalars.items():
+        for read in list(placeholders[i].users):
+            for use in list(read.users):
+                use.args = map_arg(use.args, lambda n, read=read, value=value: value if n is read else n)
+                use.kwargs = map_arg(use.kwargs, lambda n, read=read, value=value: value if n is read else n)
+            graph.erase_node(read)
+    return GraphModule(gm, graph)
+
+
 def trace_aten(gm: torch.nn.Module, args: Sequence) -> GraphModule:
     """`gm` retraced to core ATen at the shapes of `args` (tensors are only looked at
-    for their shape and dtype)."""
+    for their shape and dtype, but for the scalars the graph reads, `scalar_reads`)."""
+    gm = _with_scalars_read(gm, scalar_reads(gm, args))
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     fakes = [mode.from_tensor(a, static_shapes=True) if isinstance(a, torch.Tensor) else a for a in args]
     with torch.no_grad(), mode:
