@@ -74,6 +74,11 @@ TILE_CANDIDATES = (16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 38
 """Sizes tried for `mb` and `n_block` (plus the whole dimension rounded up to 16
 when it is smaller than the largest candidate)."""
 
+SMALL_TILES = (1, 2, 4, 8)
+"""Sizes below 16 tried for `mb` when the A operand asks (`mn_small_tiles`): the
+L0 tiles are whole 16-row fractals anyway, but an image's UB slabs are as tall as
+the tile's output rows (OW = 1: a row per pixel), and 16 of them may not fit."""
+
 STEP_CANDIDATES = (16, 32, 64, 128, 256)
 """Sizes tried for the L0 step `kb`."""
 
@@ -103,6 +108,7 @@ class CubeOperandCost(Protocol):
     # Optional (defaults in `granule` / `ub_reserved`):
     #   mn_granule: tiles of the operand's M (A) or N (B) dim are multiples of it
     #               (an image's pixel rows: whole output rows);
+    #   mn_small_tiles: M tiles below 16 are tried too (`SMALL_TILES`);
     #   k_granule:  K chunks are multiples of it (an image's channel blocks);
     #   ub_bytes(rows, cols): UB the operand's staging needs besides the epilogue's;
     #   stays_in_l1: an A that can be kept resident (`stage_to_l1(..., at=)`);
@@ -226,14 +232,16 @@ class _Candidate(NamedTuple):  # a tuple: thousands are made per search
     a_resident: bool = False
 
 
-def _sizes(limit: int, whole: int, step: int = 1) -> list[int]:
+def _sizes(limit: int, whole: int, step: int = 1, small: bool = False) -> list[int]:
     """Candidate tile sizes for a dimension of `whole` elements: TILE_CANDIDATES and
-    the whole dimension rounded up to 16, or multiples of `step` when it is > 1."""
+    the whole dimension rounded up to 16, or multiples of `step` when it is > 1.
+    `small`: also SMALL_TILES below 16 (the operand's staging shrinks with them)."""
     if step > 1:
         sizes = [r * step for r in range(1, limit // step + 1) if r * step < whole]
         return sizes + ([whole] if whole <= max(limit, step) else [])
     whole16 = round_up(max(whole, 1), FRACTAL)
-    sizes = [s for s in TILE_CANDIDATES if s < whole16 and s <= limit]
+    sizes = [s for s in SMALL_TILES if s < whole] if small else []
+    sizes += [s for s in TILE_CANDIDATES if s < whole16 and s <= limit]
     if whole16 <= limit:
         sizes.append(whole16)
     return sizes
@@ -458,7 +466,7 @@ def _candidates(hw, shape: GemmShape, a, bs, l1):
     limit = max(TILE_CANDIDATES)
     n_step = max(granule(b, "mn_granule") for b in bs)
     n_blocks = [round_up(shape.n, FRACTAL)] if shape.whole_rows else _sizes(limit, shape.n, n_step)
-    mbs = _sizes(limit, shape.m, granule(a, "mn_granule"))
+    mbs = _sizes(limit, shape.m, granule(a, "mn_granule"), getattr(a, "mn_small_tiles", False))
     k_step = max(granule(x, "k_granule") for x in (a, *bs))
     k16 = round_up(shape.k, FRACTAL)
     for mb in mbs:

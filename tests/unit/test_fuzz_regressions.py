@@ -137,6 +137,22 @@ CASES = {
         '{ t11 = InstanceNormalization<epsilon=1e-05>(x, c9, c10)\n y = InstanceNormalization<epsilon=1e-05>(t11, c13, c14) }',
         {},
     ),
+    # `bench/fuzz.py --seed 1303`, graph 65, reduced: a grouped conv (8 input, 2 output channels
+    # per group) of output width 1 was refused on tiny, "no tiling of (5 x 96) @ (96 x 2)". Its
+    # pixel tiles were 16 pixels, 16 output rows of a 5-row output, and the image's UB slabs were
+    # sized for the 47 input rows of 16 strided rows (36,640 > 32,768 bytes). The slabs are now
+    # sized for the rows a tile has (`ImageOperand._pixels`), and tiles of 1-8 rows are tried
+    # (`tiling.SMALL_TILES`) so that a tall output (the second case) fits too.
+    "grouped_conv_output_width_1_f16": (
+        'g (float16[1,16,13,3] x) => (float16[1,4,5,1] y) <float16[4,8,2,3] w = {13410,46942,47960,48060,14595,15003,13011,14168,11670,15094,14606,48117,14776,47990,14169,47409,14800,11599,46697,45299,48012,47619,13686,13494,13154,45938,15349,15282,13808,13521,13832,45852,47575,14102,10878,46610,42817,14907,15090,46221,12436,46515,12809,46384,45808,14911,47198,13282,47784,14675,14488,47148,14854,47888,46399,47512,44635,14526,47183,47915,45596,47315,47756,12580,46705,13697,47311,15123,46161,47696,13346,15062,44962,15174,35540,45257,13234,15340,15151,44317,14368,40263,11137,14483,45430,14209,14018,15082,47657,14164,15063,15229,48068,14801,15283,15185,47519,15248,14909,14632,43296,47176,14549,15047,46972,11516,44884,15077,47962,14189,13138,48012,14084,48062,14369,9864,15070,47857,14710,47855,46331,45174,15221,12279,47031,47138,14902,47203,47618,46790,12675,12012,14581,12222,46789,45459,14615,13324,15192,46126,11964,12803,14739,47532,45564,14991,47952,14634,45418,14663,48087,46162,47806,13538,46909,13948,15130,47609,14806,47884,45985,45183,42422,15264,14441,46622,46941,14799,14874,9595,46332,15339,46564,47380,14869,14591,13663,15190,15056,14322,14789,47116,47549,13681,14046,47444,45743,14992,12252,12547,47333,10921}> '
+        '{ y = Conv<dilations=[1,2], group=2, kernel_shape=[2,3], pads=[0,0,1,2], strides=[3,2]>(x, w) }',
+        {},
+    ),
+    "grouped_conv_output_width_1_tall_f16": (
+        'g (float16[1,16,100,3] x) => (float16[1,4,34,1] y) <float16[4,8,2,3] w = {13410,46942,47960,48060,14595,15003,13011,14168,11670,15094,14606,48117,14776,47990,14169,47409,14800,11599,46697,45299,48012,47619,13686,13494,13154,45938,15349,15282,13808,13521,13832,45852,47575,14102,10878,46610,42817,14907,15090,46221,12436,46515,12809,46384,45808,14911,47198,13282,47784,14675,14488,47148,14854,47888,46399,47512,44635,14526,47183,47915,45596,47315,47756,12580,46705,13697,47311,15123,46161,47696,13346,15062,44962,15174,35540,45257,13234,15340,15151,44317,14368,40263,11137,14483,45430,14209,14018,15082,47657,14164,15063,15229,48068,14801,15283,15185,47519,15248,14909,14632,43296,47176,14549,15047,46972,11516,44884,15077,47962,14189,13138,48012,14084,48062,14369,9864,15070,47857,14710,47855,46331,45174,15221,12279,47031,47138,14902,47203,47618,46790,12675,12012,14581,12222,46789,45459,14615,13324,15192,46126,11964,12803,14739,47532,45564,14991,47952,14634,45418,14663,48087,46162,47806,13538,46909,13948,15130,47609,14806,47884,45985,45183,42422,15264,14441,46622,46941,14799,14874,9595,46332,15339,46564,47380,14869,14591,13663,15190,15056,14322,14789,47116,47549,13681,14046,47444,45743,14992,12252,12547,47333,10921}> '
+        '{ y = Conv<dilations=[1,2], group=2, kernel_shape=[2,3], pads=[0,0,1,2], strides=[3,2]>(x, w) }',
+        {},
+    ),
 }
 
 
@@ -210,3 +226,21 @@ def test_mlp_with_long_rows_fits_tiny(pipeline: str):
     (got,) = execute(module, [x], hw="tiny").results
     mismatch = worst_mismatch("y", expected[0], got, floor)
     assert mismatch is None or mismatch.ratio <= 1.0, str(mismatch)
+
+
+def test_image_slabs_are_sized_for_the_rows_a_tile_has():
+    """Seed 1303 graph 65's conv: a tile of 16 pixels of its 5-pixel output (OW = 1) stages
+    the slabs of 5 output rows, not 16 (which would span 47 input rows of 13)."""
+    from types import SimpleNamespace
+
+    from xdsl.dialects.builtin import f16
+
+    from gecomp.dialects.ge.formats import Format
+    from gecomp.lowering.fused_to_npu.templates.conv import ConvGeometry, ImageOperand
+    from gecomp.simulator.hardware import load_preset
+
+    g = ConvGeometry(1, 16, 13, 3, 4, 2, 3, 5, 1, (3, 2), (0, 0, 1, 2), (1, 2), 2)
+    image = ImageOperand(SimpleNamespace(format=Format.ND, itemsize=2, element_type=f16), g, transposed=False)
+    assert image.ub_bytes(16, 96) == image.ub_bytes(5, 96) > image.ub_bytes(4, 96)
+    tiny = load_preset("tiny")
+    assert image.stage_parts(tiny, 16, 96) == image.stage_parts(tiny, 5, 96)

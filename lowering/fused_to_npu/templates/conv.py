@@ -158,6 +158,9 @@ class ImageOperand:
         # is tiled along it, its tiles reading row segments (`segments`).
         self.segments = g.oh == 1 and g.ow > FRACTAL
         self.mn_granule = FRACTAL if self.segments else g.ow
+        # Output rows of one pixel: a tile of 16 pixels is 16 rows, whose slabs may not
+        # fit UB (a tall strided window); fewer rows are tiles too.
+        self.mn_small_tiles = not transposed and g.ow == 1
         self.k_granule = math.lcm(g.k_block, FRACTAL)  # K chunks: whole channel blocks and L1 blocks
         # How the staged tile sits in L1 and goes to L0: an NZ matrix of the same shape,
         # in blocks of C0 columns (an fp32 image's 8): a window position's C0 channels
@@ -189,9 +192,14 @@ class ImageOperand:
         the search on it): the geometry, the side, the input's format and type."""
         return (type(self), self.g, self.transposed, self.x.format, self.x.element_type)
 
+    def _pixels(self, rows: int, cols: int) -> int:
+        """The pixels of a (rows x cols) tile that exist: a tile never spans more than
+        one image's output (pixel tiles are whole rows of one image), though the
+        tiling may size it larger (16 pixels of a 5-pixel output when OW is 1)."""
+        return min(cols if self.transposed else rows, self.g.p)
+
     def _pixel_rows(self, rows: int, cols: int) -> int:
-        pixels = cols if self.transposed else rows
-        return max(1, pixels // self.g.ow)
+        return max(1, self._pixels(rows, cols) // self.g.ow)
 
     def _slab_width(self, pixels: int) -> int:
         """Input columns the slab holds: the padded row (rounded up to whole phases),
@@ -216,7 +224,7 @@ class ImageOperand:
 
     def ub_bytes(self, rows: int, cols: int) -> int:
         out_rows = self._pixel_rows(rows, cols)
-        pixels = cols if self.transposed else rows
+        pixels = self._pixels(rows, cols)
         if self._whole_chunk(rows, cols):
             return self._whole_chunk_bytes(rows, cols)
         staging = self.g.c0 * round_up(self.g.w, FRACTAL) if self.x.format == Format.ND else 0
@@ -253,7 +261,7 @@ class ImageOperand:
         out_rows = self._pixel_rows(rows, cols)
         positions = -(-(rows if self.transposed else cols) // g.c0)  # (channel block, kh, kw)
         channel_blocks = -(-positions // g.window)
-        pixels = cols if self.transposed else rows
+        pixels = self._pixels(rows, cols)
         width, per_row = (self._slab_width(pixels), pixels) if self.segments else (g.w, g.ow)
         # Each copy holds its pipe for its data cycles (the simulator streams them);
         # a slab's latency is waited for once, before its gather reads it.
