@@ -419,7 +419,7 @@ class _CubeKernel:
         self._block(start, stage_a=True)
         if per_core > 1:
             with b.loop(1, per_core, name="item") as u:
-                self._block(b.add(start, u), stage_a=False, slot=u)
+                self._block(b.add(start, u), stage_a=False, slot=u, flip=1)
 
     def _scalars_per_batch(self) -> bool:
         return any(self._scalar_per_batch(inp, home) for inp, home in zip(self.p.epilogue.inputs, self.homes))
@@ -432,10 +432,11 @@ class _CubeKernel:
             return None
         return inp.view.batches.varies or self.turns > 1
 
-    def _block(self, block: Index, stage_a: bool = True, slot: Index = 0) -> None:
+    def _block(self, block: Index, stage_a: bool = True, slot: Index = 0, flip: int = 0) -> None:
         """One output block: decode (batch, i, j), then a copy of the body per tail
         case (`stage_a` False: a resident A is in L1 already; `slot`: the block's
-        place among the core's, for its bias rows)."""
+        place among the core's, for its bias rows; `flip`: the L1 copy its first
+        turn stages a lone K chunk in, see `_k_loop`)."""
         b, s, t = self.b, self.p.shape, self.t
         j = b.rem(block, self.n_tiles)
         rest = b.floordiv(block, self.n_tiles)
@@ -450,7 +451,7 @@ class _CubeKernel:
                             kernel = self._turn(turn)
                             if self.row_slots > 1:
                                 kernel.row_base = b.mul(b.add(b.mul(slot, self.turns), turn), self.n_alloc)
-                            kernel._emit_item(batch, m0, n0, m_act, n_act, m_end, stage_a and turn == 0)
+                            kernel._emit_item(batch, m0, n0, m_act, n_act, m_end, stage_a and turn == 0, (flip + turn) % 2)
 
     def _turn(self, index: int) -> _CubeKernel:
         """The kernel computing product `index` in the shared buffers (itself when
@@ -461,7 +462,9 @@ class _CubeKernel:
         other.p = self.problem.turn(index)
         return other
 
-    def _emit_item(self, batch: Index, m0: Index, n0: Index, m_act: int, n_act: int, m_end: bool, stage_a: bool) -> None:
+    def _emit_item(
+        self, batch: Index, m0: Index, n0: Index, m_act: int, n_act: int, m_end: bool, stage_a: bool, flip: int = 0
+    ) -> None:
         b, p = self.b, self.p
         a_off = p.a.batches.offset(b, batch)
         b_offs = [x.batches.offset(b, batch) for x in p.bs]
@@ -475,7 +478,7 @@ class _CubeKernel:
 
         own_slot = self.row_slots == self.t.per_core  # no earlier item of the core reads this item's row
         early = prefetched is None and own_slot and not self._scalars_per_batch()
-        staged = self._k_loop(a_off, b_offs, m0, n0, m_act, n_act, stage_a, load_constants if early else None)
+        staged = self._k_loop(a_off, b_offs, m0, n0, m_act, n_act, stage_a, load_constants if early else None, flip)
         self._epilogue(batch, offsets, m0, n0, m_act, n_act, m_end, prefetched, constants_staged=staged)
 
     def _prefetches(self, m_act: int) -> bool:
@@ -488,10 +491,19 @@ class _CubeKernel:
 
     # ---- the K loop ----------------------------------------------------------------------
 
-    def _k_loop(self, a_off, b_offs, m0, n0, m_act: int, n_act: int, stage_a: bool, with_last_chunk=None) -> bool:
+    def _k_loop(
+        self, a_off, b_offs, m0, n0, m_act: int, n_act: int, stage_a: bool, with_last_chunk=None, flip: int = 0
+    ) -> bool:
         """The chunks of `k_schedule`: pairs of full chunks in an scf.for, then the
         static rest. The first product of the item overwrites L0C: `first` is an
         index that is 0 exactly for the item's first chunk.
+
+        An item of one chunk stages it in L1 copy `flip`: the items (and products
+        in turn) written out one after the other alternate their copies, so the
+        next one's chunk lands while this one's L0 steps still read theirs (in
+        one copy, its DMA waited for the last of them: the FFN projections of a
+        transformer layer, two items of a resident A per core, lost 900 cycles
+        a phase). A loop over items alternates by itself (npu-double-buffer).
 
         `with_last_chunk()` stages the item's epilogue constants (a bias row) just
         before the last chunk, if that is outside the loop (returns whether it did):
@@ -511,7 +523,7 @@ class _CubeKernel:
         for i, (k0, size, copy) in enumerate(schedule.rest):
             if with_last_chunk is not None and i == len(schedule.rest) - 1:
                 with_last_chunk()
-            chunk(k0, copy, size, k0)
+            chunk(k0, flip if schedule.count == 1 else copy, size, k0)
         return with_last_chunk is not None and bool(schedule.rest)
 
     def _chunk(self, a_off, b_offs, m0, n0, m_act, n_act, k0: Index, copy: int, size: int, first: Index, stage_a: bool) -> None:
