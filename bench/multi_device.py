@@ -5,16 +5,27 @@ server (N chips and their links), against one device.
     python bench/multi_device.py --model examples/llama_layer.mlir --strategy tp --devices 2,4,8
     python bench/multi_device.py --csv out.csv
 
-Columns: devices, simulated time (the slowest device), speedup over one device
-(the unpartitioned graph through ge-compile on one chip), communication share
+    python bench/multi_device.py --model examples/llama_layer.mlir --devices 4 --chunks 1,2,4
+
+Columns: devices, chunks (`ge-partition{chunks=K}`: the row-independent tail
+run in K chunks of rows, so a chunk's collective overlaps the next chunk's
+compute), simulated time (the slowest device), speedup over one device (the
+unpartitioned graph through ge-compile on one chip), communication share
 (communication time / time, on the busiest device), exposed communication (not
-hidden behind compute), and the analytic bound: one device's time / N plus the
-collectives that no schedule can hide (every collective whose result the next
-compute reads; sends of a pipeline excluded, they overlap the next
-micro-batch), from the link model's closed forms. Pipeline rows use 4
-micro-batches. The ratio time / bound shows
-what the partition loses beyond that: replicated work (layer norms, residual
-adds), per-run kernel launches, and stages that wait.
+hidden behind compute), and the analytic bound, the larger of
+
+* one device's time / N plus the collectives no schedule can hide, from the link
+  model's closed forms: a collective is unhideable when every compute run of its
+  device must end before it starts (it feeds this or an earlier collective of the
+  in-order communication stream) or start after it ends (it reads this or a later
+  one). A Megatron all_reduce is read by the very next op: unhideable; with
+  chunks, only the last chunk's last collective is. Sends of a pipeline are left
+  out (they overlap the next micro-batch);
+* the collectives of the busiest device back to back (one communication stream).
+
+Pipeline rows use 4 micro-batches. The ratio time / bound shows what the
+partition loses beyond that: replicated work (layer norms, residual adds),
+per-run kernel launches, weights streamed again per chunk, and stages that wait.
 """
 
 from __future__ import annotations
@@ -33,13 +44,14 @@ from gecomp.dialects import ge
 from gecomp.simulator.hardware import load_preset
 from gecomp.lowering.compute_time import ComputeTimer
 from gecomp.lowering.plan.device_streams import simulate_devices
+from gecomp.simulator.multi_device import is_collective, unhideable_collectives
 
 DEFAULT_CASES = [
-    ("examples/mlp.mlir", "dp", [2, 4]),
-    ("examples/mlp.mlir", "tp", [2, 4]),
-    ("examples/mlp.mlir", "pp", [2, 4]),
-    ("examples/bert_layer.mlir", "tp", [2, 4, 8]),
-    ("examples/llama_layer.mlir", "tp", [2, 4, 8]),
+    ("examples/mlp.mlir", "dp", [2, 4], [1]),
+    ("examples/mlp.mlir", "tp", [2, 4], [1]),
+    ("examples/mlp.mlir", "pp", [2, 4], [1]),
+    ("examples/bert_layer.mlir", "tp", [2, 4, 8], [1, 2]),
+    ("examples/llama_layer.mlir", "tp", [2, 4, 8], [1, 2]),
 ]
 
 
@@ -52,6 +64,7 @@ class Row:
     model: str
     strategy: str
     devices: int
+    chunks: int
     time_us: float
     one_device_us: float
     comm_us: float
@@ -71,27 +84,27 @@ def one_device_time(path: str, timer: ComputeTimer) -> float:
     return timer(load_module(make_context(), path))
 
 
-def measure(path: str, strategy: str, devices: int, hw: str, timer: ComputeTimer, one: float) -> Row:
+def measure(path: str, strategy: str, devices: int, chunks: int, hw: str, timer: ComputeTimer, one: float) -> Row:
     module = load_module(make_context(), path)
     micro = f" micro-batches={MICRO_BATCHES}" if strategy == "pp" else ""
-    run_pipeline(parse_pass_pipeline(f"ge-partition{{devices={devices} strategy={strategy}{micro} hw={hw}}}"), make_context(), module)
+    options = f"devices={devices} strategy={strategy}{micro} chunks={chunks} hw={hw}"
+    run_pipeline(parse_pass_pipeline(f"ge-partition{{{options}}}"), make_context(), module)
     report = simulate_devices(module, timer, hw=hw)
     busiest = max(report.summaries, key=lambda s: s.comm_us)
-    unhidden = max(
-        sum(t.duration for t in report.tasks if t.device == d and t.kind == "comm" and isinstance(t.ops[0], ge.CollectiveOp))
-        for d in range(devices)
-    )
-    return Row(path.rsplit("/", 1)[-1], strategy, devices, report.time_us, one, busiest.comm_us,
-               max(s.exposed_comm_us for s in report.summaries), one / devices + unhidden)
+    per_device = [[t for t in report.tasks if t.device == d] for d in range(devices)]
+    unhidden = max(sum(t.duration for t in unhideable_collectives(tasks)) for tasks in per_device)
+    back_to_back = max(sum(t.duration for t in tasks if is_collective(t)) for tasks in per_device)
+    return Row(path.rsplit("/", 1)[-1], strategy, devices, chunks, report.time_us, one, busiest.comm_us,
+               max(s.exposed_comm_us for s in report.summaries), max(one / devices + unhidden, back_to_back))
 
 
 def print_table(rows: list[Row], hw: str) -> None:
     print(f"many devices on {hw} (links and topology: simulator/presets/{hw}.toml [interconnect])")
-    header = f"{'model':<18}{'strategy':>9}{'devices':>8}{'time_us':>10}{'1-dev_us':>10}{'speedup':>8}{'comm%':>7}{'exposed_us':>11}{'bound_us':>10}{'t/bound':>8}"
+    header = f"{'model':<18}{'strategy':>9}{'devices':>8}{'chunks':>7}{'time_us':>10}{'1-dev_us':>10}{'speedup':>8}{'comm%':>7}{'exposed_us':>11}{'bound_us':>10}{'t/bound':>8}"
     print(header)
     for r in rows:
         print(
-            f"{r.model:<18}{r.strategy:>9}{r.devices:>8}{r.time_us:>10.1f}{r.one_device_us:>10.1f}{r.speedup:>8.2f}"
+            f"{r.model:<18}{r.strategy:>9}{r.devices:>8}{r.chunks:>7}{r.time_us:>10.1f}{r.one_device_us:>10.1f}{r.speedup:>8.2f}"
             f"{100 * r.comm_share:>6.1f}%{r.exposed_us:>11.1f}{r.bound_us:>10.1f}{r.time_us / r.bound_us:>8.2f}"
         )
 
@@ -101,21 +114,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", action="append", help="a .mlir model (repeatable; default: the table's models)")
     p.add_argument("--strategy", default="tp", choices=("dp", "tp", "pp"))
     p.add_argument("--devices", default="2,4", help="comma-separated device counts")
+    p.add_argument("--chunks", default="1", help="comma-separated chunk counts (ge-partition chunks=K)")
     p.add_argument("--hw", default="ascend910")
     p.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
     args = p.parse_args(argv)
-    cases = [(m, args.strategy, [int(d) for d in args.devices.split(",")]) for m in args.model] if args.model else DEFAULT_CASES
+    counts = [int(d) for d in args.devices.split(",")]
+    chunk_counts = [int(k) for k in args.chunks.split(",")]
+    cases = [(m, args.strategy, counts, chunk_counts) for m in args.model] if args.model else DEFAULT_CASES
     timer = ComputeTimer(load_preset(args.hw), "ge-compile")
     rows = []
     start = time.perf_counter()
     try:
-        for path, strategy, counts in cases:
+        for path, strategy, counts, chunk_counts in cases:
             one = one_device_time(path, timer)
             for n in counts:
-                try:
-                    rows.append(measure(path, strategy, n, args.hw, timer, one))
-                except CompileError as e:
-                    print(f"{path} {strategy} x{n}: {e}", file=sys.stderr)
+                for k in chunk_counts:
+                    try:
+                        rows.append(measure(path, strategy, n, k, args.hw, timer, one))
+                    except CompileError as e:
+                        print(f"{path} {strategy} x{n} chunks={k}: {e}", file=sys.stderr)
     except CompileError as e:
         print(e, file=sys.stderr)
         return 1
@@ -124,9 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             writer = csv.writer(f)
-            writer.writerow(["model", "strategy", "devices", "time_us", "one_device_us", "speedup", "comm_us", "exposed_us", "bound_us"])
+            writer.writerow(["model", "strategy", "devices", "chunks", "time_us", "one_device_us", "speedup", "comm_us", "exposed_us", "bound_us"])
             for r in rows:
-                writer.writerow([r.model, r.strategy, r.devices, f"{r.time_us:.3f}", f"{r.one_device_us:.3f}",
+                writer.writerow([r.model, r.strategy, r.devices, r.chunks, f"{r.time_us:.3f}", f"{r.one_device_us:.3f}",
                                  f"{r.speedup:.3f}", f"{r.comm_us:.3f}", f"{r.exposed_us:.3f}", f"{r.bound_us:.3f}"])
     return 0
 

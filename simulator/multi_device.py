@@ -283,6 +283,33 @@ def exposed(comm: list[tuple[float, float]], compute: list[tuple[float, float]])
     return total
 
 
+def is_collective(task: Task) -> bool:
+    """A group collective (not a send or receive)."""
+    return task.kind == "comm" and isinstance(task.ops[0], ge.CollectiveOp)
+
+
+def unhideable_collectives(tasks: list[Task]) -> list[Task]:
+    """One device's collectives that no schedule can overlap with compute. The
+    communication stream runs in program order, so while collective j is in
+    flight, no compute run can be one that feeds collective j or an earlier one
+    (those have started), nor one that reads collective j or a later one (those
+    have not ended). When that rules out every compute run, j is exposed in
+    every schedule."""
+    ancestors: dict[int, set[int]] = {}
+    for t in tasks:  # program order: a task's needs come before it
+        ancestors[id(t)] = set().union(*({id(n)} | ancestors[id(n)] for n in t.needs)) if t.needs else set()
+    compute = [t for t in tasks if t.kind == "compute"]
+    comms = [t for t in tasks if t.kind == "comm"]
+    exposed = []
+    for j, c in enumerate(comms):
+        feeds = set().union(*(ancestors[id(e)] for e in comms[: j + 1]))
+        later = {id(e) for e in comms[j:]}
+        blocked = [t for t in compute if id(t) in feeds or ancestors[id(t)] & later]
+        if is_collective(c) and len(blocked) == len(compute):
+            exposed.append(c)
+    return exposed
+
+
 def schedule_devices(per_device: list[list[Task]], hw: str | None = None, algorithm: str | None = None) -> MultiDeviceReport:
     """Place each device's tasks (their compute durations set) in time on the preset
     `hw`'s server: its links give the communication's durations."""

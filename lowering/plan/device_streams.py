@@ -10,6 +10,8 @@ allocator does it: HCCL gets a stream of its own.
 * communication tasks: the collectives and sends / receives, in program order;
   collectives of one kind in a row join one task up to a bucket size (GE's
   bucketing of small all-reduces: one set of link latencies for all of them).
+* a concatenation of collectives' results (the chunks of `ge-partition{chunks=K}`)
+  is no task: the collectives write their parts in place.
 
 `simulate_devices` then places the tasks in time on the preset's server
 (`simulator/multi_device.py`).
@@ -53,6 +55,12 @@ def device_tasks(function: func.FuncOp, device: int, bucket_bytes: int = 0) -> l
         if isinstance(op, (func.ReturnOp, ge.ConstOp)):
             continue
         sources = [producer[v] for v in op.operands if v in producer]
+        if _placed_by_collectives(op, sources):
+            # The collectives write their parts into the concatenation in place
+            # (HCCL's output address): no kernel. Its readers wait for the last part
+            # (a device's communication stream runs its tasks in order).
+            producer[op.result] = max(sources, key=tasks.index)
+            continue
         if isinstance(op, COMMUNICATION):
             if current is not None and current in sources:
                 close()
@@ -77,6 +85,16 @@ def device_tasks(function: func.FuncOp, device: int, bucket_bytes: int = 0) -> l
         for r in op.results:
             producer[r] = task
     return tasks
+
+
+def _placed_by_collectives(op: Operation, sources: list[Task]) -> bool:
+    """A concatenation of collectives' results along a dim with no dims before it
+    but of size 1 (each part contiguous in the result)."""
+    if not isinstance(op, ge.ConcatOp) or len(sources) != len(op.operands):
+        return False
+    axis = op.attr_value("axis") % len(op.result.type.get_shape())
+    leading = op.result.type.get_shape()[:axis]
+    return all(d == 1 for d in leading) and all(t.kind == "comm" for t in sources)
 
 
 def _joins_bucket(task: Task, op: Operation, bucket_bytes: int) -> bool:

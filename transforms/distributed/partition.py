@@ -45,13 +45,15 @@ STRATEGIES = ("dp", "tp", "pp")
 
 @dataclass(frozen=True)
 class PartitionPass(ModulePass):
-    """Partition @main over `devices` devices with strategy dp, tp or pp (one function per device)."""
+    """Partition @main over `devices` devices with strategy dp, tp or pp (one function per device);
+    `chunks` > 1 runs each device's row-independent tail in that many chunks of rows (`chunking.py`)."""
 
     name = "ge-partition"
 
     devices: int = 2
     strategy: str = "tp"
     micro_batches: int = 1
+    chunks: int = 1
     hw: str = "ascend910"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -74,6 +76,13 @@ class PartitionPass(ModulePass):
             record_statistic(self.name, "column-parallel-matmuls", len(plan.columns))
             record_statistic(self.name, "all-reduces", plan.reductions)
             record_statistic(self.name, "all-gathers", len(plan.gathers))
+        if self.chunks < 1:
+            raise CompileError(f"ge-partition: chunks must be 1 or more, got {self.chunks}")
+        if self.chunks > 1:
+            from .chunking import chunk_function
+
+            for f in functions:
+                chunk_function(f, self.chunks)
         replace_main(op, main, functions, self.devices)
 
 
@@ -207,7 +216,32 @@ class DeviceBuilder:
             return self.add(ge.ConstOp.from_array(np.ascontiguousarray(array), shard_type(value.type, split(axis), self.devices))).result
         return self.add(ge.SliceOp.new(whole, starts=starts, ends=ends, steps=[1] * len(dims))).result
 
+    def fold_into_reduction(self, op: Operation) -> bool:
+        """`x + p` with `p` partial sums and `x` whole, the sum an output: device 0
+        adds `x` to its summand before the all_reduce, the others reduce theirs, and
+        the reduction's result is the output. Nothing is left to compute after the
+        last collective (a kernel there would pay a launch once the link is done)."""
+        if not isinstance(op, ge.AddOp) or self.plan.requires[op] != [REPLICATED, REPLICATED]:
+            return False
+        if any(not isinstance(u.operation, func.ReturnOp) for u in op.result.uses):
+            return False
+        sources = [self.plan.layouts[v] for v in op.operands]
+        if sorted(s.kind for s in sources) != ["partial", "replicated"]:
+            return False
+        partial, whole = op.operands if sources[0] == PARTIAL else reversed(op.operands)
+        if partial.type != op.result.type or whole.type != op.result.type or len(list(partial.uses)) != 1:
+            return False
+        summand = self.values[(partial, PARTIAL)]
+        if self.device == 0:
+            summand = self.add(ge.AddOp.new(summand, self.convert(whole, REPLICATED))).result
+        reduced = self.add(ge.AllReduceOp.new(summand, devices=self.devices)).result
+        reduced.name_hint = op.result.name_hint
+        self.values[(op.result, REPLICATED)] = reduced
+        return True
+
     def copy(self, op: Operation) -> None:
+        if self.fold_into_reduction(op):
+            return
         requires = self.plan.requires[op]
         operands = [self.convert(v, layout) for v, layout in zip(op.operands, requires)]
         if isinstance(op, func.ReturnOp):

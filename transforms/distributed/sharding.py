@@ -299,6 +299,14 @@ def _slice(op: Operation, layouts: list[Layout], devices: int, _: bool) -> Step:
     return _whole(op, f"it slices the split dim {x.axis}")
 
 
+def _all_reduce(op: Operation, layouts: list[Layout], devices: int, _: bool) -> Step:
+    """An all_reduce sums each element across the devices of its group: a split of
+    its operand (in another sense than those devices', e.g. rows processed in
+    chunks) carries to its result."""
+    x = _no_partials(layouts)[0]
+    return Step([x], [x])
+
+
 def _gather(op: Operation, layouts: list[Layout], devices: int, _: bool) -> Step:
     """An embedding lookup: split indices give the result split where their dims
     land (after `axis`); split data keeps its split off the gathered dim."""
@@ -336,6 +344,7 @@ _RULES: dict[type[Operation], Rule] = {
     ge.ConcatOp: _concat,
     ge.SliceOp: _slice,
     ge.GatherOp: _gather,
+    ge.AllReduceOp: _all_reduce,
 }
 
 
@@ -369,11 +378,22 @@ def propagate(
 ) -> Plan:
     """The layouts of every value of `function` from its arguments' layouts, with the
     conversions the ops' rules require (results end replicated)."""
-    plan = Plan(devices)
     block = function.body.block
-    plan.layouts.update(zip(block.args, arguments, strict=True))
-    for op in block.ops:
-        layouts = [plan.layouts[v] for v in op.operands]
+    return propagate_ops(block.ops, devices, dict(zip(block.args, arguments, strict=True)), columns)
+
+
+def propagate_ops(
+    ops: Sequence[Operation],
+    devices: int,
+    initial: dict[SSAValue, Layout],
+    columns: set[Operation] = frozenset(),
+) -> Plan:
+    """`propagate` over a run of ops whose outside operands have the layouts
+    `initial` (a value it does not name is replicated)."""
+    plan = Plan(devices)
+    plan.layouts.update(initial)
+    for op in ops:
+        layouts = [plan.layouts.get(v, REPLICATED) for v in op.operands]
         if isinstance(op, func.ReturnOp):
             s = Step([REPLICATED] * len(layouts), [], "an output is whole on every device")
         else:
