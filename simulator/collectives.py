@@ -16,10 +16,18 @@ transfer plus the latency. Three algorithms, as HCCL has them:
   all-gather; N a power of two): 2 log2 N steps, the k-th of S / 2^k bytes:
   T = 2 log2(N) a + 2 (N-1)/N S / B;
 * mesh (a full mesh): each device sends S/N to every peer at once, every link
-  busy: T = 2 (a + S / (N B)).
+  busy: T = 2 (a + S / (N B));
+* hierarchical, for an all_reduce over g full meshes of m members each (HCCL's
+  multi-level algorithms: one level inside a mesh, one between): reduce-scatter
+  inside each mesh (a mesh step of S/m), all-reduce of each device's part with
+  its counterparts in the other meshes over the bridge (for two meshes one
+  exchange of S/m, the m crossing transfers sharing the bridge; a ring of them
+  otherwise), all-gather inside each mesh: for g = 2,
+  T = 2 (a + S / (m B)) + a_b + S / B_b.
 
-`algorithm = auto` takes mesh when the group lies in one full mesh, else ring
-(what HCCL does inside a server). `cost` returns the time and the bytes each
+`algorithm = auto` takes mesh when the group lies in one full mesh; an
+all_reduce over equal parts of several meshes takes hierarchical (a ring would
+cross the slow bridge on every one of its 2 (N-1) steps); anything else, ring. `cost` returns the time and the bytes each
 directed link carried, so the report can show link usage; the closed forms
 above are what the tests check it against.
 """
@@ -33,7 +41,7 @@ from dataclasses import dataclass, field
 from ..core.diagnostics import CompileError
 from .hardware import HardwarePreset
 
-ALGORITHMS = ("auto", "ring", "halving_doubling", "mesh")
+ALGORITHMS = ("auto", "ring", "halving_doubling", "mesh", "hierarchical")
 
 
 @dataclass(frozen=True)
@@ -54,12 +62,28 @@ class Interconnect:
             return self.link_gb_s * 1e3, self.link_latency_us
         return self.bridge_gb_s * 1e3, self.bridge_latency_us
 
+    def meshes(self, members: tuple[int, ...]) -> list[list[int]]:
+        """The members grouped by the full mesh they sit in, in order of first appearance."""
+        groups: dict[int, list[int]] = {}
+        for m in members:
+            groups.setdefault(m // self.mesh_size, []).append(m)
+        return list(groups.values())
+
     def choose(self, members: tuple[int, ...], kind: str) -> str:
         algorithm = self.algorithm
+        meshes = self.meshes(members)
+        even = len({len(g) for g in meshes}) == 1
         if algorithm == "auto":
-            algorithm = "mesh" if all(self.same_mesh(members[0], m) for m in members) else "ring"
+            if len(meshes) == 1:
+                algorithm = "mesh"
+            else:
+                algorithm = "hierarchical" if kind == "all_reduce" and even else "ring"
         if algorithm == "halving_doubling" and len(members) & (len(members) - 1):
             raise CompileError(f"halving-doubling needs a power-of-two group, got {len(members)} devices")
+        if algorithm == "hierarchical" and (kind != "all_reduce" or not even):
+            raise CompileError(
+                f"the hierarchical algorithm is modelled for an all_reduce over equal parts of full meshes, not a {kind} over {list(members)}"
+            )
         return algorithm
 
 
@@ -136,6 +160,21 @@ def _mesh_step(cost: Cost, link: Interconnect, members, nbytes: float) -> None:
     cost.step(link, [(a, b, nbytes) for a in members for b in members if a != b])
 
 
+def _hierarchical_all_reduce(cost: Cost, link: Interconnect, meshes: list[list[int]], nbytes: float) -> None:
+    """Reduce-scatter inside each mesh, all-reduce of each part across the meshes
+    (rank i of every mesh together), all-gather inside each mesh."""
+    m, g = len(meshes[0]), len(meshes)
+    inside = [(a, b, nbytes / m) for mesh in meshes for a in mesh for b in mesh if a != b]
+    cost.step(link, inside)
+    counterparts = [[mesh[i] for mesh in meshes] for i in range(m)]
+    if g == 2:
+        cost.step(link, [(a, b, nbytes / m) for pair in counterparts for a, b in (pair, pair[::-1])])
+    elif g > 2:
+        for _ in range(2 * (g - 1)):
+            cost.step(link, [(ring[k], ring[(k + 1) % g], nbytes / (m * g)) for ring in counterparts for k in range(g)])
+    cost.step(link, inside)
+
+
 def collective_cost(kind: str, members: tuple[int, ...], nbytes: float, link: Interconnect) -> Cost:
     """The cost of collective `kind` over `members` on operands of `nbytes` bytes per
     device (the input of all_reduce / reduce_scatter / all_to_all / broadcast, each
@@ -154,6 +193,9 @@ def collective_cost(kind: str, members: tuple[int, ...], nbytes: float, link: In
             while have < n:
                 cost.step(link, [(members[i], members[i + have], nbytes) for i in range(have) if i + have < n])
                 have *= 2
+        return cost
+    if algorithm == "hierarchical":
+        _hierarchical_all_reduce(cost, link, link.meshes(members), nbytes)
         return cost
     part = nbytes / n if kind in ("all_reduce", "reduce_scatter", "all_to_all") else nbytes
     phases = {"all_reduce": ("scatter", "gather"), "reduce_scatter": ("scatter",), "all_gather": ("gather",)}

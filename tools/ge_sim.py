@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", metavar="N", type=_devices, default=None,
                    help="run a module partitioned for N devices (ge-partition): each device's outputs; "
                    "--report / --json / --trace simulate the N chips and their links")
-    p.add_argument("--collectives", metavar="ALGO", choices=("auto", "ring", "halving_doubling", "mesh"), default=None,
+    p.add_argument("--collectives", metavar="ALGO", choices=("auto", "ring", "halving_doubling", "mesh", "hierarchical"), default=None,
                    help="with --devices: the collective algorithm (auto, ring, halving_doubling, mesh; "
                    "default: the preset's [interconnect] algorithm)")
     return p

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from gecomp.core.diagnostics import CompileError
 from gecomp.simulator.collectives import Interconnect, collective_cost, load_interconnect, transfer_cost
 from gecomp.simulator.hardware import load_preset
 
@@ -52,12 +53,31 @@ def test_all_gather_and_reduce_scatter_are_halves_of_all_reduce():
     assert gather.time_us + scatter.time_us == pytest.approx(whole.time_us)
 
 
-def test_eight_devices_cross_the_bridge():
-    cost = collective_cost("all_reduce", tuple(range(8)), S, LINK)
+def test_eight_devices_ring_crosses_the_bridge_on_every_step():
+    cost = collective_cost("all_reduce", tuple(range(8)), S, with_algorithm("ring"))
     assert cost.algorithm == "ring"
     # The ring crosses the bridge twice (3->4 and 7->0): each step waits for it.
     bridge = 32.0e3
     assert cost.time_us == pytest.approx(2 * 7 * (5.0 + S / (8 * bridge)))
+
+
+def test_eight_devices_all_reduce_is_hierarchical():
+    """Two meshes of 4: reduce-scatter in each mesh, one exchange of each quarter
+    with the other mesh's counterpart (4 transfers share the bridge each way),
+    all-gather in each mesh."""
+    cost = collective_cost("all_reduce", tuple(range(8)), S, LINK)
+    assert cost.algorithm == "hierarchical"
+    bridge = 32.0e3
+    assert cost.time_us == pytest.approx(2 * (A + S / (4 * B)) + 5.0 + S / bridge)
+    assert cost.steps == 3
+    assert cost.link_bytes[(0, 4)] == pytest.approx(S / 4) and cost.link_bytes[(4, 0)] == pytest.approx(S / 4)
+    assert cost.link_bytes[(0, 1)] == pytest.approx(2 * S / 4)
+    ring = collective_cost("all_reduce", tuple(range(8)), S, with_algorithm("ring"))
+    assert cost.time_us < ring.time_us
+    # Other collectives across meshes keep the ring; uneven groups are refused.
+    assert collective_cost("all_gather", tuple(range(8)), S / 8, LINK).algorithm == "ring"
+    with pytest.raises(CompileError, match="equal parts of full meshes"):
+        collective_cost("all_reduce", (0, 1, 2, 4), S, with_algorithm("hierarchical"))
 
 
 def test_send_is_latency_plus_bytes_over_bandwidth():
