@@ -10,6 +10,7 @@ the intermediate to the storage type.
 
 from __future__ import annotations
 
+from xdsl.dialects.builtin import NoneAttr
 from xdsl.pattern_rewriter import PatternRewriter
 
 from ...core import dtypes
@@ -78,6 +79,39 @@ class DropZeroBias(GEPattern):
     def match_and_rewrite(self, op: BiasAddOp, rewriter: PatternRewriter):
         if is_splat_of(op.bias, 0):
             replace_with_value(rewriter, op, op.input)
+
+
+def _plain_constant(value) -> bool:
+    """A `ge.const` of a type with no layout encoding (its elements in logical order)."""
+    from .const import ConstOp
+
+    return defining_op(value, ConstOp) is not None and isinstance(value.type.encoding, NoneAttr)
+
+
+@patterns_for(AddOp, MulOp)
+class ReassociateConstants(GEPattern):
+    """(x + c1) + c2 -> x + (c1 + c2), and likewise for *, in any operand order, when
+    c1 and c2 are constants and x + c1 has no other use: ge-constant-fold then
+    makes c1 + c2 one constant, and one op is left where an exporter wrote two
+    (BERT's embeddings: the word embeddings plus the token-type rows plus the
+    position rows, both gathers of constants, were a kernel of their own before
+    the LayerNorm fused the last add). Broadcasting is associative, so the result
+    has the same shape. Not exact for floats: the constants are added first,
+    which changes the rounding by about an ulp of the result (integers: exact)."""
+
+    COUNTER = "constants re-associated"
+
+    def match_and_rewrite(self, op, rewriter: PatternRewriter):
+        for inner_value, c2 in _operand_pairs(op):
+            inner = defining_op(inner_value, type(op))
+            if inner is None or not _plain_constant(c2) or not inner_value.has_one_use():
+                continue
+            for x, c1 in _operand_pairs(inner):
+                if _plain_constant(c1) and not _plain_constant(x):
+                    constants = type(op).new(c1, c2)
+                    constants.location = inner.location
+                    rewriter.replace(op, [constants, new_like(op, type(op), x, constants.result)])
+                    return
 
 
 @patterns_for(AddOp)
