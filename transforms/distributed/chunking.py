@@ -71,9 +71,12 @@ def _output_rows(function: func.FuncOp, ret: Operation, chunks: int) -> int:
 
 def _row_independent_tail(ops: list[Operation], ret: Operation, rows: int, chunks: int) -> tuple[int, Plan] | None:
     """The tail that keeps the rows split from its inputs to the outputs (nothing
-    gathered whole) and runs the most collectives in chunks (the earliest start of
-    those), with its plan; None when no tail chunks a collective."""
-    best: tuple[int, int, Plan] | None = None
+    gathered whole) and runs the most collectives in chunks, with its plan; None
+    when no tail chunks a collective. Of those, one whose chunked collectives read
+    values the chunk computes (each waits only for its own rows' work, not for a
+    whole product sliced), and of those the shortest: the ops before it run once on
+    whole values (no slices of intermediate tensors, fewer kernels per chunk)."""
+    best: tuple[tuple[int, bool, int], Plan] | None = None
     last_comm = max((i for i, op in enumerate(ops) if isinstance(op, COMMUNICATION)), default=-1)
     for start in range(last_comm + 1):
         tail = ops[start:]
@@ -83,10 +86,12 @@ def _row_independent_tail(ops: list[Operation], ret: Operation, rows: int, chunk
         mixed = [c for c in plan.conversions if c.op is not ret and (c.gathers or c.source.kind == "partial")]
         if mixed or any(plan.layouts[v] != split(0) for v in ret.operands):
             continue
-        chunked = sum(isinstance(op, COMMUNICATION) and plan.layouts[op.results[0]] != REPLICATED for op in tail)
-        if chunked and (best is None or chunked > best[0]):
-            best = (chunked, start, plan)
-    return None if best is None else best[1:]
+        comms = [op for op in tail if isinstance(op, COMMUNICATION) and plan.layouts[op.results[0]] != REPLICATED]
+        computed = all(v.owner in tail for op in comms for v in op.operands)
+        key = (len(comms), computed, start)
+        if comms and (best is None or key > best[0]):
+            best = (key, plan)
+    return None if best is None else (best[0][2], best[1])
 
 
 def _row_layout(value: SSAValue, rows: int, chunks: int) -> Layout:
