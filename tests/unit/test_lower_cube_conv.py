@@ -140,3 +140,53 @@ def test_conv_f32_gather_is_one_run_per_copy(strides):
     for op in gathers:
         a = op.attr_values()
         assert (a.cols, a.strides[1]) == (8 * 8 // strides[1], a.cols)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(c=3, o=16, h=13, w=12, kh=5, kw=5, strides=(2, 2), pads=(2, 2, 2, 2)),  # the stem: every block short
+        dict(c=11, o=8, h=9, w=10, kh=3, kw=3, strides=(1, 2), pads=(1, 0, 2, 1)),  # a full block, then a short one
+        dict(c=16, o=8, h=7, w=9, kh=2, kw=3, pads=(0, 1, 1, 1)),  # full blocks, an odd count of slab rows
+    ],
+    ids=["stem", "short-last-block", "full-blocks"],
+)
+def test_conv_nchw_rows_staged_in_turn(params):
+    """An NCHW input's rows are loaded into two staging buffers in turn before the
+    vector unit transposes them into the slab, so that a row's load does not wait
+    for the previous row's transpose; when every channel block is the short last
+    one (C < C0) the planes no load writes are zeroed once per slab, outside the
+    row loop. Numerics against the reference with the kernels' own flags
+    (npu-insert-sync, the race checker on), f32 and f16."""
+    from gecomp.dialects import npu
+
+    for dtype in ("f32", "f16"):
+        module = parse(conv_module(**params, w_format="FRACTAL_Z", y_format="NC1HWC0", bias=True, act="relu",
+                                   dtype=dtype))
+        check_lowering(module, pipeline=overlapped("tiny"))
+        planes = [op for op in module.walk() if isinstance(op, npu.AllocOp) and op.results[0].name_hint
+                  and op.results[0].name_hint.startswith("planes")]
+        assert len(planes) == 2
+        loads = [op for op in module.walk() if isinstance(op, npu.CopyOp) and op.spaces() == ("gm", "ub")
+                 and op.operands[2] in [p.results[0] for p in planes]]
+        assert {op.operands[2] for op in loads} == {p.results[0] for p in planes}
+        zeroings = [op for op in module.walk() if isinstance(op, npu.VDupOp)
+                    and op.operands[0] in [p.results[0] for p in planes]]
+        c, c0 = params["c"], 8 if dtype == "f32" else 16
+        if c % c0 == 0:
+            assert not zeroings  # every load writes all C0 planes
+        else:
+            assert zeroings
+            if c < c0:  # zeroed once per slab, never in the row loop
+                assert not any(_in_loop(op, "irow") for op in zeroings)
+
+
+def _in_loop(op, name: str) -> bool:
+    from xdsl.dialects import scf
+
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, scf.ForOp) and parent.body.block.args[0].name_hint == name:
+            return True
+        parent = parent.parent_op()
+    return False

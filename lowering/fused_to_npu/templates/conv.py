@@ -145,6 +145,11 @@ rows land while this one's are gathered (with one, its fill waited for the
 last gather to read the buffer)."""
 
 
+STAGING_COPIES = 2
+"""UB buffers an NCHW input's rows are loaded into before the vector unit transposes
+them into the slab, used by rows in turn."""
+
+
 class ImageOperand:
     """The (P x K) img2col matrix of one (image, group), or its (K x P) transpose,
     staged into L1 as FRACTAL_NZ blocks (see the module docstring)."""
@@ -182,6 +187,7 @@ class ImageOperand:
         # so that each gather copy reads consecutive pixels, one run.
         self.phases = g.strides[1] if g.strides[1] > 1 and not self.segments else 1
         self._slabs: list | None = None
+        self._planes_zeroed = False  # `_fill_slab`: the staging planes no copy writes are zero
         self._chunk_slabs: dict = {}  # L1 buffer -> the slabs its chunks are staged through
 
     # ---- sizes and costs (lowering/tiling.py) ----
@@ -209,6 +215,12 @@ class ImageOperand:
             return (pixels - 1) * g.strides[1] + (g.kw - 1) * g.dilations[1] + 1
         return round_up(g.padded_width, self.phases)
 
+    def _staging_copies(self) -> int:
+        """Staging buffers of an NCHW input's rows: `STAGING_COPIES`, but one when a
+        slab is one row (a row segment of a 1-D convolution, whose whole input row
+        the staging holds)."""
+        return min(STAGING_COPIES, self.g.slab_rows(1)) if self.segments else STAGING_COPIES
+
     def _slab_copies(self) -> int:
         """UB copies of each slab: as filled, and de-interleaved when strided."""
         return 2 if self.phases > 1 else 1
@@ -227,7 +239,7 @@ class ImageOperand:
         pixels = self._pixels(rows, cols)
         if self._whole_chunk(rows, cols):
             return self._whole_chunk_bytes(rows, cols)
-        staging = self.g.c0 * round_up(self.g.w, FRACTAL) if self.x.format == Format.ND else 0
+        staging = self._staging_copies() * self.g.c0 * round_up(self.g.w, FRACTAL) if self.x.format == Format.ND else 0
         return (2 * self._slab_copies() * self._slab_elements(out_rows, pixels) + staging) * self.x.itemsize
 
     def _chunk_blocks(self, rows: int, cols: int) -> int:
@@ -455,7 +467,7 @@ class ImageOperand:
             phased = [b.alloc([size], et, "ub", f"phased{i}") for i in range(2)] if self.phases > 1 else raws
             self._slabs = list(zip(raws, phased))
             self._staging = (
-                b.alloc([self.g.c0 * round_up(self.g.w, FRACTAL)], self.x.element_type, "ub", "planes")
+                [b.alloc([self.g.c0 * round_up(self.g.w, FRACTAL)], et, "ub", f"planes{i}") for i in range(self._staging_copies())]
                 if self.x.format == Format.ND
                 else None
             )
@@ -474,19 +486,43 @@ class ImageOperand:
         ih0 = b.sub(b.mul(oh0, g.strides[0]), g.pads[0])
         base = b.add(batch_offset, b.mul(block, self.block))
         last_channels = g.cg - (g.c1 - 1) * c0
-        with b.loop(0, g.slab_rows(out_rows), name="irow") as r:
+
+        def row(r: Index, staging) -> None:
             ih = b.add(ih0, r)
 
             def copy_row() -> None:
                 if columns is None:
-                    self._copy_columns(b, base, ih, block, last_channels, slab, b.affine(g.pads[1] * c0, (r, wp * c0)), 0, g.w)
+                    dst = b.affine(g.pads[1] * c0, (r, wp * c0))
+                    self._copy_columns(b, base, ih, block, last_channels, slab, dst, 0, g.w, staging)
                 else:
-                    self._copy_segment(b, base, ih, block, last_channels, slab, b.mul(r, wp * c0), *columns)
+                    self._copy_segment(b, base, ih, block, last_channels, slab, b.mul(r, wp * c0), *columns, staging)
 
             if_less(b, [(-1, ih), (ih, g.h)], copy_row)
 
+        rows = g.slab_rows(out_rows)
+        if self._staging is None:  # NC1HWC0 rows copy straight into the slab
+            with b.loop(0, rows, name="irow") as r:
+                row(r, None)
+            return
+        # NCHW rows go through the transpose's staging buffers in turn: the next row's
+        # planes land while this one's are transposed (with one buffer each row's
+        # load waited for the previous transpose, a latency per row). When every block
+        # is the short last one (C < C0, an image's 3 colours) the planes no copy
+        # writes are zeroed once per slab, not before each row: a zeroing on the
+        # vector unit ahead of a row's load would wait behind the previous transpose.
+        self._planes_zeroed = g.c1 == 1 and last_channels < c0
+        if self._planes_zeroed:
+            for staging in self._staging:
+                b.emit(npu.VDupOp, staging, 0, cols=c0 * round_up(g.w, FRACTAL), value=0.0)
+        copies = len(self._staging)
+        with b.loop(0, rows // copies, name="irow", pipelined=copies > 1) as pair:
+            for j, staging in enumerate(self._staging):
+                row(b.affine(j, (pair, copies)), staging)
+        for j in range(rows % copies):
+            row(rows - rows % copies + j, self._staging[j])
+
     def _copy_segment(self, b: KernelBuilder, base: Index, ih: Index, block: Index, last_channels: int, slab,
-                      dst: Index, p0: Index, pixels: int) -> None:
+                      dst: Index, p0: Index, pixels: int, staging=None) -> None:
         """The input columns of output pixels p0 .. p0 + pixels of the one output row:
         clipped to the image in static cases for the few tiles at its ends (known by
         p0), one run-time-offset copy for the others."""
@@ -497,7 +533,8 @@ class ImageOperand:
             start = p * sw - left
             lo, hi = max(0, start), min(g.w, start + width)
             if lo < hi:
-                self._copy_columns(b, base, ih, block, last_channels, slab, b.add(dst, (lo - start) * g.c0), lo, hi - lo)
+                self._copy_columns(b, base, ih, block, last_channels, slab, b.add(dst, (lo - start) * g.c0), lo, hi - lo,
+                                   staging)
 
         if isinstance(p0, int):
             clipped(p0)
@@ -511,25 +548,25 @@ class ImageOperand:
         if first <= last:
             start = b.sub(b.mul(p0, sw), left)
             if_less(b, [(first - 1, p0), (p0, last + 1)],
-                    lambda: self._copy_columns(b, base, ih, block, last_channels, slab, dst, start, width))
+                    lambda: self._copy_columns(b, base, ih, block, last_channels, slab, dst, start, width, staging))
 
     def _copy_columns(self, b: KernelBuilder, base: Index, ih: Index, block: Index, last_channels: int, slab,
-                      dst: Index, col: Index, count: int) -> None:
+                      dst: Index, col: Index, count: int, staging=None) -> None:
         """Input row `ih`, columns col .. col + count, of channel block `block` -> the
-        slab at `dst` as pixels x C0 channels."""
+        slab at `dst` as pixels x C0 channels (an NCHW row through `staging`)."""
         g, c0 = self.g, self.g.c0
         if self.x.format == Format.NC1HWC0:
             src = b.add(base, b.mul(b.add(b.mul(ih, g.w), col), c0))
             b.emit(npu.CopyOp, self.x.value, src, slab, dst, cols=count * c0)
         else:
-            self._transposed_row(b, b.add(base, col), ih, block, last_channels, slab, dst, count)
+            self._transposed_row(b, b.add(base, col), ih, block, last_channels, slab, dst, count, staging)
 
     def _transposed_row(self, b: KernelBuilder, base: Index, ih: Index, block: Index, last_channels: int, slab,
-                        dst: Index, count: int) -> None:
+                        dst: Index, count: int, staging) -> None:
         """`count` pixels of one NCHW input row of C0 channels: the C0 planes' rows,
         then the vector unit's transpose into pixels x C0 channels (missing channels
         of the last block are zeros)."""
-        g, staging, c0 = self.g, self._staging, self.g.c0
+        g, c0 = self.g, self.g.c0
         w16 = round_up(g.w, FRACTAL)
         src = b.add(base, b.mul(ih, g.w))
         plane = g.h * g.w
@@ -543,8 +580,9 @@ class ImageOperand:
             if g.c1 > 1 and last is None:
                 with b.when(b.less_than(block, g.c1 - 1)):
                     b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=c0, cols=count, strides=[plane, w16])
-            with b.when(True if last else b.equals(block, g.c1 - 1)):
-                b.emit(npu.VDupOp, staging, 0, cols=c0 * w16, value=0.0)
+            with b.when(True if last or g.c1 == 1 else b.equals(block, g.c1 - 1)):
+                if not self._planes_zeroed:
+                    b.emit(npu.VDupOp, staging, 0, cols=c0 * w16, value=0.0)
                 b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=last_channels, cols=count, strides=[plane, w16])
         b.emit(npu.VTransposeOp, staging, 0, slab, dst, rows=c0, cols=count, strides=[w16, c0])
 
