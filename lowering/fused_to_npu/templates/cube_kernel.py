@@ -469,17 +469,34 @@ class _CubeKernel:
         a_off = p.a.batches.offset(b, batch)
         b_offs = [x.batches.offset(b, batch) for x in p.bs]
         offsets = self._input_offsets(batch)
-        prefetched = None
-        if self._prefetches(m_act):
-            prefetched = self._load_item_inputs(offsets, m0, n0, m_act, n_act)
+        prefetched = []  # the item's epilogue inputs, if they load with its K loop
+
+        def load_inputs() -> None:
+            prefetched.extend(self._load_item_inputs(offsets, m0, n0, m_act, n_act))
+
+        # After the last chunk's staging where that is outside the loop over pairs:
+        # the cube's operands then go first on MTE2 (LLaMA's projections with the
+        # rotary tables: eight epilogue loads stood before the first A chunk).
+        with_inputs = self._prefetches(m_act)
+        after_last_staging = load_inputs if with_inputs and self._last_chunk_outside_loop() else None
+        if with_inputs and after_last_staging is None:
+            load_inputs()
 
         def load_constants() -> None:
             self._load_item_constants(offsets, n0, n_act)
 
         own_slot = self.row_slots == self.t.per_core  # no earlier item of the core reads this item's row
-        early = prefetched is None and own_slot and not self._scalars_per_batch()
-        staged = self._k_loop(a_off, b_offs, m0, n0, m_act, n_act, stage_a, load_constants if early else None, flip)
-        self._epilogue(batch, offsets, m0, n0, m_act, n_act, m_end, prefetched, constants_staged=staged)
+        early = not with_inputs and own_slot and not self._scalars_per_batch()
+        staged = self._k_loop(
+            a_off, b_offs, m0, n0, m_act, n_act, stage_a, load_constants if early else None, flip, after_last_staging
+        )
+        self._epilogue(batch, offsets, m0, n0, m_act, n_act, m_end, prefetched if with_inputs else None,
+                       constants_staged=staged)
+
+    def _last_chunk_outside_loop(self) -> bool:
+        """Whether an item's last K chunk is written out (not in an scf.for over pairs)."""
+        schedule = k_schedule(self.p.shape.k, self.t.kc, self.t.l1_copies)
+        return bool(schedule.rest) or schedule.pairs == 1
 
     def _prefetches(self, m_act: int) -> bool:
         """Whether the item's epilogue inputs load before its K loop: when a core has
@@ -492,7 +509,8 @@ class _CubeKernel:
     # ---- the K loop ----------------------------------------------------------------------
 
     def _k_loop(
-        self, a_off, b_offs, m0, n0, m_act: int, n_act: int, stage_a: bool, with_last_chunk=None, flip: int = 0
+        self, a_off, b_offs, m0, n0, m_act: int, n_act: int, stage_a: bool, with_last_chunk=None, flip: int = 0,
+        after_last_staging=None,
     ) -> bool:
         """The chunks of `k_schedule`: pairs of full chunks in an scf.for, then the
         static rest. The first product of the item overwrites L0C: `first` is an
@@ -509,28 +527,35 @@ class _CubeKernel:
         before the last chunk, if that is outside the loop (returns whether it did):
         npu-insert-sync then lets one landing of MTE2 serve both
         (`LevelPlanner.sharing_landings`), where after the K loop the bias had a
-        200-cycle landing of its own."""
+        200-cycle landing of its own.
+
+        `after_last_staging()` is called right after the last chunk's staging, which
+        must be outside the loop (`_last_chunk_outside_loop`)."""
         b, t = self.b, self.t
         schedule = k_schedule(self.p.shape.k, t.kc, t.l1_copies)
 
-        def chunk(k0: Index, copy: int, size: int, first: Index) -> None:
-            self._chunk(a_off, b_offs, m0, n0, m_act, n_act, k0, copy, size, first, stage_a)
+        def chunk(k0: Index, copy: int, size: int, first: Index, staged=None) -> None:
+            self._chunk(a_off, b_offs, m0, n0, m_act, n_act, k0, copy, size, first, stage_a, staged)
 
         with b.loop(0, schedule.pairs, name="kpair", pipelined=True) as pair:
             k0 = b.mul(pair, 2 * t.kc)
             chunk(k0, 0, t.kc, pair)
-            chunk(b.add(k0, t.kc), 1, t.kc, 1)
+            chunk(b.add(k0, t.kc), 1, t.kc, 1, None if schedule.rest else after_last_staging)
         for i, (k0, size, copy) in enumerate(schedule.rest):
-            if with_last_chunk is not None and i == len(schedule.rest) - 1:
+            last = i == len(schedule.rest) - 1
+            if with_last_chunk is not None and last:
                 with_last_chunk()
-            chunk(k0, flip if schedule.count == 1 else copy, size, k0)
+            chunk(k0, flip if schedule.count == 1 else copy, size, k0, after_last_staging if last else None)
         return with_last_chunk is not None and bool(schedule.rest)
 
-    def _chunk(self, a_off, b_offs, m0, n0, m_act, n_act, k0: Index, copy: int, size: int, first: Index, stage_a: bool) -> None:
+    def _chunk(
+        self, a_off, b_offs, m0, n0, m_act, n_act, k0: Index, copy: int, size: int, first: Index, stage_a: bool,
+        staged=None,
+    ) -> None:
         """MTE2 stages the chunk in L1 copy `copy` (a resident A: into its place in
-        the panel, if `stage_a`), then its L0 steps: pairs of full steps in an
-        scf.for (one L0 copy each), then what remains. L0 copies alternate from
-        step to step across chunks too."""
+        the panel, if `stage_a`), then `staged()` if given, then its L0 steps: pairs
+        of full steps in an scf.for (one L0 copy each), then what remains. L0
+        copies alternate from step to step across chunks too."""
         b, t, p = self.b, self.t, self.p
         a_k0 = k0 if t.a_resident else 0  # where the chunk's A starts in its L1 buffer
         stages = []
@@ -544,6 +569,8 @@ class _CubeKernel:
         prefetched = self.p.first_b_prefetched and isinstance(first, int) and first == 0  # the item's first chunk
         for stage in staging_order(stages, prefetched):
             stage()
+        if staged is not None:
+            staged()
         base = copy * (t.kc // t.kb)  # steps before this chunk in its pair
         full, remainder = divmod(size, t.kb)
 

@@ -1,7 +1,8 @@
 // matmul + bias + GELU with the weights in FRACTAL_NZ and the result in NZ: the
 // weights are staged as whole 16-column blocks (one run each), the epilogue runs
 // on the fp32 product in UB (the bias row widened once and broadcast, GELU as erf
-// and four steps; one item per core, so its bias loads before the K loop), the
+// and four steps; one item per core, so its bias loads during the K loop, right
+// after the last chunk's operands), the
 // result is stored a 16-column block at a time, its padding (columns 33..47,
 // rows 40..47) written with zeros; the second product reads it back.
 // RUN: ge-opt %s -p 'ge-to-npu{hw=tiny}' | filecheck %s
@@ -16,8 +17,8 @@ func.func @main(%a: tensor<40x24xf16> {ge.name = "a"}, %bias: tensor<33xf16> {ge
 }
 
 // CHECK:      npu.kernel @k0_c(%0: memref<40x24xf16, #npu.space<gm>>, %1: memref<3x2x16x16xf16, #npu.space<gm>>, %2: memref<33xf16, #npu.space<gm>>, %3: memref<3x3x16x16xf16, #npu.space<gm>>)
-// CHECK:        npu.copy %2[%c0], %[[BIAS:.*]][%c0] {cols = 33}
 // CHECK:        npu.copy %1[%c0], %[[B1:.*]][%c0] {rows = 3, cols = 384, strides = [512, 512]}
+// CHECK-NEXT:   npu.copy %2[%c0], %[[BIAS:.*]][%c0] {cols = 33}
 // CHECK:        npu.load_l0 %[[B1]][%c0], %{{.*}}[%c0] {rows = 24, cols = 48, strides = [512, 48], layout = "nz"}
 // CHECK:        npu.mmad
 // CHECK-NEXT:   npu.vdup %[[OUT:.*]][%c32] {rows = 16, cols = 16, strides = [48], value = 0.0}
