@@ -213,6 +213,41 @@ def test_cube_group_format_change():
     check_lowering(text)
 
 
+def relu_group(out_dtype: str, also_sigmoid: bool) -> str:
+    """A cube group `relu(a @ b + bias)` into an `out_dtype` output; with
+    `also_sigmoid` the relu's result also feeds a second result."""
+    a, b, bias, out = tensor((2, 33, 40)), tensor((2, 40, 50)), tensor((50,)), tensor((2, 33, 50))
+    y = tensor((2, 33, 50), out_dtype)
+    extra = f"    %s = ge.sigmoid %r : ({out}) -> {out}\n" if also_sigmoid else ""
+    results = [y, out] if also_sigmoid else [y]
+    yields = "%c, %s" if also_sigmoid else "%c"
+    names = ", ".join(f'{t} {{ge.name = "y{i}"}}' for i, t in enumerate(results))
+    cast = f'    %c = ge.cast %r {{to = {out_dtype}}} : ({out}) -> {y}\n' if out_dtype != "f16" else "    %c = ge.identity %r : ({0}) -> {0}\n".format(out)
+    return f"""func.func @main(%a: {a} {{ge.name = "a"}}, %b: {b} {{ge.name = "b"}}, %bias: {bias} {{ge.name = "bias"}}) -> ({names}) {{
+  %y:{len(results)} = fused.group %a, %b, %bias : ({a}, {b}, {bias}) -> ({", ".join(results)}) {{
+  ^bb0(%0: {a}, %1: {b}, %2: {bias}):
+    %p = ge.batch_matmul %0, %1 : ({a}, {b}) -> {out}
+    %q = ge.add %p, %2 : ({out}, {bias}) -> {out}
+    %r = ge.relu %q : ({out}) -> {out}
+{cast}{extra}    fused.yield {yields} : {", ".join(results)}
+  }}
+  func.return {", ".join(f"%y#{i}" for i in range(len(results)))} : {", ".join(results)}
+}}"""
+
+
+@pytest.mark.parametrize("also_sigmoid", [False, True])
+def test_cube_group_relu_after_rounding(also_sigmoid):
+    """A relu that makes an fp16 result runs on the rounded fp16 output tile (half
+    the vector repeats of the fp32 temporary; relu commutes with rounding, so the
+    numbers are the reference's); a relu whose value another op also reads stays
+    in fp32."""
+    module = parse(relu_group("f16", also_sigmoid))
+    check_lowering(module)
+    relus = [op for op in module.walk() if isinstance(op, npu.VReluOp)]
+    widths = {op.operands[0].type.element_type.bitwidth for op in relus}
+    assert widths == ({32} if also_sigmoid else {16})
+
+
 # ---- split into a matmul and a norm when that is faster ----------------------------------------
 
 

@@ -32,6 +32,13 @@ from .cube_kernel import emit_cube_kernel
 _IDENTITIES = ("ge.transdata", "ge.identity", "ge.dropout")
 """Ops that leave the tile's values as they are (the format is the output's business)."""
 
+_AFTER_ROUNDING = ("ge.relu",)
+"""Unary ops that commute with rounding to a narrower float: op(round(x)) ==
+round(op(x)) exactly (relu keeps the sign and zero, and a rounded value
+keeps its sign). Where such an op makes a result, the epilogue rounds its
+operand into the output tile and applies the op there, on half the bytes of
+the fp32 temporary (an fp16 relu takes half the vector repeats of an fp32 one)."""
+
 
 def lower_cube_group(op: fused.GroupOp, k: KernelContext) -> None:
     body = op.body_ops()
@@ -111,11 +118,13 @@ def _replay(t: EpilogueTiles, cube: Operation, ops: list[Operation], consts, ind
             wide[x] = v.widened(operand) if isinstance(operand, Tile) and operand.element_type == f16 else operand
         return wide[x]
 
+    late = _after_rounding(ops, yields, t.outputs)
     for o in ops:
-        if isinstance(o, ge.ConstOp):
+        if isinstance(o, ge.ConstOp) or o in late:
             continue
         if o.name in _IDENTITIES:
-            env[o.results[0]] = value(o.operands[0])
+            if _source(o.results[0], ops).owner not in late:
+                env[o.results[0]] = value(o.operands[0])
             continue
         name, operands = _as_elementwise(o, k)
         result_type = o.results[0].type.element_type
@@ -126,11 +135,45 @@ def _replay(t: EpilogueTiles, cube: Operation, ops: list[Operation], consts, ind
             raise k.unsupported(f"'{o.name}' in a cube epilogue: {e}") from None
         env[o.results[0]] = dst
     for out, y in zip(t.outputs, yields):
+        source = _source(y, ops)
+        if source.owner in late:
+            v.cast(value(source.owner.operands[0]), out)
+            emit_elementwise(v, source.owner.name, source.owner.attr_values(), [out], out)
+            continue
         result = value(y)
         if isinstance(result, Tile):
             v.cast(result, out)
         else:
             v.fill(out, float(result))
+
+
+def _after_rounding(ops: list[Operation], yields: list[SSAValue], outputs: list[Tile]) -> set[Operation]:
+    """The `_AFTER_ROUNDING` ops the epilogue applies on the rounded output tile:
+    each computed from a value of the epilogue (not an operand or a constant),
+    its result only yielded (through identities), into float outputs narrower
+    than fp32."""
+    sources: dict[SSAValue, list[Tile]] = {}
+    for y, out in zip(yields, outputs):
+        sources.setdefault(_source(y, ops), []).append(out)
+    late = set()
+    for o in ops:
+        if o.name not in _AFTER_ROUNDING or o.results[0] not in sources:
+            continue
+        x = _source(o.operands[0], ops)
+        computed = isinstance(x.owner, Operation) and not isinstance(x.owner, ge.ConstOp)
+        narrow = all(dtypes.is_narrow_float(out.element_type) for out in sources[o.results[0]])
+        if computed and narrow and _only_yielded(o.results[0]):
+            late.add(o)
+    return late
+
+
+def _only_yielded(value: SSAValue) -> bool:
+    """Every use of `value` is a yield, or an identity whose uses are."""
+    return all(
+        use.operation.name == "fused.yield"
+        or use.operation.name in _IDENTITIES and _only_yielded(use.operation.results[0])
+        for use in value.uses
+    )
 
 
 def _as_elementwise(o: Operation, k: KernelContext) -> tuple[str, list[SSAValue]]:
