@@ -301,3 +301,63 @@ def test_staging_order_by_estimate():
     assert staging_order(free) == ["image", "weights"]  # 300 + max(900, 800) < 800 + 300 + 900
     held = [((300, 900, True), "image", image), ((800, 0, False), "weights", weights)]
     assert staging_order(held) == ["weights", "image"]  # 2000 either way
+
+
+def random_strided_1x1(seed: int) -> dict:
+    """A 1x1 convolution of random strides > 1 (a downsample), odd sizes, groups,
+    epilogue and type: NC1HWC0 in and out, FRACTAL_Z weights."""
+    r = random.Random(seed)
+    groups = r.choice([1, 1, 2])
+    strides = r.choice([(2, 2), (2, 1), (1, 3), (3, 2)])
+    return dict(
+        # grouped NC1HWC0 tensors hold whole channel blocks per group (16 channels in f16)
+        n=r.choice([1, 2]), c=groups * r.choice([16, 32] if groups > 1 else [8, 16, 24]),
+        o=groups * r.choice([16] if groups > 1 else [8, 16, 40]), groups=groups,
+        h=r.randint(1, 15), w=r.randint(1, 19), kh=1, kw=1, strides=strides, pads=(0, 0, 0, 0),
+        bias=r.random() < 0.5, residual=r.random() < 0.3, act=r.choice([None, "relu"]),
+        dtype=r.choice(["f16", "f32"]), x_format="NC1HWC0", w_format="FRACTAL_Z", y_format="NC1HWC0",
+    )
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_strided_1x1_random(seed, capsys):
+    """`strided-1x1` (the pixels a strided 1x1 window reads, staged GM -> L1 by
+    strided copies) against the reference on random shapes; img2col on the same
+    shape computes the same."""
+    text = conv_module(**random_strided_1x1(seed))
+    check_pinned(text, "strided-1x1", capsys)
+    check_pinned(text, "img2col", capsys)
+
+
+def test_strided_1x1_is_chosen_for_a_downsample_and_stages_no_slab(capsys):
+    """ResNet-50's stage-4 downsample (1024 -> 2048 channels, 14x14 -> 7x7, f32): the
+    chooser keeps strided-1x1 over img2col by estimate, and its kernel stages the
+    image GM -> L1 straight (32-byte runs, every other pixel), never through UB."""
+    from gecomp.dialects import npu
+
+    text = conv_module(n=1, c=1024, o=2048, h=14, w=14, kh=1, kw=1, strides=(2, 2), pads=(0, 0, 0, 0),
+                       x_format="NC1HWC0", w_format="FRACTAL_Z", y_format="NC1HWC0", bias=True, act="relu",
+                       dtype="f32")
+    module = parse(text)
+    compile_module(module, "ge-lower-to-npu{hw=ascend910 debug=true}")
+    notes = [line for line in capsys.readouterr().err.splitlines() if ", groups " in line and "estimated" in line]
+    found, chosen = estimates(notes[0])
+    assert chosen == "strided-1x1" and found["strided-1x1"] < found["img2col"], notes
+    kernel = next(op for op in module.walk() if isinstance(op, npu.KernelOp) and "y" in op.sym_name.data)
+    staged = [op for op in kernel.walk() if isinstance(op, npu.CopyOp) and op.spaces() == ("gm", "l1")
+              and op.attr_values().cols == 8]
+    assert staged and all(op.attr_values().strides[0] == 2 * 8 for op in staged)
+    image = staged[0].operands[0]
+    assert all(op.spaces() == ("gm", "l1") for op in kernel.walk() if isinstance(op, npu.CopyOp) and op.operands[0] is image)
+
+
+def test_strided_1x1_refuses_what_it_does_not_read(capsys):
+    """A padded or windowed strided conv, or a stride-1 one, is not strided-1x1's."""
+    for params in (dict(kh=1, kw=1, pads=(1, 0, 0, 0)), dict(kh=3, kw=3, pads=(1, 1, 1, 1)),
+                   dict(kh=1, kw=1, strides=(1, 1), pads=(0, 0, 0, 0))):
+        text = conv_module(**{"c": 16, "o": 16, "h": 8, "w": 8, "strides": (2, 2), **params}, x_format="NC1HWC0",
+                           w_format="FRACTAL_Z", y_format="NC1HWC0")
+        module = parse(text)
+        pin_algorithm(_conv_ops(module)[0], "strided-1x1")
+        with pytest.raises(CompileError, match="strided-1x1"):
+            compile_module(module, "ge-lower-to-npu{hw=tiny}")

@@ -150,7 +150,26 @@ STAGING_COPIES = 2
 them into the slab, used by rows in turn."""
 
 
-class ImageOperand:
+class StagedInL1:
+    """An operand the conv stages its own way, held in L1 as the matrix view `l1`
+    (sizes, and the MTE1 loads to L0, are that view's)."""
+
+    l1: MatrixView
+
+    def l1_elements(self, rows: int, cols: int) -> int:
+        return self.l1.l1_elements(rows, cols)
+
+    def l1_stride(self, rows: int, cols: int) -> int:
+        return self.l1.l1_stride(rows, cols)
+
+    def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
+        return self.l1.load_cycles(hw, space, rows, cols)
+
+    def load_to_l0(self, b, l1, l1_stride, r0, nr, c0, nc, l0, l0_stride) -> None:
+        self.l1.load_to_l0(b, l1, l1_stride, r0, nr, c0, nc, l0, l0_stride)
+
+
+class ImageOperand(StagedInL1):
     """The (P x K) img2col matrix of one (image, group), or its (K x P) transpose,
     staged into L1 as FRACTAL_NZ blocks (see the module docstring)."""
 
@@ -227,12 +246,6 @@ class ImageOperand:
 
     def _slab_elements(self, out_rows: int, pixels: int = 0) -> int:
         return self.g.slab_rows(out_rows) * self._slab_width(pixels) * self.g.c0
-
-    def l1_elements(self, rows: int, cols: int) -> int:
-        return self.l1.l1_elements(rows, cols)
-
-    def l1_stride(self, rows: int, cols: int) -> int:
-        return self.l1.l1_stride(rows, cols)
 
     def ub_bytes(self, rows: int, cols: int) -> int:
         out_rows = self._pixel_rows(rows, cols)
@@ -311,13 +324,7 @@ class ImageOperand:
             return 0
         return self.phases * vector_cycles(hw, "data_movement", nbytes // self.phases)
 
-    def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
-        return self.l1.load_cycles(hw, space, rows, cols)
-
     # ---- emission ----
-
-    def load_to_l0(self, b, l1, l1_stride, r0, nr, c0, nc, l0, l0_stride) -> None:
-        self.l1.load_to_l0(b, l1, l1_stride, r0, nr, c0, nc, l0, l0_stride)
 
     def stage_to_l1(self, b: KernelBuilder, batch_offset: Index, r0, nr: int, c0, nc: int, l1, l1_stride: int) -> None:
         """The tile of pixels [p0, p0 + np) x K columns [k0, k0 + nk) into `l1`, one
@@ -587,7 +594,7 @@ class ImageOperand:
         b.emit(npu.VTransposeOp, staging, 0, slab, dst, rows=c0, cols=count, strides=[w16, c0])
 
 
-class OihwWeights:
+class OihwWeights(StagedInL1):
     """ND (O, C/groups, KH, KW) weights as the (K x O) B matrix of one group, K in
     the img2col order (channel block, kh, kw, channel): each K row is the O
     weights of one (channel, kh, kw), one strided copy per row into a row-major
@@ -608,23 +615,11 @@ class OihwWeights:
         """What determines its sizes and costs in the tiling search: the geometry and the type."""
         return (type(self), self.g, self.w.element_type)
 
-    def l1_elements(self, rows: int, cols: int) -> int:
-        return self.l1.l1_elements(rows, cols)
-
-    def l1_stride(self, rows: int, cols: int) -> int:
-        return self.l1.l1_stride(rows, cols)
-
     def ub_bytes(self, rows: int, cols: int) -> int:
         return round_up(cols, FRACTAL) * self.w.itemsize if self.g.cg % self.g.c0 else 0
 
     def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
         return rows * transfer_cycles(hw, "gm_to_l1", cols, self.w.itemsize)
-
-    def load_cycles(self, hw: HardwarePreset, space: str, rows: int, cols: int) -> int:
-        return self.l1.load_cycles(hw, space, rows, cols)
-
-    def load_to_l0(self, b, l1, l1_stride, r0, nr, c0, nc, l0, l0_stride) -> None:
-        self.l1.load_to_l0(b, l1, l1_stride, r0, nr, c0, nc, l0, l0_stride)
 
     def stage_to_l1(self, b: KernelBuilder, batch_offset: Index, r0, nr: int, c0, nc: int, l1, l1_stride: int) -> None:
         """K rows [k0, k0 + nk) (whole channel blocks) of output channels [o0, o0 + no):
@@ -658,6 +653,78 @@ class OihwWeights:
             self._zeros = b.alloc([round_up(self.g.og, FRACTAL)], self.w.element_type, "ub", "zeros")
         b.emit(npu.VDupOp, self._zeros, 0, cols=round_up(self.g.og, FRACTAL), value=0.0)
         return self._zeros
+
+
+class StridedPixels(StagedInL1):
+    """The (P x C) input of a strided 1x1 convolution: the pixels its window reads,
+    every `strides`-th of an NC1HWC0 image, staged straight from GM into L1 as the
+    FRACTAL_NZ tile a stride-1 input would be (`gemm_1x1_problem`), one strided copy
+    per channel block and output row: each pixel's C0 channels are a 32-byte run.
+    The img2col staging of the same convolution reads whole input rows into UB,
+    de-interleaves them and gathers them into L1: it moves every pixel (and every
+    row) the stride skips through two pipes, and its UB slabs keep its pixel tiles
+    small, so that each core re-reads most of the weights."""
+
+    gathers = True  # a copy per channel block and output row, each issued by the scalar unit
+    stays_in_l1 = True  # the core's pixel panel may stay in L1 (`stage_to_l1(..., at=)`)
+
+    def __init__(self, x: GmTensor, g: ConvGeometry):
+        if (g.kh, g.kw) != (1, 1) or g.strides == (1, 1) or any(g.pads):
+            raise ValueError(f"a {g.kh}x{g.kw} window, strides {list(g.strides)}, pads {list(g.pads)} "
+                             "(strided pixels are a 1x1 window of stride > 1 without padding)")
+        if x.format != Format.NC1HWC0:
+            raise ValueError(f"a {x.format.value} input (strided pixels are read from NC1HWC0)")
+        if g.groups > 1 and g.cg % g.c0:
+            raise ValueError(f"groups of {g.cg} channels in an NC1HWC0 input (a multiple of {g.c0} is needed)")
+        self.x, self.g = x, g
+        self.rows, self.cols, self.transposed = g.p, g.k, False
+        # Pixel tiles are whole output rows (a row segment when the output is one row).
+        self.segments = g.oh == 1 and g.ow > FRACTAL
+        self.mn_granule = FRACTAL if self.segments else g.ow
+        self.k_granule = math.lcm(g.c0, FRACTAL)
+        self.l1 = MatrixView(x, self.rows, self.cols, NZ, False, 0, block=g.c0)
+        self.plane = g.h * g.w * g.c0  # elements of one channel block of one image
+        image = -(-g.c // g.c0) * self.plane
+        self.batches = BatchMap(((g.n, image), (g.groups, g.cg // g.c0 * self.plane)))
+
+    @property
+    def cost_key(self) -> tuple:
+        """What determines its sizes and costs in the tiling search: the geometry and the type."""
+        return (type(self), self.g, self.x.element_type)
+
+    def _runs(self, pixels: int) -> tuple[int, int]:
+        """(copies, pixels per copy) staging a tile of `pixels` pixels of one channel block."""
+        if self.segments:
+            return 1, pixels
+        return max(1, pixels // self.g.ow), min(pixels, self.g.ow)
+
+    def stage_cycles(self, hw: HardwarePreset, rows: int, cols: int) -> int:
+        """MTE2: a 32-byte run per pixel and channel block, the copies streaming."""
+        copies, pixels = self._runs(min(rows, self.g.p))
+        blocks = -(-cols // self.g.c0)
+        return blocks * copies * stream_cycles(hw, "gm_to_l1", pixels, self.g.c0 * self.x.itemsize)
+
+    def stage_to_l1(self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, l1,
+                    l1_stride: int, at: tuple[Index, Index] = (0, 0)) -> None:
+        """Pixels [r0, r0 + nr) x channels [c0, c0 + nc) (whole channel blocks) into
+        `l1` at the logical position `at` of the staged tile: an scf.for over the
+        tile's channel blocks, each output row one copy of its pixels."""
+        g, c0_ = self.g, self.g.c0
+        sh, sw = g.strides
+        copies, pixels = self._runs(nr)
+        first_block = b.floordiv(c0, c0_)
+        at_offset = self.l1.l1_offset(b, l1_stride, *at)
+        if self.segments:
+            oh0, ow0 = 0, r0
+        else:
+            oh0, ow0 = b.floordiv(r0, g.ow), 0
+        with b.loop(0, -(-nc // c0_), name="cblk") as j:
+            block_base = b.affine(batch_offset, (b.add(first_block, j), self.plane))
+            dst_block = b.affine(at_offset, (j, l1_stride))
+            with b.loop(0, copies, name="orow") as i:
+                src = b.affine(block_base, (b.add(oh0, i), sh * g.w * c0_), (ow0, sw * c0_))
+                dst = b.affine(dst_block, (i, pixels * c0_))
+                b.emit(npu.CopyOp, self.x.value, src, l1, dst, rows=pixels, cols=c0_, strides=[sw * c0_, c0_])
 
 
 # ---- views of weights, bias, outputs --------------------------------------------------------------
@@ -806,3 +873,15 @@ def gemm_1x1_problem(c: ConvCase) -> CubeProblem:
     pixels_as_rows = c.out.format == Format.NC1HWC0
     image = _image_view(c.x, g, pixels_as_rows, channels=(g.c, g.cg))
     return _cube_problem(c, pixels_as_rows, image, _fz_weights(c.w, g, transposed=pixels_as_rows))
+
+
+def strided_1x1_problem(c: ConvCase) -> CubeProblem:
+    """A 1x1 convolution of stride > 1 (a ResNet downsample) as the matrix product
+    over the pixels its window reads: `StridedPixels` as A, FRACTAL_Z weights as B,
+    an NC1HWC0 result. ValueError says why it does not apply."""
+    _check_cube_types(c)
+    image = StridedPixels(c.x, c.g)
+    if c.w.format != Format.FRACTAL_Z or c.out.format != Format.NC1HWC0:
+        raise ValueError(f"{c.w.format.value} weights and a {c.out.format.value} result "
+                         "(strided pixels take FRACTAL_Z weights and give NC1HWC0)")
+    return _cube_problem(c, True, image, _fz_weights(c.w, c.g, transposed=True))

@@ -9,6 +9,9 @@ The same convolution has several implementations, each best for some shapes
   mostly zeros;
 * `gemm-1x1`: a 1x1, stride-1, unpadded convolution is a matrix product whose A
   is the NC1HWC0 input itself, read straight from GM (`conv.gemm_1x1_problem`);
+* `strided-1x1`: a 1x1 convolution of stride > 1 (a ResNet downsample) is the
+  matrix product over the pixels it reads, staged GM -> L1 one strided copy per
+  channel block and output row (`conv.StridedPixels`): no UB slab, no gathers;
 * `img2col`: the implicit GEMM, the img2col matrix gathered into L1 per K chunk
   (`conv.img2col_problem`): the general case.
 
@@ -44,7 +47,7 @@ from ....dialects import fused, ge
 from ..context import KernelContext
 from .registry import kernel_for
 from ..kernel_builder import KernelBuilder
-from .conv import ConvCase, conv_case, gemm_1x1_problem, img2col_problem
+from .conv import ConvCase, conv_case, gemm_1x1_problem, img2col_problem, strided_1x1_problem
 from .cube_kernel import choose_problem_tiling, emit_cube_kernel
 from .depthwise_conv import plan_depthwise
 
@@ -78,6 +81,7 @@ def _depthwise_plan(c: ConvCase) -> Plan:
 ALGORITHMS: dict[str, Callable[[ConvCase], Plan]] = {
     "depthwise-vector": _depthwise_plan,
     "gemm-1x1": _cube_plan("gemm-1x1", gemm_1x1_problem),
+    "strided-1x1": _cube_plan("strided-1x1", strided_1x1_problem),
     "img2col": _cube_plan("img2col", img2col_problem),
 }
 
