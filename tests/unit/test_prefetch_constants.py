@@ -136,3 +136,17 @@ def test_the_barrier_splits_around_what_moves_and_stays_whole_otherwise(second_p
 def test_a_split_barrier_is_left_as_it_is():
     once = prefetched_barriers(module(f"{LOAD_T}\n{LOAD_W}"))[1]
     assert prefetched_barriers(module(f"{LOAD_T}\n{LOAD_W}"), runs=2)[1] == once
+
+
+def test_the_copies_of_one_buffer_all_move_in_order():
+    """A buffer loaded by several copies (a mask's 16-column blocks, one copy each):
+    the later copies move after the first, in order, not held back by it."""
+    halves = (
+        "    %c128 = arith.constant 128 : index\n"
+        "    %o3 = arith.addi %o2, %c128 : index\n"
+        "    npu.copy %w[%o2], %w_ub[%c1] {cols = 128}\n"
+        "    npu.copy %w[%o3], %w_ub[%c128] {cols = 128}"
+    )
+    moved, before, after = prefetched(module(f"{LOAD_T}\n{halves}"))
+    assert moved == ["w_ub", "w_ub"]
+    np.testing.assert_array_equal(before, after)

@@ -25,8 +25,9 @@ A top-level `npu.copy` at the start of a phase is moved when
   (no phase writes it, so reading it earlier reads the same bytes; the
   simulator checks that of whatever stands between an arrive and its wait);
 * its destination is a local buffer no earlier instruction of its phase touches
-  (the bytes of any buffer placed on them included), so moving it earlier in the
-  MTE2 queue reorders it only against accesses of other bytes; the flags that
+  but the copies moved before it (the bytes of any buffer placed on them
+  included), so moving it earlier in the MTE2 queue reorders it only against
+  accesses of other bytes (the moved copies keep their order); the flags that
   hand the buffer on keep their places after the wait, and MTE2 runs in order;
 * the buffer's bytes are apart from every buffer of the previous phase, which may
   still be using its own while the copy lands. If they are not, the buffer moves
@@ -198,8 +199,9 @@ class _PhaseMove:
                 self.moved.append(op)
         if alloc not in self.moved:
             self.moved.append(alloc)
+        # Not a touch that holds back the next copy into the buffer: that one moves
+        # after this one, in order (a mask's 16-column blocks, one copy each).
         self.moved.append(copy)
-        self.touched.append(self._current(alloc, span))
         self.spent += cycles
         return True
 

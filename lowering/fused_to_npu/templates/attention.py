@@ -483,11 +483,14 @@ class _AttentionKernel:
             v.fill(scores, float(a.mask_value))
 
     def _load_item_mask(self, offsets, q0, mq: int) -> None:
-        """The item's mask for all its keys (`mask_whole`), read by every block."""
+        """The item's mask for all its keys (`mask_whole`), read by every block. Its
+        copies are written out: a constant mask (a causal one) then loads before
+        the phase's barrier (npu-prefetch-constants; GPT-2's attention loaded its
+        eight 16-column blocks between Q and the first K)."""
         m, keys = self.mask, self.t.shape.sk
         stride = round_up(keys, FRACTAL)
         if m.role == Role.FULL:
-            m.view.load_to_ub(self.b, offsets.mask, q0, mq, 0, keys, self.mask_home, stride)
+            m.view.load_to_ub(self.b, offsets.mask, q0, mq, 0, keys, self.mask_home, stride, written_out=True)
         elif m.role == Role.ROW:
             m.view.load_to_ub(self.b, offsets.mask, 0, 1, 0, keys, self.mask_home, stride)
         else:

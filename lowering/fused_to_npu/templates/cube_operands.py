@@ -231,16 +231,19 @@ class MatrixView:
 
     def load_to_ub(
         self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, ub, ub_stride: int, scratch=None,
-        ub_base: Index = 0,
+        ub_base: Index = 0, written_out: bool = False,
     ) -> None:
         """MTE2: the logical tile (broadcast dims of size 1 read once) into a
         row-major UB tile with row stride `ub_stride`, from element `ub_base` of
         `ub`. A transposed view is read as stored into `scratch` (a UB buffer of
-        `transpose_scratch` elements) and transposed by the vector unit."""
+        `transpose_scratch` elements) and transposed by the vector unit.
+        `written_out`: an NZ tile's copies (one per 16-column block) are written
+        out rather than looped over, so that npu-prefetch-constants may move a
+        constant's before the phase's barrier (it moves top-level copies only)."""
         r0, nr = (0, 1) if self.rows == 1 else (r0, nr)
         c0, nc = (0, 1) if self.cols == 1 else (c0, nc)
         if not self.transposed:
-            self._move(b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm=False, ub_base=ub_base)
+            self._move(b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm=False, ub_base=ub_base, written_out=written_out)
             return
         stride = round_up(nr, FRACTAL)
         self._move(b, batch_offset, c0, nc, r0, nr, scratch, stride, to_gm=False)
@@ -268,7 +271,9 @@ class MatrixView:
         """Rows of the stored image (an NZ matrix pads them to its block stride)."""
         return self.row_stride // self.block if self.layout == NZ and not self.transposed else self.rows
 
-    def _move(self, b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm: bool, ub_base: Index = 0) -> None:
+    def _move(
+        self, b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm: bool, ub_base: Index = 0, written_out: bool = False
+    ) -> None:
         def copy(gm_offset: Index, ub_offset: Index, rows: int, cols: int, gm_stride: int, local_stride: int) -> None:
             strides = None if rows == 1 else ([local_stride, gm_stride] if to_gm else [gm_stride, local_stride])
             ub_offset = b.add(ub_base, ub_offset)
@@ -292,6 +297,10 @@ class MatrixView:
                 b.emit(npu.CopyOp, ub, ub_base, self.value, start, rows=blocks, cols=k, strides=strides)
             else:
                 b.emit(npu.CopyOp, self.value, start, ub, ub_base, rows=blocks, cols=k, strides=strides)
+            return
+        if written_out:
+            for j in range(blocks):
+                copy(b.add(start, j * self.row_stride), j * k, nr, k, k, ub_stride)
             return
         with b.loop(0, blocks, name="blk") as j:
             copy(b.add(start, b.mul(j, self.row_stride)), b.mul(j, k), nr, k, k, ub_stride)
