@@ -190,8 +190,10 @@ class _PartialsAddNormOp(FusedOp):
     results (y, s). The second kernel of a split-K matmul + residual + norm
     (`fused.matmul_partials` makes the fp32 partial products): the partials
     are added up in fp32 as each row is loaded, so the split costs the norm
-    kernel a read of each partial and nothing else. Subclasses declare the
-    operands (IRDL orders inherited fields last)."""
+    kernel a read of each partial and nothing else. Their sum is the product
+    of the unsplit op: rounded to the residual's type, as `ge.matmul` rounds it,
+    before the bias and residual are added (a norm amplifies that rounding).
+    Subclasses declare the operands (IRDL orders inherited fields last)."""
 
     result = result_def(TensorType)
     sum = result_def(TensorType)
@@ -213,8 +215,8 @@ class _PartialsAddNormOp(FusedOp):
     @classmethod
     def compute(cls, inputs, a, result_types):
         x = by_name(inputs, a)
-        product = add_all(x.partials.sum(axis=0), operand(x, "bias"))
-        return add_norm_results(cls.NORM, product, x, a.epsilon, -1)
+        product = x.partials.sum(axis=0).astype(x.residual.dtype)
+        return add_norm_results(cls.NORM, add_all(product, operand(x, "bias")), x, a.epsilon, -1)
 
 
 @irdl_op_definition

@@ -23,9 +23,10 @@ forms:
   fraction of that, for the norm kernel's read of the fp32 partials;
 
 and rewrites the op into the fastest. The results are the same values (the sum
-is the fused op's second result); the split norm reads the sum rounded to fp16
-instead of the fp32 one, and the partials add up in another order, differences
-within the fp16 tolerance. `debug=true` prints every estimate per op;
+is the fused op's second result): every form normalises the sum rounded as the
+unfused ops round it (product, then each addition: `add_rounded_terms`); the
+partials add up in another order, differences within the product's rounding.
+`debug=true` prints every estimate per op;
 `--pass-statistics` counts the ops of each form.
 """
 

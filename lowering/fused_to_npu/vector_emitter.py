@@ -750,3 +750,45 @@ def add_terms(v: VectorEmitter, x: Tile, terms: list[Operand]) -> None:
     for term in terms:
         widened = v.widened(term) if isinstance(term, Tile) else term
         emit_elementwise(v, "ge.add", SimpleNamespace(), [x, widened], x)
+
+
+def round_to(v: VectorEmitter, x: Tile, element_type: Attribute, through: Tile | None = None) -> None:
+    """x (fp32) rounded to `element_type` and widened back, as a value of that type
+    holds it; `through` (a tile of that type, optional) receives the rounded value
+    (a stored sum), else a temporary carries it."""
+    if element_type == f32:
+        if through is not None:
+            v.cast(x, through)
+        return
+    narrow = through if through is not None else v.temp(element_type)
+    v.cast(x, narrow)
+    v.cast(narrow, x)
+    if through is None:
+        v.release(narrow)
+
+
+def add_rounded_terms(v: VectorEmitter, x: Tile, terms: list[Operand], element_type: Attribute,
+                      through: Tile | None = None, widen: bool = True) -> None:
+    """x (an fp32 product) + each term as the `ge` ops a fused op stands for compute
+    it in a float `element_type`: the product rounded to it, then each addition in
+    it (rounding as `ge.add` does); `through` (a tile of `element_type`) receives
+    the sum, and with `widen` x holds it too. A norm amplifies those roundings
+    where the sum's spread is small beside its mean: summing in fp32 and rounding
+    once, `fused.matmul_add_layer_norm` in f16 missed the unfused result by 40x
+    the tolerance. Adding in f16 costs no more than in fp32 (the terms need no
+    widening). In fp32 (or an integer type) x += the terms, as `add_terms`."""
+    if element_type == f32 or not dtypes.is_float(element_type):
+        add_terms(v, x, terms)
+        if through is not None:
+            v.cast(x, through)
+        return
+    total = v.temp(element_type)
+    v.cast(x, total)  # the product, rounded
+    out = through if through is not None else total
+    for i, term in enumerate(terms):
+        emit_elementwise(v, "ge.add", SimpleNamespace(), [total, term], out if i == len(terms) - 1 else total)
+    if not terms:
+        v.cast(total, out)  # a copy, if any
+    if widen:
+        v.cast(out, x)
+    v.release(total)

@@ -28,6 +28,20 @@ HEADER = '<ir_version: 10, opset_import: ["" : 23]>\n'
 
 NEGATIVE = np.array([-3.0, -2.0, -1.5, -1.0, -0.5, 0.5, 1.0, 2.5], np.float32)
 
+def _offset_sum_case(m: int, k: int, n: int) -> tuple[str, dict]:
+    """f16 LayerNormalization(MatMul(x, w) + b + r), r = 100 plus a spread of +-0.1:
+    the sum's spread is a few f16 steps (0.0625 at 100), so the norm amplifies a
+    step of rounding to most of a unit."""
+    text = (f'g (float16[{m},{k}] x, float16[{k},{n}] w, float16[{n}] b, float16[{m},{n}] r, float16[{n}] s, '
+            f'float16[{n}] t) => (float16[{m},{n}] y) '
+            '{ p = MatMul(x, w)\n q = Add(p, b)\n u = Add(q, r)\n y = LayerNormalization<axis=-1>(u, s, t) }')
+    rng = np.random.default_rng(0)
+    scale = 1 / np.sqrt(k)
+    inputs = {"x": rng.uniform(-1, 1, (m, k)), "w": rng.uniform(-scale, scale, (k, n)), "b": rng.uniform(-0.05, 0.05, n),
+              "r": 100.0 + rng.uniform(-0.1, 0.1, (m, n)), "s": rng.uniform(0.5, 1.5, n), "t": rng.uniform(-0.5, 0.5, n)}
+    return text, {name: a.astype(np.float16) for name, a in inputs.items()}
+
+
 CASES = {
     # class 1: constant integer exponents on negative bases
     "pow_zero": ('g (float[8] x) => (float[8] y) <float e = {0.0}> { y = Pow(x, e) }', {"x": NEGATIVE}),
@@ -153,6 +167,15 @@ CASES = {
         '{ y = Conv<dilations=[1,2], group=2, kernel_shape=[2,3], pads=[0,0,1,2], strides=[3,2]>(x, w) }',
         {},
     ),
+    # Issue 34 (b): MatMul + bias + residual + LayerNormalization in f16 becomes
+    # `fused.matmul_add_layer_norm`, or split into a matmul and a norm, or split along K (the
+    # partials' norm). Each normalised the fp32 sum (or the sum rounded once) where the unfused
+    # ops round the product, then each addition: 13-40x the tolerance where the sum's spread is
+    # a few f16 steps beside its mean. Each form now rounds as the ops do (`add_rounded_terms`).
+    # The shapes pick the forms: whole rows (16x32x48), split-K (16x512x256), split on tiny.
+    "f16_matmul_add_layer_norm_rounds_each_step": _offset_sum_case(16, 32, 48),
+    "f16_matmul_add_layer_norm_split_k_rounds_each_step": _offset_sum_case(16, 512, 256),
+    "f16_matmul_add_layer_norm_split_rounds_each_step": _offset_sum_case(64, 128, 300),
 }
 
 

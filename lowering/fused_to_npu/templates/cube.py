@@ -22,7 +22,7 @@ from ....dialects.fused.base import ACTIVATIONS, INPUT
 from ...tiling import GemmShape
 from ..context import GmTensor, KernelContext, named
 from .registry import kernel_for
-from ..vector_emitter import Tile, VectorEmitter, add_terms, emit_elementwise
+from ..vector_emitter import Tile, VectorEmitter, add_rounded_terms, add_terms, emit_elementwise
 from .cube_epilogue import CubeEpilogue, EpilogueInput, EpilogueTiles
 from .cube_kernel import CubeProblem, emit_cube_kernel
 from .cube_operands import broadcast_view, matrix_view
@@ -145,11 +145,16 @@ def activate(v: VectorEmitter, act: str, x: Tile) -> None:
 
 
 def bias_act_epilogue(outputs: list, inputs: list[EpilogueInput], act: str) -> CubeEpilogue:
-    """act(product + each input), rounded once (the fixpipe's cast alone when there
-    is nothing to add or apply)."""
+    """act(product + each input) (the fixpipe's cast alone when there is nothing to
+    add or apply). Without an activation the sum is rounded as the unfused ops
+    round it (`add_rounded_terms`: what a norm of it needs, no dearer than fp32);
+    an activation's input stays fp32, rounded once after it."""
 
     def body(t: EpilogueTiles) -> None:
         acc = t.product()
+        if act == "none":
+            add_rounded_terms(t.v, acc, t.inputs, t.outputs[0].element_type, t.outputs[0], widen=False)
+            return
         add_terms(t.v, acc, t.inputs)
         activate(t.v, act, acc)
         t.v.cast(acc, t.outputs[0])
@@ -160,7 +165,8 @@ def bias_act_epilogue(outputs: list, inputs: list[EpilogueInput], act: str) -> C
 
 def add_norm_epilogue(outputs: list, x: SimpleNamespace, layer: bool, epsilon: float) -> CubeEpilogue:
     """s = product + bias + residual (the second output, if written); y = norm(s)
-    over each row, from the fp32 sum (the first output)."""
+    over each row (the first output). The sum is rounded to the output type as the
+    unfused ops round it (`add_rounded_terms`), then normalised in fp32."""
     out_shape = outputs[0].tensor.shape
     params = [x.gamma, x.beta] if layer else [x.gamma]
     inputs = _inputs(*(epilogue_input(t, out_shape) for t in (x.bias, x.residual, *params)))
@@ -168,9 +174,7 @@ def add_norm_epilogue(outputs: list, x: SimpleNamespace, layer: bool, epsilon: f
 
     def body(t: EpilogueTiles) -> None:
         s = t.product()
-        add_terms(t.v, s, t.inputs[:terms])
-        for stored in t.outputs[1:]:
-            t.v.cast(s, stored)
+        add_rounded_terms(t.v, s, t.inputs[:terms], t.outputs[0].element_type, next(iter(t.outputs[1:]), None))
         gamma, *beta = t.inputs[terms:]
         layer_norm_rows(t.v, s, t.outputs[0], gamma, beta[0] if beta else None, epsilon, rms=not layer, consume=True)
 

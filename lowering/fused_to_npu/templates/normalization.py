@@ -39,7 +39,7 @@ from ..context import GmTensor, KernelContext
 from ..kernel_builder import Index
 from .registry import kernel_for
 from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel, fits, operand_role
-from ..vector_emitter import UB_ALIGN_BYTES, Operand, Tile, VectorEmitter
+from ..vector_emitter import UB_ALIGN_BYTES, Operand, Tile, VectorEmitter, round_to
 
 # ---- bodies on UB tiles (shared with fused groups) -----------------------------------------
 
@@ -232,15 +232,7 @@ def lower_add_norm(op: fused.AddLayerNormOp, k: KernelContext) -> None:
         work = v.temp(f32)
         v.cast(ins[0], work)
         v.binary(npu.VAddOp, work, v.widened(ins[1]) if isinstance(ins[1], Tile) else ins[1], work)
-        for stored in total:
-            v.cast(work, stored)
-        if y.element_type != f32:
-            rounded = total[0] if total else v.temp(y.element_type)
-            if not total:
-                v.cast(work, rounded)
-            v.cast(rounded, work)
-            if not total:
-                v.release(rounded)
+        round_to(v, work, y.element_type, next(iter(total), None))
         layer_norm_rows(v, work, y, ins[2], None if rms else ins[3], epsilon, rms, consume=True)
         v.release(work)
 

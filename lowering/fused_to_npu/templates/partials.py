@@ -19,7 +19,7 @@ from ....dialects.ge.formats import Format
 from ..context import GmTensor, KernelContext, named
 from .registry import kernel_for
 from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel, operand_role
-from ..vector_emitter import Operand, Tile, VectorEmitter, add_terms
+from ..vector_emitter import Operand, Tile, VectorEmitter, add_rounded_terms, add_terms
 from .cube import activate
 from .normalization import check_row_formats, layer_norm_rows
 
@@ -40,31 +40,37 @@ def _view(k: KernelContext, partials: GmTensor, terms: list[GmTensor | None], pa
 
 def _sum(v: VectorEmitter, planes: list[Operand], terms: list[Operand]) -> Tile:
     """An fp32 temporary holding the planes' sum plus each term."""
+    work = _planes_sum(v, planes)
+    add_terms(v, work, terms)
+    return work
+
+
+def _planes_sum(v: VectorEmitter, planes: list[Operand]) -> Tile:
+    """An fp32 temporary holding the planes' sum: the product."""
     work = v.temp(f32)
     v.binary(npu.VAddOp, planes[0], planes[1], work)
     for plane in planes[2:]:
         v.binary(npu.VAddOp, work, plane, work)
-    add_terms(v, work, terms)
     return work
 
 
 @kernel_for(fused.PartialsAddLayerNormOp, fused.PartialsAddRmsNormOp)
 def lower_partials_add_norm(op, k: KernelContext) -> None:
     """y = norm(sum of the partials + bias + residual), and that sum unless nothing
-    reads it."""
+    reads it: the sum rounded to the output type as the unfused ops (matmul, bias
+    add, residual add) round it (`add_rounded_terms`), then normalised in fp32."""
     rms = isinstance(op, fused.PartialsAddRmsNormOp)
     x = named(op, k.inputs)
     splits = x.partials.shape[0]
     beta = getattr(x, "beta", None)
-    view = _view(k, x.partials, [x.residual, x.bias], [x.gamma, beta])
+    view = _view(k, x.partials, [x.bias, x.residual], [x.gamma, beta])
     terms = 2 if x.bias is not None else 1
     epsilon = op.attr_value("epsilon")
 
     def body(v, ins, outs):
         y, *total = outs
-        work = _sum(v, ins[:splits], ins[splits : splits + terms])
-        for stored in total:
-            v.cast(work, stored)
+        work = _planes_sum(v, ins[:splits])
+        add_rounded_terms(v, work, ins[splits : splits + terms], y.element_type, next(iter(total), None))
         gamma, *rest = ins[splits + terms :]
         layer_norm_rows(v, work, y, gamma, None if rms else rest[0], epsilon, rms, consume=True)
         v.release(work)
