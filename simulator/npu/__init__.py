@@ -28,7 +28,9 @@ while live) is a `CompileError` located at the instruction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +49,22 @@ from .report import KernelRecord, SimulationReport, planned_arena
 class Simulation:
     outputs: list[np.ndarray]
     report: SimulationReport
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Python's cycle collector off while a simulation runs. A simulation allocates
+    records and tuples by the million while the module's IR (hundreds of thousands
+    of xDSL objects) is alive, so the collector kept walking the IR: a third of
+    ResNet-50's simulation (15.2 -> 10.4 CPU s). What a simulation frees, it frees
+    by reference counting; the peak RSS was the same (336 MiB)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def simulate(
@@ -93,7 +111,7 @@ def simulate(
         if after_launch is not None:
             after_launch(launch)
 
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), cyclic_gc_paused():
         total = run_plan(plan, check_races, trace, record)
     timeline = memory.bandwidth_timeline() if trace else None
     report = SimulationReport(

@@ -20,19 +20,26 @@ the contiguous runs of both patterns.
 
 Accesses stop being live once every pipe that can still touch their space
 knows them (all their vector clocks cover them): pruned at sync points, so the
-live set stays as small as the pipeline depth.
+live set stays as small as the pipeline depth. After a barrier of every pipe
+none is live.
+
+A segment (the accesses between two barriers of every pipe) whose accesses
+match a segment already checked, access for access, is not checked again: see
+`segments.py` for what is matched and why the match keeps the guarantee.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
-from operator import attrgetter
+import itertools
+from operator import attrgetter, sub
 
 from xdsl.ir import Operation
 
 from ...core.diagnostics import CompileError, location_of
 from ...dialects.npu.access import Pattern, runs_overlap
+from .segments import VerifiedSegments
 
 PIPE_NAMES = ("S", "MTE1", "MTE2", "MTE3", "M", "V", "FIX")
 PIPE_INDEX = {name: i for i, name in enumerate(PIPE_NAMES)}
@@ -62,11 +69,33 @@ class Record:
     itemsize: int
     offset: int  # element offset of the access
     contiguous: bool  # the pattern is one run of bytes
+    slot: int = -1  # the buffer slot of the kernel it accesses (`program.BufferSlot`)
     seq: int = 0  # its order among the records of its core (set when kept)
 
     def runs(self):
         starts = self.base + self.pattern.run_starts(self.offset) * self.itemsize
         return starts, self.pattern.runs()[1] * self.itemsize
+
+
+@dataclass(frozen=True, eq=False)
+class Accesses:
+    """What one instruction touches, as the race checker sees it: per access
+    (space, writes, pattern, element size, span in bytes, contiguous, buffer slot);
+    `gm` lists the accesses to GM. Fixed when the kernel is decoded; an execution
+    adds the offsets."""
+
+    op: Operation
+    pipe: int
+    operands: tuple[tuple, ...]
+    gm: tuple[int, ...]
+
+    def records(self, bases: list[int], offsets, clock: int):
+        """(space, Record) of each access at element `offsets`, made at `clock` on its pipe."""
+        pipe, op = self.pipe, self.op
+        for (space, writes, pattern, itemsize, span_bytes, contiguous, slot), o in zip(self.operands, offsets):
+            base = bases[slot]
+            lo = base + o * itemsize
+            yield space, Record(lo, lo + span_bytes, pipe, clock, writes, op, pattern, base, itemsize, o, contiguous, slot)
 
 
 def describe(op: Operation) -> str:
@@ -82,7 +111,15 @@ class Hazards:
     """Vector clocks and live accesses of one core (one block run)."""
 
     def __init__(
-        self, space_count: int, space_pipes: list[tuple[int, ...]], space_names: list[str], scan_all: bool = False
+        self,
+        space_count: int,
+        space_pipes: list[tuple[int, ...]],
+        space_names: list[str],
+        scan_all: bool = False,
+        verified: VerifiedSegments | None = None,
+        gm_groups: dict[int, int] | None = None,
+        order=None,
+        bases: list[int] | None = None,
     ):
         self.vc = [[0] * NP for _ in range(NP)]
         self.learned: list = [None] * NP  # per pipe, the scalar snapshot it joined last (`learn`)
@@ -102,6 +139,15 @@ class Hazards:
         self.prune_at = PRUNE_AT
         self.seq = 0  # records made so far: their order over all pipes
         self.scan_all = scan_all
+        # The segments of this kernel checked so far (`segments.py`; None: every
+        # access is checked when it is made, as `scan_all` does), and per GM buffer
+        # slot its group of slots sharing bytes in this launch (absent: a group of its own).
+        self.verified = None if scan_all else verified
+        self.gm_space = space_names.index("gm") if "gm" in space_names else -1
+        self.gm_groups = gm_groups or {}
+        self.order = order if order is not None else itertools.count()  # numbers the accesses of the launch
+        self.bases = bases  # byte address of each buffer slot's element 0 in its space
+        self._start_segment((0,) * NP)
 
     # ---- clocks ---------------------------------------------------------------------
 
@@ -128,9 +174,141 @@ class Hazards:
             self.learned[pipe] = scalar_clock
 
     def join_all(self) -> None:
+        """A barrier of every pipe: each knows all; no access made before can race any more."""
         merged = [max(column) for column in zip(*self.vc)]
         for p in range(NP):
             self.vc[p] = list(merged)
+        if self.verified is not None:
+            self.end_segment()
+            self.records = [[[] for _ in range(NP)] for _ in self.records]
+            self.starts = [[None] * NP for _ in self.starts]
+            self.live = 0
+            self.prune_at = PRUNE_AT
+            self._start_segment(tuple(merged))
+
+    # ---- segments already checked (segments.py) ---------------------------------------
+
+    def _start_segment(self, base_clock: tuple[int, ...]) -> None:
+        self.base_clock = base_clock  # every pipe's clock at the barrier that began it
+        # its instructions' accesses, unchecked: (Accesses, offsets, vc[pipe] then,
+        # order in the launch); None: checked as they are made
+        self.log: list[tuple] | None = [] if self.verified is not None else None
+
+    def end_segment(self) -> None:
+        """The segment ends (a barrier of every pipe, or the block's end): unless it
+        matches a segment already checked, its accesses are checked now, in the order
+        they were made (a race raises the CompileError the access would have raised)."""
+        log = self.log
+        if not log:
+            return
+        self.log = []
+        key = self._segment_key(log)
+        if self.verified.matches(key):
+            return
+        self._check_log(log)
+        self.verified.add(key)
+
+    def settle(self) -> None:
+        """Check what the segment logged so far, and the rest of it as it is made
+        (before a scalar read, whose value may steer loops and offsets)."""
+        log, self.log = self.log, None
+        if log:
+            self._check_log(log)
+
+    def unchecked_race(self) -> CompileError | None:
+        """The race among the accesses not checked yet (after another error ended the
+        run), or None. Its `race_order` says when in the launch it was made."""
+        log, self.log = self.log, []
+        try:
+            self._check_log(log or ())
+        except CompileError as race:
+            return race
+        return None
+
+    def _segment_key(self, log: list[tuple]) -> tuple:
+        """The segment as `segments.py` compares it: a GM access's place is counted
+        from the first access to its slot ("slot" form) or, when accesses to slots
+        sharing bytes (a group of `gm_groups`) come near each other, from the first
+        access to its group, named with that access's slot ("group" form)."""
+        groups, bases = self.gm_groups, self.bases
+        firsts: dict[int, int] = {}  # GM slot -> the byte of its first access
+        anchors: dict[int, tuple[int, int]] = {}  # GM group -> (slot, byte) of its first access
+        hulls: dict[int, list[int]] = {}  # GM slot of a group -> [lowest, highest) byte it touches
+        for accesses, offsets, _, _ in log:
+            for i in accesses.gm:
+                _, _, _, itemsize, span_bytes, _, slot = accesses.operands[i]
+                lo = bases[slot] + offsets[i] * itemsize
+                if slot not in firsts:
+                    firsts[slot] = lo
+                    group = groups.get(slot, slot)
+                    if group not in anchors:
+                        anchors[group] = (slot, lo)
+                if slot in groups:
+                    hull = hulls.get(slot)
+                    if hull is None:
+                        hulls[slot] = [lo, lo + span_bytes]
+                    else:
+                        if lo < hull[0]:
+                            hull[0] = lo
+                        if lo + span_bytes > hull[1]:
+                            hull[1] = lo + span_bytes
+        if self._apart(hulls):
+            form, places = "slot", {slot: (slot, byte) for slot, byte in firsts.items()}
+        else:
+            form, places = "group", {slot: anchors[groups.get(slot, slot)] for slot in firsts}
+        base = self.base_clock
+        entries = []
+        for accesses, offsets, clock, _ in log:
+            where = tuple(offsets)
+            if accesses.gm:
+                where = list(where)
+                for i in accesses.gm:
+                    _, _, _, itemsize, _, _, slot = accesses.operands[i]
+                    anchor, byte = places[slot]
+                    where[i] = (anchor, bases[slot] + offsets[i] * itemsize - byte)
+                where = tuple(where)
+            entries.append((id(accesses), where, tuple(map(sub, clock, base))))
+        return (form, tuple(entries))
+
+    def _apart(self, hulls: dict[int, list[int]]) -> bool:
+        """Whether the byte ranges that the slots of each group touch are disjoint."""
+        by_group: dict[int, list[list[int]]] = {}
+        for slot, hull in hulls.items():
+            by_group.setdefault(self.gm_groups[slot], []).append(hull)
+        for ranges in by_group.values():
+            ranges.sort()
+            for (_, end), (start, _) in zip(ranges, ranges[1:]):
+                if start < end:
+                    return False
+        return True
+
+    def _check_log(self, log) -> None:
+        """Check the accesses of `log` as `access` would have when they were made: each
+        with the clock its pipe had then."""
+        vc, bases = self.vc, self.bases
+        now = list(vc)
+        for accesses, offsets, clock, order in log:
+            pipe = accesses.pipe
+            vc[pipe] = clock
+            for space, record in accesses.records(bases, offsets, clock[pipe]):
+                try:
+                    self.access(space, pipe, record)
+                except CompileError as race:
+                    race.race_order = order
+                    raise
+        vc[:] = now
+
+    def instruction(self, accesses: Accesses, offsets, clock: int) -> None:
+        """An instruction made the accesses `accesses` at element `offsets`, its pipe's
+        clock ticked to `clock`: logged for its segment's end (`end_segment`), or
+        checked now."""
+        log = self.log
+        if log is not None:
+            log.append((accesses, offsets, tuple(self.vc[accesses.pipe]), next(self.order)))
+            return
+        pipe = accesses.pipe
+        for space, record in accesses.records(self.bases, offsets, clock):
+            self.access(space, pipe, record)
 
     # ---- accesses -------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from ...dialects.npu.base import element_bytes
 from ..hardware import SPACES
 from .costs import SYNC_FLAG_BYTES, TransferCost, mmad_cycles, mmad_min_cycles, sync_all_transfers, transfer_cost, vector_cycles, vector_min_cycles
 from .core import ZERO_CLOCK
-from .hazards import PIPE_INDEX, S, Record
+from .hazards import PIPE_INDEX, S, Accesses
 from .lockstep import CrossCore
 
 Step = Callable[[object], None]
@@ -87,8 +87,14 @@ class InstructionDecoder:
             regs.append(self.reg(offset_value))
             views.append(pattern.viewer())
             contiguous = pattern.runs()[0] == 1
-            hazard_specs.append((buffer.space, access.writes, pattern, buffer.itemsize, pattern.span * buffer.itemsize, contiguous))
+            hazard_specs.append(
+                (buffer.space, access.writes, pattern, buffer.itemsize, pattern.span * buffer.itemsize, contiguous, buffer.slot)
+            )
         return tuple(slots), tuple(regs), tuple(views), tuple(hazard_specs), tuple(checks)
+
+    @staticmethod
+    def _accesses(op, pipe: int, hazard_specs) -> Accesses:
+        return Accesses(op, pipe, hazard_specs, tuple(i for i, spec in enumerate(hazard_specs) if spec[0] == GM_SPACE))
 
     def check_offset(self, op, offset: int, span: int, buffer, writes: bool, align: int) -> None:
         if offset < 0 or offset + span > buffer.numel:
@@ -166,7 +172,7 @@ class InstructionDecoder:
         issue_cost = self.hw.scalar_instruction_cycles
         name = op.name
         operands = tuple(zip(views, slots))
-        hazard_operands = tuple(zip(hazard_specs, slots))
+        accesses = self._accesses(op, pipe, hazard_specs)
         if gm is not None:
             gm_transfer = self._gm_transfer(gm, hazard_specs[gm.access], slots[gm.access])
 
@@ -191,13 +197,13 @@ class InstructionDecoder:
                 if scalar_clock is not ZERO_CLOCK:  # Core.learn_scalar
                     hz.learn(pipe, scalar_clock)
                 clock = hz.tick(pipe)
-                for ((space, writes, pattern, itemsize, span_bytes, contiguous), slot), o in zip(hazard_operands, offsets):
-                    base = bases[slot]
-                    lo = base + o * itemsize
-                    record = Record(lo, lo + span_bytes, pipe, clock, writes, op, pattern, base, itemsize, o, contiguous)
-                    hz.access(space, pipe, record)
-                    if cross_block is not None and space == GM_SPACE:
-                        core.meet(start, CrossCore("touch", core.regs[cross_block], record=record))
+                if cross_block is None:
+                    hz.instruction(accesses, offsets, clock)
+                else:  # checked now, and its GM accesses against the other blocks'
+                    for space, record in accesses.records(bases, offsets, clock):
+                        hz.access(space, pipe, record)
+                        if space == GM_SPACE:
+                            core.meet(start, CrossCore("touch", core.regs[cross_block], record=record))
             bufs = core.bufs
             kernel(*[view(bufs[slot], o) for (view, slot), o in zip(operands, offsets)])
             totals = core.stats
@@ -279,10 +285,10 @@ class InstructionDecoder:
     def _read_scalar(self, op: npu.ReadScalarOp) -> Step:
         a = op.attr_values()
         operands = self._operands(op, a, S, aligned=False)
-        (slot,), (offset_reg,), (view,), ((space, _, pattern, itemsize, span_bytes, _),), checks = operands
+        (slot,), (offset_reg,), (view,), (spec,), checks = operands
+        accesses = self._accesses(op, S, (spec[:5] + (True,) + spec[6:],))  # one element: contiguous
         check = self._issue_checks(op, checks)
         read = op.kernel(a)
-        bases = self.bases
         out = self.define(op.result)
         cost = self.hw.scalar_instruction_cycles
 
@@ -297,8 +303,8 @@ class InstructionDecoder:
             hz = core.hz
             if hz is not None:
                 clock = hz.tick(S)
-                lo = bases[slot] + o * itemsize
-                hz.access(space, S, Record(lo, lo + span_bytes, S, clock, False, op, pattern, bases[slot], itemsize, o, True))
+                hz.settle()  # the value read steers what comes next: no race may be left for later
+                hz.instruction(accesses, (o,), clock)
                 core.scalar_learned()
             regs[out] = read(view(core.bufs[slot], o))
 

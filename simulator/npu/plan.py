@@ -47,6 +47,7 @@ from .hazards import describe
 from .l2 import GlobalMemory
 from .lockstep import Block, Lockstep
 from .program import KernelProgram, LocalMemory, decode_kernel
+from .segments import LaunchChecks
 
 ARG_ALIGNMENT = 512
 """Byte alignment of @main's GM arguments, placed after the arena."""
@@ -461,6 +462,7 @@ def _run_launch(
 
     order = iter(range(step.block_dim))
     placed: dict[Block, int] = {}  # its block index
+    checks = LaunchChecks()
 
     def place(block_idx: int) -> Block:
         free, core_id = heapq.heappop(cores)
@@ -469,7 +471,7 @@ def _run_launch(
         block = Block(
             core_id,
             begin,
-            lambda: program.run_block(block_idx, step.block_dim, begin, memory, check_races, trace, meet),
+            lambda: program.run_block(block_idx, step.block_dim, begin, memory, check_races, trace, meet, checks),
             _nothing,
             _nothing,
         )
@@ -482,11 +484,17 @@ def _run_launch(
         return None if block_idx is None else place(block_idx)
 
     first = [place(i) for _, i in zip(range(len(cores)), order)]
-    if step.block_dim == 1:  # nothing to share the HBM with
-        first[0].enter()
-        first[0].result = first[0].run()
-        finished(first[0])
-    else:
-        lockstep.run(first, finished)
+    try:
+        if step.block_dim == 1:  # nothing to share the HBM with
+            first[0].enter()
+            first[0].result = first[0].run()
+            finished(first[0])
+        else:
+            lockstep.run(first, finished)
+    except Exception as error:  # the race made first, if an access not checked yet races
+        found = checks.first_error(error)
+        if found is error:
+            raise
+        raise found from None
     in_order = sorted(placed, key=placed.get)
     return [(block.core, block.start, block.result.end, block.result) for block in in_order]

@@ -27,6 +27,7 @@ from ...dialects import npu
 from ..hardware import PATHS, SPACES, HardwarePreset
 from .core import Core
 from .hazards import Hazards
+from .segments import LaunchChecks, VerifiedSegments
 from .l2 import GlobalMemory
 from .instructions import InstructionDecoder
 from .scalar import ScalarDecoder, constant_value, unsupported
@@ -108,10 +109,18 @@ class KernelProgram:
     flag_latency: int
     phases: int  # npu.sync_all splits the kernel into phases
     shortcuts: bool = True  # fast paths on (see KernelDecoder); off: the full simulation
+    # the kernel has npu.cross_wait_flag ops: its GM accesses are checked between
+    # blocks as they are made, so its race checks are not put off (`segments.py`)
+    cross_flags: bool = False
     # per core's LocalMemory, the buffer table of a block running there (the GM
     # arguments of the launch, the local buffers viewed in that memory): made once
     # per core, so a block's turn in the lockstep (`lockstep.py`) swaps nothing
     core_bufs: dict = field(default_factory=dict)
+    # the race checker's segments checked so far, for the blocks to come (`segments.py`)
+    verified: VerifiedSegments = field(default_factory=VerifiedSegments)
+    # per GM argument slot sharing bytes with others in the launch being run, its
+    # group (set by `bind_arguments`, `_shared_bytes`)
+    gm_groups: dict = field(default_factory=dict)
 
     @property
     def arguments(self) -> list[BufferSlot]:
@@ -124,6 +133,25 @@ class KernelProgram:
             self.bases[buffer.slot] = bases[buffer.argument]
             for bufs in self.core_bufs.values():
                 bufs[buffer.slot] = arrays[buffer.argument]
+        self.gm_groups = self._shared_bytes()
+
+    def _shared_bytes(self) -> dict[int, int]:
+        """The GM argument slots that share bytes with others in this launch (the same
+        buffer passed twice, views, arena buffers placed on the same bytes), grouped:
+        slot -> its group (the first slot of a run of overlapping extents)."""
+        extents = sorted(
+            (self.bases[b.slot], self.bases[b.slot] + b.nbytes, b.slot) for b in self.arguments if b.nbytes
+        )
+        groups: dict[int, int] = {}
+        group, end = None, None
+        for lo, hi, slot in extents:
+            if end is not None and lo < end:
+                groups[group] = group
+                groups[slot] = group
+                end = max(end, hi)
+            else:
+                group, end = slot, hi
+        return groups
 
     def bufs_for(self, memory: LocalMemory) -> list:
         """The buffer table of a block running on the core whose memory is `memory`."""
@@ -145,12 +173,23 @@ class KernelProgram:
 
     def run_block(
         self, block_idx: int, block_dim: int, start: int, memory: LocalMemory, check_races: bool, trace: bool,
-        meet=None,
+        meet=None, checks: LaunchChecks | None = None,
     ) -> Core:
         """Run one block from cycle `start` on the core whose local memory is `memory`;
-        `meet` is how its npu.sync_all waits for the launch's other blocks (see Core.meet)."""
+        `meet` is how its npu.sync_all waits for the launch's other blocks (see Core.meet);
+        `checks` gathers the race checkers of the launch's blocks (`segments.py`)."""
         memory.poison(self.extents)
-        hazards = Hazards(len(SPACES), self.space_pipes, list(SPACES), scan_all=not self.shortcuts) if check_races else None
+        hazards = (
+            Hazards(
+                len(SPACES), self.space_pipes, list(SPACES), scan_all=not self.shortcuts,
+                verified=None if self.cross_flags else self.verified, gm_groups=self.gm_groups,
+                order=checks.order if checks is not None else None, bases=self.bases,
+            )
+            if check_races
+            else None
+        )
+        if hazards is not None and checks is not None:
+            checks.checkers.append(hazards)
         core = Core(start, hazards, trace, self.flag_latency, len(STATS))
         core.regs = regs = list(self.regs)
         for r in self.block_idx_regs:
@@ -162,6 +201,8 @@ class KernelProgram:
             core.meet = meet
         self.body(core)
         core.finish(self.op)
+        if hazards is not None:
+            hazards.end_segment()
         return core
 
 
@@ -333,6 +374,7 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
             flag_latency=self.hw.flag_latency,
             phases=self.phase + 1,
             shortcuts=self.shortcuts,
+            cross_flags=any(isinstance(op, npu.CrossWaitFlagOp) for op in kernel.walk()),
         )
 
 
