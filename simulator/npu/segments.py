@@ -6,13 +6,18 @@ each block's accesses again was half of a simulation's work. Between two
 barriers of every pipe (`npu.pipe_barrier ALL`, `npu.sync_all`, the start and
 end of a block) lies a *segment*: no access made before the barrier can race
 with one after it (every pipe's vector clock covers it, `hazards.py`), so a
-segment is checked on its own. A segment is described, access by access, by
+segment is checked on its own. A segment is described, instruction by
+instruction, by
 
-    (instruction, buffer slot, element offset, vc[pipe] - vc at the barrier)
+    (instruction, the places of its accesses, vc[pipe] - vc at the barrier)
 
-where the offset of a GM access is counted from the first access to the same GM
-slot in the segment (a block's own position in GM moved away), and a local
-offset is kept as it is (local buffers have one place per kernel).
+where a local access's place is its offset (local buffers have one place per
+kernel) and a GM access's place is counted in bytes from the first access to
+its slot in the segment ("slot" form: a block's own position in GM moved
+away), unless two GM slots that share bytes in this launch (the same buffer
+passed twice, arena buffers on the same bytes: a group, `KernelProgram.
+_shared_bytes`) touch byte ranges that meet in the segment: then from the
+first access to its group, named with that access's slot ("group" form).
 
 The accesses of a segment are logged as they are made (with the clock of their
 pipe then) and checked when it ends, unless it matches a segment already
@@ -22,24 +27,25 @@ run early (an error of any block), the accesses not yet checked are checked
 first, and the race made first in the launch, if any, is the error
 (`plan.py`): the same error as checking every access when it is made.
 
-Claim: if a segment of a block matches, entry for entry, a segment that was
-checked and passed, and no two GM slots it touches share bytes in this launch,
-then no access of it races. Proof: the check of an access on pipe p asks which
-live accesses of other pipes q overlap it (one of the two writing) with a clock
-vc[p][q] does not cover; it depends on nothing else. Entry for entry the two
-segments have the same instructions (hence pipes, patterns, element sizes and
-read / write modes), the same vector clocks up to one constant per pipe (the
-same constant in every comparison), and the same overlaps: two local accesses
-are at the same bytes; two accesses to one GM slot are both moved by the same
-constant, which keeps whether they overlap; two accesses to different GM slots
-cannot overlap here (their buffers share no bytes and every access lies inside
-its buffer: the bounds are checked at issue, before the race check). So every
-overlapping, unordered pair here is one of the checked segment too, where none
-was found. (The checked segment may have had more overlaps, between GM slots
-that shared bytes there: it passed with them.)
+Claim: if a segment of a block has the description of a segment that was
+checked and passed, no access of it races. Proof: the check of an access on
+pipe p asks which live accesses of other pipes q overlap it (one of the two
+writing) with a clock vc[p][q] does not cover; it depends on nothing else.
+Entry for entry the two segments have the same instructions (hence pipes,
+patterns, element sizes and read / write modes), the same vector clocks up to
+one constant per pipe (the same constant on both sides of every comparison),
+and every pair of accesses overlapping here overlaps there: two local accesses
+are at the same bytes; two GM accesses with the same anchor (slot form: the
+same slot; group form: the same first access of their group) are at the same
+distance from each other, which decides whether they overlap; two GM accesses
+with different anchors do not overlap here (slot form: different slots touch
+byte ranges that do not meet; group form: different groups share no bytes;
+every access lies inside its buffer, the bounds being checked at issue, before
+the race check). So every overlapping, unordered pair here is one of the
+checked segment, where none was found. Tests: tests/unit/test_sim_segments.py.
 
-The same (slot, offset) description serves every launch of the kernel, since
-the GM slots sharing bytes are found per launch (`KernelProgram.bind_arguments`).
+The description serves every launch of the kernel, since the GM slots
+sharing bytes are found per launch (`KernelProgram.bind_arguments`).
 `ge-sim --exact` (the full simulation) checks every access.
 """
 
