@@ -359,27 +359,37 @@ def _search(hw, shape, a, bs, epilogue, first_b_prefetched) -> list[CubeTiling]:
 
 
 def _best(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[CubeTiling, int]:
-    """Branch and bound over `_fitting`'s candidates: those of one item size and L0
-    step (mb, n_block, nb, kb) share a lower bound of their estimate
-    (`_Scoring.bound`); the groups are estimated in the order of their bounds until
-    a bound rounds above the best estimate found, when no candidate left can rank
-    first (`rank_key` compares rounded estimates first). Ties are broken by the
-    candidates' order, as `min` over `_search`'s list breaks them, so the tiling is
-    the same as estimating every candidate."""
+    """Branch and bound over `_fitting`'s candidates: each has a lower bound of its
+    estimate (`_Scoring.bound` of its item size and L0 step, `_Scoring.staging_bound`
+    of its item size, K chunk and residency: the larger), the parts shared by many
+    candidates computed once. The candidates are estimated in the order of their
+    bounds until a bound rounds above the best estimate found, when no candidate
+    left can rank first (`rank_key` compares rounded estimates first). Ties are
+    broken by the candidates' order, as `min` over `_search`'s list breaks them,
+    so the tiling is the same as estimating every candidate."""
     scoring, fits = _fitting(hw, shape, a, bs, epilogue, first_b_prefetched)
-    groups: dict[tuple, list[int]] = {}
+    steps: dict[tuple, float] = {}
+    chunks: dict[tuple, float] = {}
+    bounded = []
     for index, (cand, _, _) in enumerate(fits):
-        groups.setdefault((cand.mb, cand.n_block, cand.nb, cand.kb), []).append(index)
-    bounded = sorted((scoring.bound(fits[members[0]][0]), members) for members in groups.values())
+        key = (cand.mb, cand.n_block, cand.nb, cand.kb)
+        step = steps.get(key)
+        if step is None:
+            step = steps[key] = scoring.bound(cand)
+        key = (cand.mb, cand.n_block, cand.kc, cand.a_resident)
+        chunk = chunks.get(key)
+        if chunk is None:
+            chunk = chunks[key] = scoring.staging_bound(cand)
+        bounded.append((step if step >= chunk else chunk, index))
+    bounded.sort()
     best = None
-    for bound, members in bounded:
+    for bound, index in bounded:
         if best is not None and round(bound) > best[0][0]:
             break
-        for index in members:
-            cand, rows, _ = fits[index]
-            key = (scoring.rank_key(cand, rows), index)
-            if best is None or key < best:
-                best = key
+        cand, rows, _ = fits[index]
+        key = (scoring.rank_key(cand, rows), index)
+        if best is None or key < best:
+            best = key
     return scoring.score(*fits[best[1]]), len(fits)
 
 
@@ -591,6 +601,7 @@ class _Scoring:
         self._chunks: dict[tuple, tuple] = {}
         self._steps: dict[tuple, tuple] = {}
         self._epilogues: dict[tuple, tuple] = {}
+        self._staged: dict[tuple, tuple[float, float]] = {}  # depends on first_b_prefetched
 
     def prefetching(self, first_b_prefetched: bool) -> _Scoring:
         """This scoring for a search with or without the first chunk of B prefetched:
@@ -599,6 +610,7 @@ class _Scoring:
             return self
         other = copy.copy(self)
         other.first_b_prefetched = first_b_prefetched
+        other._staged = {}
         return other
 
     def l1_bytes(self, mb: int, n_block: int, kc: int, a_resident: bool) -> int:
@@ -707,27 +719,46 @@ class _Scoring:
         mte1 = steps * load
         return max(load + per_core * cube, per_core * mte1 + mmad, self.hbm)
 
+    def staged(self, c: _Candidate) -> tuple[float, float]:
+        """(the first chunk's staging before the cube may start, MTE2 cycles per item)
+        of the candidate's item size, K chunk and residency."""
+        key = (c.mb, c.n_block, c.kc, c.a_resident)
+        found = self._staged.get(key)
+        if found is None:
+            per_core = self.item(c.mb, c.n_block)[1]
+            _, _, stage_a, stage_b, a_item, b_item, b_hbm = self.chunk(c)
+            # A chunk's transfers stream; the flag to MTE1 waits for the last to land.
+            # A resident A is staged by the core's first item only: its share per item.
+            stage = stage_a + stage_b
+            # The first chunk's B loaded before the barrier leaves the first item's MTE2
+            # and the fill (its landing stays: A's first chunk lands under the same flag).
+            prefetched = 0.0
+            if self.first_b_prefetched and _first_chunk_at_top(self.shape, c, per_core, self.item(c.mb, c.n_block)[2], self.hw):
+                prefetched = stage_b - self.gm_latency
+                stage -= prefetched
+            # A resident: the core's first item stages A and B, the others B alone.
+            with_a = max(a_item + b_item - prefetched, b_hbm)
+            mte2 = (with_a + (per_core - 1) * max(b_item, b_hbm)) / per_core if c.a_resident else with_a
+            found = self._staged[key] = (stage, mte2)
+        return found
+
+    def staging_bound(self, c: _Candidate) -> float:
+        """A lower bound of `score(c, ...).estimate` for every L0 step and epilogue of
+        the candidate's item size, K chunk and residency: the first critical path of
+        `estimate` without its non-negative parts after MTE2's, and the HBM bound
+        (the same expression: see `bound`)."""
+        return max(self.item(c.mb, c.n_block)[1] * self.staged(c)[1], self.hbm)
+
     def estimate(self, c: _Candidate, rows: int) -> tuple:
         """(estimate, and the terms cube, mte2, mte1, epilogue, fill, drain) of the
         candidate with epilogue row chunks of `rows`."""
         shape = self.shape
         per_core = self.item(c.mb, c.n_block)[1]
         k = shape.k
-        chunks, kc, stage_a, stage_b, a_item, b_item, b_hbm = self.chunk(c)
+        chunks, kc = self.chunk(c)[:2]
         steps, kb, n_sub, mmad, load = self.step(c)  # one L0 step
         cube = steps * mmad
-        # A chunk's transfers stream; the flag to MTE1 waits for the last to land.
-        # A resident A is staged by the core's first item only: its share per item.
-        stage = stage_a + stage_b
-        # The first chunk's B loaded before the barrier leaves the first item's MTE2
-        # and the fill (its landing stays: A's first chunk lands under the same flag).
-        prefetched = 0.0
-        if self.first_b_prefetched and _first_chunk_at_top(shape, c, per_core, self.item(c.mb, c.n_block)[2], self.hw):
-            prefetched = stage_b - self.gm_latency
-            stage -= prefetched
-        # A resident: the core's first item stages A and B, the others B alone.
-        with_a = max(a_item + b_item - prefetched, b_hbm)
-        mte2 = (with_a + (per_core - 1) * max(b_item, b_hbm)) / per_core if c.a_resident else with_a
+        stage, mte2 = self.staged(c)
         mte1 = steps * load
         chunks_per_item, fixpipe, vector, store = self.epilogue(c, rows, n_sub)
         epilogue = fixpipe + vector + store

@@ -123,6 +123,7 @@ class FusionGraph:
         self._producers: dict[int, set[int]] | None = None
         self._consumers: dict[int, frozenset[int]] = {}
         self._node_parts: dict[int, Part] = {}
+        self._reach: dict[int, int] | None = None
         self._kinds = {op: pattern_kind(op) for op in self.node_of}
         self.returned: set[SSAValue] = set()
         last = block.last_op
@@ -189,6 +190,7 @@ class FusionGraph:
         self._producers = None
         self._consumers.clear()
         self._node_parts.clear()
+        self._reach = None
         return keep
 
     # ---- global properties -----------------------------------------------------------------
@@ -199,17 +201,34 @@ class FusionGraph:
         return self._reaches_through(a, b) or self._reaches_through(b, a)
 
     def _reaches_through(self, source: int, target: int) -> bool:
-        stack = [n for n in self.consumers(source) if n != target]
-        seen = set(stack)
-        while stack:
-            node = stack.pop()
-            for n in self.consumers(node):
-                if n == target:
-                    return True
-                if n not in seen:
-                    seen.add(n)
-                    stack.append(n)
-        return False
+        reach = self._descendants()
+        return any(n != target and reach[n] >> target & 1 for n in self.consumers(source))
+
+    def _descendants(self) -> dict[int, int]:
+        """Each node's descendants (the nodes it reaches through one edge or more)
+        as a bit set of node ids, computed once per state of the graph: fusion asks
+        `creates_cycle` of every candidate merge at every step, and a walk per
+        question made that quadratic in the graph (DenseNet's concatenations reach
+        most of the graph)."""
+        if self._reach is None:
+            reach: dict[int, int] = {}
+            for root in self.members:
+                if root in reach:
+                    continue
+                stack = [(root, iter(self.consumers(root)))]
+                while stack:
+                    node, pending = stack[-1]
+                    child = next((n for n in pending if n not in reach), None)
+                    if child is not None:
+                        stack.append((child, iter(self.consumers(child))))
+                        continue
+                    stack.pop()
+                    bits = 0
+                    for n in self.consumers(node):
+                        bits |= 1 << n | reach[n]
+                    reach[node] = bits
+            self._reach = reach
+        return self._reach
 
     def _node_producers(self) -> dict[int, set[int]]:
         """Each node's producers (the other nodes whose results it reads), computed
