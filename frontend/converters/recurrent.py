@@ -3,7 +3,9 @@
 Per direction (forward, reverse, or both), the input projection of every time
 step is one `ge.matmul` (X as (seq * batch, input) times W transposed, both
 biases added where the equations allow); each step then adds H_{t-1} R^T (a
-`ge.matmul`), splits the gates with slices and applies the gate activations of
+`ge.matmul`), splits the gates (LSTM: one `ge.split`, Rb added to the
+recurrence, the form of PyTorch's cell, so an LSTM's export and its capture
+reach one graph; the others: slices) and applies the gate activations of
 the `activations` attribute (with activation_alpha / activation_beta, `clip` on
 their inputs) as ge ops. Gate orders are ONNX's: LSTM i, o, f, c (peepholes P
 i, o, f; `input_forget` couples f = 1 - i), GRU z, r, h (`linear_before_reset`
@@ -22,6 +24,7 @@ import numpy as np
 
 from ...dialects.ge import (
     AbsOp,
+    BiasAddOp,
     ConcatOp,
     ExpOp,
     LeakyReluOp,
@@ -31,6 +34,7 @@ from ...dialects.ge import (
     MinimumOp,
     ReluOp,
     SigmoidOp,
+    SplitOp,
     TanhOp,
     TransposeOp,
 )
@@ -305,12 +309,23 @@ class _GRU(_Step):
 
 
 class _LSTM(_Step):
+    """The step in PyTorch's form (torch._decomp's `lstm_cell`: `linear(H, R, Rb)
+    + X_t W^T + Wb`, the gates one split of that sum), so that an LSTM's ONNX
+    export and its `torch.compile` capture reach the same graph."""
+
     gates = 4
     defaults = ("Sigmoid", "Tanh", "Tanh")
 
     def __init__(self, c: NodeContext):
         super().__init__(c)
         self.input_forget = bool(c.int("input_forget", 0))
+        self.rb: Tensor | None = None
+
+    def projections(self, d, w):
+        """X_t W^T + Wb; Rb joins the recurrence."""
+        biases = _biases(self.c, self.frame, self.gates, d)
+        self.rb = None if biases is None else biases[1]
+        return _projections(self.c, self.frame, w, None if biases is None else biases[0])
 
     def initial(self, d):
         return (_initial(self.c, 5, self.frame, d, "initial_h"), _initial(self.c, 6, self.frame, d, "initial_c"))
@@ -329,8 +344,10 @@ class _LSTM(_Step):
         hid, frame, f = self.hidden, self.frame, self.f[d]
         p_i, p_o, p_f = self.peepholes(d)
         rec = self.recurrence(h, r)
-        pre = x_t if rec is None else x_t + rec
-        pre_i, pre_o, pre_f, pre_c = (_gate(pre, k, hid) for k in range(4))
+        if self.rb is not None:
+            rec = self.rb if rec is None else self.c.g.op(BiasAddOp, rec, self.rb, axis=-1)
+        pre = x_t if rec is None else rec + x_t
+        pre_i, pre_o, pre_f, pre_c = self.c.g.op(SplitOp, pre, axis=1, sizes=[hid] * 4)
         if cell is not None and p_i is not None:
             pre_i = pre_i + p_i * cell
             pre_f = pre_f + p_f * cell

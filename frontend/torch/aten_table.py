@@ -132,9 +132,36 @@ def _binary(op_class):
         a, b = c.operands(a, b)
         if alpha != 1:
             b = c.g.op(MulOp, b, c.scalar(alpha))
-        return c.g.op(op_class, a, b)
+        return _elementwise(c, op_class, a, b)
 
     return convert
+
+
+def _elementwise(c, op_class, a: Tensor, b: Tensor) -> Tensor:
+    """`op(a, b)`; where one operand is a view that only adds leading unit dims
+    to a tensor of at least the other's rank (PyTorch's `linear` of a 3-D input
+    views its 2-D product back to 3-D), the op reads the tensor before the view
+    and the view moves to the result: broadcasting adds those dims anyway. The
+    product and the op are then adjacent, as an ONNX export writes them (an LSTM
+    step's `linear(h) + x_t` fuses as the product's residual)."""
+    a_source, b_source = _before_unit_view(a), _before_unit_view(b)
+    if a_source is not None and a_source.rank >= b.rank:
+        a = a_source
+    elif b_source is not None and b_source.rank >= a.rank:
+        b = b_source
+    y = c.g.op(op_class, a, b)
+    shape = c.result_shape()
+    return y if y.shape == shape else ops.reshape(y, shape)
+
+
+def _before_unit_view(x: Tensor) -> Tensor | None:
+    """The tensor `x` is a reshape of, when that reshape only adds leading 1s."""
+    op = x.value.owner
+    if not isinstance(op, ReshapeOp):
+        return None
+    source = Tensor(x.graph, op.input)
+    extra = x.rank - source.rank
+    return source if extra > 0 and x.shape == (1,) * extra + source.shape else None
 
 
 converts(aten.add.Tensor, aten.add.Scalar)(_binary(AddOp))
@@ -152,7 +179,7 @@ def _true_division(node: Node) -> str | None:
 
 @converts(aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, refuse=_true_division)
 def div(c, a, b, rounding_mode=None):
-    return c.g.op(DivOp, *c.operands(a, b))
+    return _elementwise(c, DivOp, *c.operands(a, b))
 
 
 def _unary(op_class):

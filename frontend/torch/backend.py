@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 from ...dialects.context import make_context
 from ...core.passes import parse_pass_pipeline, run_pipeline
 from ...simulator.run import execute
-from .capture import fold_constants, scalar_reads, static_inputs, trace_aten
+from .capture import apply_dynamo_settings, fold_constants, scalar_reads, static_inputs, trace_aten
 from .convert import convert_graph, element_type_name, to_numpy
 from .partition import mark_constant_inputs, split
 
@@ -259,6 +259,7 @@ class Backend:
         self.gears = list(gears or [])
         self.callback = callback
         self.compilations: list[Compiled] = []
+        apply_dynamo_settings()  # so dynamo captures recurrent modules (capture.DYNAMO_SETTINGS)
 
     def __call__(self, gm: GraphModule, example_inputs: Sequence) -> CompiledGraph:
         return CompiledGraph(gm, example_inputs, self.options, self)

@@ -7,6 +7,17 @@ decompositions. Two decompositions are left out because ge has the op they take
 apart: `_safe_softmax` (softmax) and the encoder layer's fast path has none to
 begin with.
 
+The retrace runs as AOT autograd and `torch.export` run theirs: under the Python
+dispatcher, so ops whose decomposition PyTorch writes in Python for every
+backend (`aten.lstm`, `gru`, `rnn_tanh`, `rnn_relu`: torch._decomp's step by step
+cells of mm, sigmoid and tanh) take it, instead of their C++ composites, whose
+in-place gate activations functionalisation does not see. And it runs with
+oneDNN off (`torch.backends.mkldnn.enabled`, restored after): that Python LSTM
+decomposition picks oneDNN's whole-layer `mkldnn_rnn_layer` kernel when oneDNN is
+on and the tensors are on the CPU, a choice for the host CPU, not for the NPU
+the graph is compiled for. Both are scoped to the retrace; the user's settings
+are untouched.
+
 The table is PyTorch's core ATen decompositions of ops that have a kernel
 (`_core_aten_decompositions_post_autograd`, built once per process). The public
 `core_aten_decompositions()` adds an entry for every CompositeImplicitAutograd
@@ -24,14 +35,17 @@ masks, transposed weights). The ge module sees those as `ge.const`.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 from collections.abc import Sequence
 
 import torch
 from torch._decomp import _core_aten_decompositions_post_autograd
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx import GraphModule, Node
+from torch.fx._lazy_graph_module import _use_lazy_graph_module
 from torch.fx.node import map_arg
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -44,6 +58,33 @@ def decompositions() -> dict:
     for op in _KEPT_WHOLE:
         table.pop(op, None)
     return table
+
+
+DYNAMO_SETTINGS = {
+    # without it dynamo breaks the graph at every nn.LSTM / nn.GRU / nn.RNN and runs
+    # the module in eager PyTorch; with it the module is one `torch.lstm` (...) node,
+    # which the retrace decomposes into its cells
+    "allow_rnn": True,
+}
+
+
+def dynamo_settings() -> contextlib.AbstractContextManager:
+    """`DYNAMO_SETTINGS` for the duration of a `with` block: where gecomp makes the
+    `torch.compile` call itself (`export_module`)."""
+    return torch._dynamo.config.patch(**DYNAMO_SETTINGS)
+
+
+def apply_dynamo_settings() -> None:
+    """`DYNAMO_SETTINGS` for the rest of the process: what a backend does when it is
+    made. A `with` block cannot be had there: the capture happens at the compiled
+    model's first call, after `torch.compile` has returned, and `torch.compile`
+    gives a custom backend no context of its own around its captures (it wraps
+    the backend and drops the `backend_ctx_ctor` that `torch._dynamo.optimize`
+    honours). For other backends the setting means what it means for this one:
+    recurrent modules are captured (inductor runs them) instead of breaking
+    the graph."""
+    for name, value in DYNAMO_SETTINGS.items():
+        setattr(torch._dynamo.config, name, value)
 
 
 def static_inputs(gm: GraphModule, example_inputs: Sequence) -> set[int]:
@@ -104,9 +145,26 @@ def trace_aten(gm: torch.nn.Module, args: Sequence) -> GraphModule:
     gm = _with_scalars_read(gm, scalar_reads(gm, args))
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     fakes = [mode.from_tensor(a, static_shapes=True) if isinstance(a, torch.Tensor) else a for a in args]
-    with torch.no_grad(), mode:
+    # a lazy GraphModule: its Python code is generated when first run or read, not at
+    # every recompile() (folding and splitting change the graph, and the ge
+    # conversion never runs it: 3 code generations of the whole graph, a quarter
+    # of the time after the retrace, as inductor avoids them)
+    with torch.no_grad(), enable_python_dispatcher(), _device_independent_decompositions(), mode, \
+            _use_lazy_graph_module(True):
         traced = make_fx(torch.func.functionalize(gm, remove="mutations"), decomposition_table=decompositions())(*fakes)
     return traced
+
+
+@contextlib.contextmanager
+def _device_independent_decompositions():
+    """oneDNN off while tracing: decompositions that choose a CPU kernel when it is
+    on (the LSTM's `mkldnn_rnn_layer`) take their device-independent form."""
+    enabled = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = False
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled = enabled
 
 
 def fold_constants(traced: GraphModule, args: Sequence, static: set[int]) -> int:

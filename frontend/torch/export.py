@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 
 from ...core.diagnostics import CompileError
-from .capture import fold_constants, static_inputs, trace_aten
+from .capture import dynamo_settings, fold_constants, static_inputs, trace_aten
 from .convert import convert_graph
 from .partition import mark_constant_inputs, split
 
@@ -36,7 +36,7 @@ def export_module(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor]
         modules.append(convert_graph(getattr(parts.module, parts.partitions[0]).graph, name, precision))
         return gm.forward
 
-    with torch.no_grad():
+    with torch.no_grad(), dynamo_settings():
         torch.compile(model, backend=capture, fullgraph=True, dynamic=False)(*example_inputs)
     if not modules:
         raise CompileError("dynamo captured no graph (the model computes nothing from its inputs)")

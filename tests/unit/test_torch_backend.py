@@ -271,3 +271,43 @@ def test_spatial_mean_stays_a_reduce_mean_reading_nd():
     (mean,) = [op for op in optimised.walk() if isinstance(op, ReduceMeanOp)]
     assert list(mean.attr_value("axes")) == [2, 3]
     assert format_of(mean.operands[0].type) == Format.ND
+
+
+class Recurrent(torch.nn.Module):
+    """A recurrent module returning its whole output: the sequence and the final states."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.cell = cell
+
+    def forward(self, x):
+        y, state = self.cell(x)
+        return (y, *state) if isinstance(state, tuple) else (y, state)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_recurrent_modules_run_on_the_npu_with_no_fallback(cell):
+    """nn.LSTM / nn.GRU through torch.compile: dynamo captures them (the backend sets
+    `allow_rnn`) and the retrace takes torch._decomp's step-by-step decomposition
+    (oneDNN's `mkldnn_rnn_layer` is not chosen), so every op converts. The user's
+    oneDNN setting is as it was."""
+    torch.manual_seed(0)
+    module = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[cell](8, 16, num_layers=2, batch_first=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gtorch.FallbackWarning)
+        actual, expected, backend = run_compiled(Recurrent(module), (torch.randn(2, 5, 8),), strict=True)
+    assert len(actual) == len(expected) == (3 if cell == "lstm" else 2)
+    for a, e in zip(actual, expected):
+        assert_close(a, e)
+    assert len(backend.compilations) == 1 and backend.compilations[0].aten_ops > 0
+    assert gtorch.last_report().cycles > 0 and gtorch.last_report().parts == 1
+    assert torch.backends.mkldnn.enabled
+
+
+def test_export_module_allows_rnn_capture_for_its_own_capture_only():
+    torch.manual_seed(0)
+    model = Recurrent(torch.nn.LSTM(4, 8, batch_first=True)).eval()
+    with torch._dynamo.config.patch(allow_rnn=False):
+        module = gtorch.export_module(model, (torch.randn(1, 3, 4),))
+        assert torch._dynamo.config.allow_rnn is False
+    assert "ge.sigmoid" in str(module)
