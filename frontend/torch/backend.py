@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 from ...dialects.context import make_context
 from ...core.passes import parse_pass_pipeline, run_pipeline
 from ...simulator.run import execute
-from .capture import apply_dynamo_settings, fold_constants, scalar_reads, static_inputs, trace_aten
+from .capture import apply_dynamo_settings, fold_constants, scalar_positions, scalar_reads, static_inputs, trace_aten
 from .convert import convert_graph, element_type_name, to_numpy
 from .partition import mark_constant_inputs, split
 
@@ -168,13 +168,14 @@ class CompiledGraph:
         self.options = options
         self.owner = owner
         self.static = static_inputs(gm, example_inputs)
+        self.scalar_positions = scalar_positions(gm)  # read at every call (key)
         self.by_shape: dict[tuple, Compiled] = {}
         self.report = Report()
         self.gears = list(owner.gears)  # compiled at the first call, outside dynamo's capture
 
     def key(self, args: Sequence) -> tuple:
         shapes = tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
-        return shapes, tuple(sorted(scalar_reads(self.gm, args).items()))
+        return shapes, tuple(sorted(scalar_reads(self.gm, args, self.scalar_positions).items()))
 
     def compiled_for(self, args: Sequence) -> Compiled:
         key = self.key(args)

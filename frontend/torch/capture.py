@@ -109,19 +109,24 @@ def _is_module_state(node: Node) -> bool:
     return False
 
 
-def scalar_reads(gm: torch.nn.Module, args: Sequence) -> dict[int, float]:
+def scalar_reads(gm: torch.nn.Module, args: Sequence, positions: Sequence[int] | None = None) -> dict[int, float]:
     """Arguments that are 0-d tensors the graph only reads with `.item()`, by
     position, with the value each holds in `args`. With `dynamic=True` some
     versions of dynamo (2.13) pass a module's float attributes this way
     (LayerNorm's eps): a fake tensor cannot give that value, so the retrace takes
-    it from the call, and a compiled graph is keyed on it."""
+    it from the call, and a compiled graph is keyed on it. `positions`: the
+    graph's `scalar_positions`, where the caller keeps them (every call reads them)."""
+    if positions is None:
+        positions = scalar_positions(gm)
+    return {i: args[i].item() for i in positions
+            if i < len(args) and isinstance(args[i], torch.Tensor) and args[i].dim() == 0}
+
+
+def scalar_positions(gm: torch.nn.Module) -> list[int]:
+    """The positions of the graph's arguments it only reads with `.item()`."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"] if isinstance(gm, GraphModule) else []
-    return {
-        i: args[i].item()
-        for i, node in enumerate(placeholders[: len(args)])
-        if isinstance(args[i], torch.Tensor) and args[i].dim() == 0 and node.users
-        and all(u.op == "call_method" and u.target == "item" for u in node.users)
-    }
+    return [i for i, node in enumerate(placeholders)
+            if node.users and all(u.op == "call_method" and u.target == "item" for u in node.users)]
 
 
 def _with_scalars_read(gm: GraphModule, scalars: dict[int, float]) -> GraphModule:
