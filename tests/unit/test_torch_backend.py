@@ -311,3 +311,28 @@ def test_export_module_allows_rnn_capture_for_its_own_capture_only():
         module = gtorch.export_module(model, (torch.randn(1, 3, 4),))
         assert torch._dynamo.config.allow_rnn is False
     assert "ge.sigmoid" in str(module)
+
+
+def test_lstm_torch_path_fuses_as_its_onnx_export():
+    """The model set's LSTM through torch.compile's capture and through its committed
+    ONNX export: each step is one product with the recurrent bias and the step's
+    input projection as its residual, one split into the gates and one group of
+    the gate arithmetic, on both paths (the ONNX converter builds PyTorch's cell;
+    the capture's `linear(h) + x_t` reads the product before its unit-dim view)."""
+    import collections
+
+    from gecomp.bench import models as model_set
+    from gecomp.bench import torch_backend
+    from gecomp.bench.models import run
+    from gecomp.frontend.torch.backend import compile_module
+
+    model, inputs = torch_backend.models()["lstm"]()
+
+    def kernels(module):
+        fused = compile_module(module, "ge-graph-opt,ge-fuse")
+        kinds = ("fused.matmul_bias_act", "fused.group", "ge.split", "ge.slice", "ge.add")
+        return collections.Counter(op.name for op in fused.walk() if op.name in kinds)
+
+    from_torch = kernels(gtorch.export_module(model, inputs))
+    assert from_torch == kernels(run.import_proto(model_set.load("lstm.dynamo")))
+    assert from_torch["fused.matmul_bias_act"] == 32 and from_torch["ge.split"] == 32
