@@ -361,3 +361,14 @@ def test_strided_1x1_refuses_what_it_does_not_read(capsys):
         pin_algorithm(_conv_ops(module)[0], "strided-1x1")
         with pytest.raises(CompileError, match="strided-1x1"):
             compile_module(module, "ge-lower-to-npu{hw=tiny}")
+
+
+def test_img2col_of_a_wide_strided_window_gathers_strided_pixels_where_deinterleaving_does_not_fit(capsys):
+    """AlexNet's stem (11x11, stride 4, f32, 224 pixels wide): one output row's slab
+    is 11 input rows of 224 pixels; de-interleaved it needs four copies of that in
+    UB (filled and de-interleaved, double-buffered), which ascend910's 256 KiB do
+    not hold, so no tiling fitted and the zoo's AlexNet was refused. Without the
+    de-interleave the gathers read strided pixels, and the conv compiles and
+    computes the reference's numbers."""
+    params = dict(c=3, h=15, w=224, o=16, kh=11, kw=11, strides=(4, 4), pads=(0, 0, 0, 0), dtype="f32")
+    check_pinned(conv_module(**params), "img2col", capsys, "ascend910")

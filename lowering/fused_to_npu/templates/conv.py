@@ -175,7 +175,7 @@ class ImageOperand(StagedInL1):
 
     gathers = True  # hundreds of small copies per chunk, each issued by the scalar unit
 
-    def __init__(self, x: GmTensor, g: ConvGeometry, transposed: bool):
+    def __init__(self, x: GmTensor, g: ConvGeometry, transposed: bool, deinterleave: bool = True):
         self.x, self.g, self.transposed = x, g, transposed
         self.rows, self.cols = (g.k, g.p) if transposed else (g.p, g.k)
         # Pixel tiles are whole output rows; an output of one row (a 1-D convolution)
@@ -203,8 +203,10 @@ class ImageOperand(StagedInL1):
         self.batches = BatchMap(((g.n, image), (g.groups, group)))
         # A strided window reads every `phases`-th pixel of a slab row: the slab is
         # de-interleaved by the vector unit (one copy per phase, `_deinterleave`)
-        # so that each gather copy reads consecutive pixels, one run.
-        self.phases = g.strides[1] if g.strides[1] > 1 and not self.segments else 1
+        # so that each gather copy reads consecutive pixels, one run. That takes a
+        # second copy of the slab in UB; without it (`deinterleave=False`, for a
+        # window whose slab rows are too wide for two), the gathers read strided pixels.
+        self.phases = g.strides[1] if deinterleave and g.strides[1] > 1 and not self.segments else 1
         self._slabs: list | None = None
         self._planes_zeroed = False  # `_fill_slab`: the staging planes no copy writes are zero
         self._chunk_slabs: dict = {}  # L1 buffer -> the slabs its chunks are staged through
@@ -215,7 +217,7 @@ class ImageOperand(StagedInL1):
     def cost_key(self) -> tuple:
         """What determines its sizes and costs in the tiling search (which memoises
         the search on it): the geometry, the side, the input's format and type."""
-        return (type(self), self.g, self.transposed, self.x.format, self.x.element_type)
+        return (type(self), self.g, self.transposed, self.phases, self.x.format, self.x.element_type)
 
     def _pixels(self, rows: int, cols: int) -> int:
         """The pixels of a (rows x cols) tile that exist: a tile never spans more than
@@ -836,14 +838,15 @@ def _cube_problem(c: ConvCase, pixels_as_rows: bool, image, weights) -> CubeProb
     return CubeProblem(shape, a, [b], epilogue, c.element_type)
 
 
-def img2col_problem(c: ConvCase) -> CubeProblem:
+def img2col_problem(c: ConvCase, deinterleave: bool = True) -> CubeProblem:
     """The implicit GEMM: the img2col matrix gathered into L1 per K chunk
-    (`ImageOperand`). ValueError says why it does not apply."""
+    (`ImageOperand`; `deinterleave`: a strided window's slabs de-interleaved, see
+    there). ValueError says why it does not apply."""
     _check_cube_types(c)
     g = c.g
     fz = c.w.format == Format.FRACTAL_Z
     pixels_as_rows = c.out.format == Format.NC1HWC0 or not fz
-    image = ImageOperand(c.x, g, transposed=not pixels_as_rows)
+    image = ImageOperand(c.x, g, transposed=not pixels_as_rows, deinterleave=deinterleave)
     if fz:
         weights = _fz_weights(c.w, g, transposed=pixels_as_rows)
     elif c.w.format == Format.ND:

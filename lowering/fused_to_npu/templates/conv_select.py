@@ -73,6 +73,19 @@ def _cube_plan(name: str, problem_of: Callable[[ConvCase], object]) -> Callable[
     return plan
 
 
+def _img2col_plan(c: ConvCase) -> Plan:
+    """img2col with a strided window's slabs de-interleaved (its gathers read runs)
+    where a tiling fits with the slab's second copy in UB; else with the gathers
+    reading strided pixels (AlexNet's 11x11 stride-4 stem: one output row's slab
+    is 11 input rows of 224 pixels, and four copies of it do not fit UB)."""
+    try:
+        return _cube_plan("img2col", img2col_problem)(c)
+    except ValueError:
+        if c.g.strides[1] == 1:
+            raise
+    return _cube_plan("img2col", lambda case: img2col_problem(case, deinterleave=False))(c)
+
+
 def _depthwise_plan(c: ConvCase) -> Plan:
     kernel = plan_depthwise(c.k, c.g, c.x, c.w, c.bias, c.residual, c.out, c.act)
     return Plan("depthwise-vector", kernel.estimate(), kernel.emit)
@@ -82,7 +95,7 @@ ALGORITHMS: dict[str, Callable[[ConvCase], Plan]] = {
     "depthwise-vector": _depthwise_plan,
     "gemm-1x1": _cube_plan("gemm-1x1", gemm_1x1_problem),
     "strided-1x1": _cube_plan("strided-1x1", strided_1x1_problem),
-    "img2col": _cube_plan("img2col", img2col_problem),
+    "img2col": _img2col_plan,
 }
 
 
