@@ -185,7 +185,7 @@ def test_force_fp16_overflow_is_caught_by_the_check(tmp_path, capsys):
     path.write_text("""func.func @main(%x: tensor<4x64xf32>) -> (tensor<4x64xf32>, tensor<4x64xf32>) {
   %c = ge.const dense<3.000000e+02> : tensor<f32>
   %y = ge.mul %x, %c : (tensor<4x64xf32>, tensor<f32>) -> tensor<4x64xf32>
-  %z = ge.mul %y, %c : (tensor<4x64xf32>, tensor<f32>) -> tensor<4x64xf32>
+  %z = ge.mul %y, %y : (tensor<4x64xf32>, tensor<4x64xf32>) -> tensor<4x64xf32>
   %big = ge.const dense<7.000000e+04> : tensor<f32>
   %w = ge.mul %x, %big : (tensor<4x64xf32>, tensor<f32>) -> tensor<4x64xf32>
   func.return %z, %w : tensor<4x64xf32>, tensor<4x64xf32>

@@ -65,10 +65,13 @@ def test_rows_name_the_op_types_of_each_mode(profiled):
     assert header[:2] == ["op type", "core type"]
     eager = {r[0] for r in rows if _mode(header, r, "eager")}
     graph = {r[0] for r in rows if _mode(header, r, "graph")}
-    # eager mode runs the graph's own ops, one kernel each; graph mode the fused ones
+    # eager mode runs the graph's own ops, one kernel each; graph mode the fused ones,
+    # but for a norm that fused-split-matmul-norm splits from its matmul where that is
+    # estimated faster (the BERT layer's first LayerNorm since 208eefe)
     assert {"ge.matmul", "ge.batch_matmul", "ge.softmax", "ge.layer_norm"} <= eager
     assert all(t.startswith(("ge.", "copy")) for t in eager)
-    assert graph and all(t.startswith(("fused.", "copy")) for t in graph)
+    assert graph and all(t.startswith(("fused.", "copy")) or t == "ge.layer_norm" for t in graph)
+    assert {"ge.matmul", "ge.batch_matmul", "ge.softmax"}.isdisjoint(graph)
     assert "fused.flash_attention" in graph or any("attention" in t for t in graph)
 
 
