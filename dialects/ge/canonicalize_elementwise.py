@@ -44,6 +44,7 @@ from .elementwise import (
     SubOp,
     WhereOp,
 )
+from .const import ConstOp
 from .nn import BiasAddOp
 from .shape import ExpandOp, ReshapeOp
 
@@ -83,8 +84,6 @@ class DropZeroBias(GEPattern):
 
 def _plain_constant(value) -> bool:
     """A `ge.const` of a type with no layout encoding (its elements in logical order)."""
-    from .const import ConstOp
-
     return defining_op(value, ConstOp) is not None and isinstance(value.type.encoding, NoneAttr)
 
 
