@@ -59,3 +59,20 @@ def test_refusal_kinds():
     assert refusal_kind("node #0 (MaxPool, output 'y'): the Indices output is not supported") == \
         "MaxPool: the Indices output is not supported"
     assert refusal_kind("something new") == "something new"
+
+
+def test_bf16_convolution_on_the_cube():
+    """A 3x3 convolution in bf16 goes through the cube (the convolution's type check
+    is the cube's, which takes bf16)."""
+    x, w, out = tensor([1, 16, 8, 8], "bf16"), tensor([32, 16, 3, 3], "bf16"), tensor([1, 32, 8, 8], "bf16")
+    assert_matches(one_op("ge.conv2d", [x, w], out, attrs="pads = [1, 1, 1, 1]"), pipeline="ge-compile{hw=tiny}")
+
+
+def test_f64_convolutions_are_refused_by_type():
+    """A convolution no implementation takes in f64 is refused as a matmul is (one
+    line, by kind, naming the cube's types), not with every candidate's reason."""
+    x, w, out = tensor([1, 16, 8, 8], "f64"), tensor([32, 16, 3, 3], "f64"), tensor([1, 32, 8, 8], "f64")
+    module = parse_module(make_context(), one_op("ge.conv2d", [x, w], out, attrs="pads = [1, 1, 1, 1]"), "test.mlir")
+    with pytest.raises(NoUnitForTypeError, match=r"'ge.conv2d' op has no NPU kernel for element type f64: "
+                                                 r"the cube multiplies f16, bf16, f32$"):
+        run_pipeline(parse_pass_pipeline("ge-lower-to-npu{hw=tiny}"), make_context(), module)

@@ -42,7 +42,7 @@ from ....simulator.npu.costs import stream_cycles, transfer_cycles, vector_cycle
 from ...tiling import FRACTAL, GemmShape, round_up
 from ..context import GmTensor, KernelContext
 from ..kernel_builder import Index, KernelBuilder
-from .cube import RATES, bias_act_epilogue
+from .cube import RATES, bias_act_epilogue, require_cube_type
 from .cube_epilogue import EpilogueInput
 from .cube_kernel import CubeProblem
 from .cube_operands import ND, NZ, BatchMap, MatrixView
@@ -814,8 +814,9 @@ def conv_case(op, k: KernelContext) -> ConvCase:
 
 
 def _check_cube_types(c: ConvCase) -> None:
-    if c.element_type not in RATES or c.w.element_type != c.element_type:
-        raise ValueError(f"convolution of {c.element_type} by {c.w.element_type} (the cube takes f16 or f32)")
+    """The cube's one element-type check (`require_cube_type`), so a convolution's
+    refusal names the types the cube multiplies as a matmul's does."""
+    require_cube_type(c.k, c.x, c.w)
 
 
 def _cube_problem(c: ConvCase, pixels_as_rows: bool, image, weights) -> CubeProblem:

@@ -48,6 +48,7 @@ from ..context import KernelContext
 from .registry import kernel_for
 from ..kernel_builder import KernelBuilder
 from .conv import ConvCase, conv_case, gemm_1x1_problem, img2col_problem, strided_1x1_problem
+from .cube import require_cube_type
 from .cube_kernel import choose_problem_tiling, emit_cube_kernel
 from .depthwise_conv import plan_depthwise
 
@@ -166,6 +167,7 @@ def lower_conv2d(op, k: KernelContext) -> None:
         raise k.unsupported(f"{CONV_ALGORITHM} = {pinned}: {plans[pinned]}")
     legal = ranked(plans)
     if not legal:
+        require_cube_type(k, c.x, c.w)  # no kernel at all for a type the cube does not multiply: say so, by kind
         raise k.unsupported("; ".join(f"{name}: {why}" for name, why in plans.items()))
     choice = pinned or legal[0].name
     k.explain(explain(c, plans, plans[choice]))
