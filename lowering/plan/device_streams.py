@@ -127,7 +127,7 @@ def segment_module(task: Task) -> ModuleOp:
     for op in task.ops:
         for v in op.operands:
             if v not in mapping and isinstance(v.owner, ge.ConstOp):
-                constant = _timing_constant(v.owner)
+                constant = _timing_constant(v.owner, seed=len(block.ops))
                 block.add_op(constant)
                 mapping[v] = constant.result
         new = op.clone(value_mapper=mapping)
@@ -142,10 +142,15 @@ def segment_module(task: Task) -> ModuleOp:
     return ModuleOp([main])
 
 
-def _timing_constant(const: ge.ConstOp) -> ge.ConstOp:
+def _timing_constant(const: ge.ConstOp, seed: int) -> ge.ConstOp:
+    """A constant the run's time is the same with. A non-splat constant (a weight
+    slice) becomes random values of its type, seeded by its position in the run:
+    two weights must stay two (with one seed, CSE would merge the Q / K / V
+    slices' products into one and the run would be timed with a third of its
+    work), while every device's run still prints alike."""
     if isinstance(const.value, ge.RandomAttr) or const.is_splat():
         return const.clone()
-    return ge.ConstOp.from_value(ge.RandomAttr.normal(0, 0.0, 0.02), const.result.type)
+    return ge.ConstOp.from_value(ge.RandomAttr.normal(seed, 0.0, 0.02), const.result.type)
 
 
 def simulate_devices(

@@ -15,7 +15,7 @@ from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.lowering.compute_time import ComputeTimer
 from gecomp.simulator.collectives import collective_cost, load_interconnect
 from gecomp.simulator.hardware import load_preset
-from gecomp.lowering.plan.device_streams import device_tasks, simulate_devices
+from gecomp.lowering.plan.device_streams import device_tasks, segment_module, simulate_devices
 from gecomp.simulator.multi_device import exposed
 
 T = "tensor<128x128xf16>"
@@ -127,3 +127,34 @@ def test_collectives_in_a_row_are_bucketed_into_one_task():
     assert both < 2 * one  # one set of latencies
     unbucketed = simulate_devices(parse_module(make_context(), two_devices(BUCKETED), "<test>"), TIMER, hw="tiny", bucket_bytes=0)
     assert unbucketed.summaries[0].comm_us == pytest.approx(2 * one)
+
+
+def dense(shape: tuple[int, int], offset: float) -> str:
+    values = ", ".join(f"[{', '.join(f'{offset + 0.01 * (i + j):.2f}' for j in range(shape[1]))}]" for i in range(shape[0]))
+    return f"dense<[{values}]>"
+
+
+SLICED_WEIGHTS = """    %wq = ge.const {q} : tensor<32x32xf16>
+    %wk = ge.const {k} : tensor<32x32xf16>
+    %q = ge.matmul %x, %wq : (tensor<32x32xf16>, tensor<32x32xf16>) -> tensor<32x32xf16>
+    %k = ge.matmul %x, %wk : (tensor<32x32xf16>, tensor<32x32xf16>) -> tensor<32x32xf16>
+    %s = ge.add %q, %k : (tensor<32x32xf16>, tensor<32x32xf16>) -> tensor<32x32xf16>"""
+
+
+def test_a_run_is_timed_with_as_many_weights_as_it_has():
+    """Weight slices (dense constants) are timed as random weights: two of one type
+    stay two, so the run keeps both products (one seed for all let CSE merge them)."""
+    body = SLICED_WEIGHTS.format(q=dense((32, 32), 0.1), k=dense((32, 32), -0.2))
+    module = parse_module(make_context(), f"""builtin.module attributes {{ge.devices = 2 : i64}} {{
+  func.func @device0(%x: tensor<32x32xf16>) -> tensor<32x32xf16> attributes {{ge.device = 0 : i64}} {{
+{body}
+    %r = ge.all_reduce %s {{devices = 2}} : (tensor<32x32xf16>) -> tensor<32x32xf16>
+    func.return %r : tensor<32x32xf16>
+  }}
+}}""", "<test>")
+    (run, _) = device_tasks(next(iter(module.ops)), 0)
+    segment = segment_module(run)
+    run_pipeline(parse_pass_pipeline("ge-graph-opt"), make_context(), segment)
+    products = [op for op in segment.walk() if op.name in ("ge.matmul", "fused.multi_matmul_bias_act")]
+    constants = {str(op.value) for op in segment.walk() if op.name == "ge.const"}
+    assert len(products) == 2 and len(constants) == 2
