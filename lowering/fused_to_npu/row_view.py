@@ -40,7 +40,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from ...core.diagnostics import CompileError
 from ...dialects.ge.formats import Format, fractal_shape
 from .context import GmTensor, KernelContext
 from .nz_rows import NzRows
@@ -123,12 +122,11 @@ def row_view(k: KernelContext, output_roles: Sequence[Role] | None = None) -> Ro
         if t.format != Format.ND and t.numel != 1:
             raise k.unsupported(f"broadcasting with a {t.format.value} operand ({t.type})")
     shape = out.shape
-    merged = 1
-    try:
-        inputs = [_role(t, shape, k) for t in k.inputs]
-    except CompileError:  # merged trailing dims may make each operand one run per row
-        merged = _trailing_dims(shape, [t.shape for t in k.inputs]) if output_roles is None else 1
-        inputs = [_role(t, shape, k, merged) for t in k.inputs]
+    # Trailing dims every operand has whole or broadcasts whole are one run per row:
+    # merged, the rows are fewer and longer, and a per-channel operand of NCHW is a
+    # plain COL (not one repeated over the rows of H, which would cap a tile at W).
+    merged = _trailing_dims(shape, [t.shape for t in k.inputs]) if output_roles is None else 1
+    inputs = [_role(t, shape, k, merged) for t in k.inputs]
     cols = math.prod(shape[-merged:]) if shape else 1
     rows = math.prod(shape[:-merged]) if shape else 1
     split = wide_row_pieces(cols, k.hw) if output_roles is None else 1
