@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 
 from ....dialects import ge, npu
-from ....simulator.npu.costs import transfer_cycles, vector_cycles
+from ....simulator.npu.costs import stream_cycles, transfer_cycles, vector_cycles
 from ..context import KernelContext
 from .registry import kernel_for
 from ..kernel_builder import Index
@@ -76,7 +76,9 @@ def _choose(k: KernelContext, p: int, rows: int, q: int, n: int) -> _GatherTilin
             ti = max(1, min(n, room, ti))
             ti = -(-n // -(-n // ti))  # balanced
             options.append(_GatherTiling(ti, cols, pitch, from_slab, _estimate(k, p, rows, q, n, ti, cols, from_slab)))
-    return min(options, key=lambda o: o.estimate)
+    # At a tie (the HBM bound) smaller tiles: the cores' loads and stores interleave
+    # more finely under the shared bandwidth.
+    return min(options, key=lambda o: (o.estimate, o.rows))
 
 
 def _estimate(k: KernelContext, p: int, rows: int, q: int, n: int, ti: int, cols: int, from_slab: bool) -> float:
@@ -90,13 +92,18 @@ def _estimate(k: KernelContext, p: int, rows: int, q: int, n: int, ti: int, cols
         hbm = min(tiles, hw.core_count) * rows * q * itemsize * p
     else:
         load = 0
-        fetch = ti * transfer_cycles(hw, "gm_to_ub", 1, cols * itemsize)
+        # The row copies stream on MTE2: each holds it for its data, the latency
+        # of one overlaps the next, so only the last one's landing is waited for.
+        row = cols * itemsize
+        fetch = transfer_cycles(hw, "gm_to_ub", 1, row) + (ti - 1) * stream_cycles(hw, "gm_to_ub", 1, row)
         hbm = p * n * q * itemsize
     scalar = ti * 6 * hw.scalar_instruction_cycles
     once = load if p == 1 else 0  # one slab: loaded once per core, before the tiles
-    per_tile = max(fetch, store, scalar) + (load - once)
+    # One tile buffer: a tile's rows land, it is stored, and only then do the next
+    # tile's rows overwrite it, so a tile's fetch and store add up.
+    per_tile = max(fetch, scalar) + store + (load - once)
     hbm += p * n * q * itemsize
-    return max(once + per_core * per_tile + store, hbm / hw.hbm_bytes_per_cycle)
+    return max(once + per_core * per_tile, hbm / hw.hbm_bytes_per_cycle)
 
 
 class _GatherWriter:
