@@ -11,7 +11,9 @@ allocator does it: HCCL gets a stream of its own.
   collectives of one kind in a row join one task up to a bucket size (GE's
   bucketing of small all-reduces: one set of link latencies for all of them).
 * a concatenation of collectives' results (the chunks of `ge-partition{chunks=K}`)
-  is no task: the collectives write their parts in place.
+  is no task: the collectives write their parts in place; nor is a contiguous
+  slice (a block of rows) of a value the run does not compute itself: the run
+  reads the rows at their offset.
 
 `simulate_devices` then places the tasks in time on the preset's server
 (`simulator/multi_device.py`).
@@ -55,6 +57,14 @@ def device_tasks(function: func.FuncOp, device: int, bucket_bytes: int = 0) -> l
         if isinstance(op, (func.ReturnOp, ge.ConstOp)):
             continue
         sources = [producer[v] for v in op.operands if v in producer]
+        if is_contiguous_slice(op) and (current is None or current not in sources):
+            # A run reads a block of rows of a value another task wrote (or an
+            # input) at its byte offset: a view, no kernel (GE gives such a slice
+            # its input's address plus the offset). The run that reads it takes
+            # the rows as its input (`segment_module`).
+            if sources:
+                producer[op.result] = sources[0]
+            continue
         if _placed_by_collectives(op, sources):
             # The collectives write their parts into the concatenation in place
             # (HCCL's output address): no kernel. Its readers wait for the last part
@@ -85,6 +95,23 @@ def device_tasks(function: func.FuncOp, device: int, bucket_bytes: int = 0) -> l
         for r in op.results:
             producer[r] = task
     return tasks
+
+
+def is_contiguous_slice(op: Operation) -> bool:
+    """A unit-step slice whose elements are one contiguous run of its input's
+    row-major bytes: only dims of size 1 before the first dim it cuts, every dim
+    after it whole."""
+    if not isinstance(op, ge.SliceOp):
+        return False
+    shape = op.input.type.get_shape()
+    starts, ends, steps = op.attr_value("starts"), op.attr_value("ends"), op.attr_value("steps")
+    if any(step != 1 for step in steps):
+        return False
+    cut = [d for d, (start, end, size) in enumerate(zip(starts, ends, shape)) if (start, end) != (0, size)]
+    if not cut:
+        return True
+    first = cut[0]
+    return all(d == first for d in cut) and all(shape[d] == 1 for d in range(first))
 
 
 def _placed_by_collectives(op: Operation, sources: list[Task]) -> bool:

@@ -158,3 +158,29 @@ def test_a_run_is_timed_with_as_many_weights_as_it_has():
     products = [op for op in segment.walk() if op.name in ("ge.matmul", "fused.multi_matmul_bias_act")]
     constants = {str(op.value) for op in segment.walk() if op.name == "ge.const"}
     assert len(products) == 2 and len(constants) == 2
+
+
+ROWS = """    %a = ge.matmul %x, %w : (tensor<128x128xf16>, tensor<128x128xf16>) -> tensor<128x128xf16>
+    %r = ge.all_reduce %a {devices = 2} : (tensor<128x128xf16>) -> tensor<128x128xf16>
+    %top = ge.slice %r {starts = [0, 0], ends = [64, 128], steps = [1, 1]} : (tensor<128x128xf16>) -> tensor<64x128xf16>
+    %x_top = ge.slice %x {starts = [0, 0], ends = [64, 128], steps = [1, 1]} : (tensor<128x128xf16>) -> tensor<64x128xf16>
+    %cols = ge.slice %r {starts = [0, 0], ends = [128, 64], steps = [1, 1]} : (tensor<128x128xf16>) -> tensor<128x64xf16>
+    %s = ge.add %top, %x_top : (tensor<64x128xf16>, tensor<64x128xf16>) -> tensor<64x128xf16>
+    %c = ge.matmul %cols, %s : (tensor<128x64xf16>, tensor<64x128xf16>) -> tensor<128x128xf16>
+    func.return %c : tensor<128x128xf16>"""
+
+
+def test_a_block_of_rows_another_task_wrote_is_a_view():
+    """Rows of a collective's result or of an input are read in place (no kernel);
+    a column slice is not contiguous and stays an op of the run."""
+    module = parse_module(make_context(), two_devices(ROWS), "<test>")
+    tasks = device_tasks(next(iter(module.ops)), 0)
+    assert [(t.kind, [op.name for op in t.ops]) for t in tasks] == [
+        ("compute", ["ge.matmul"]),
+        ("comm", ["ge.all_reduce"]),
+        ("compute", ["ge.slice", "ge.add", "ge.matmul"]),
+    ]
+    segment = segment_module(tasks[2])
+    main = next(iter(segment.ops))
+    assert [str(t) for t in main.function_type.inputs] == ["tensor<128x128xf16>", "tensor<64x128xf16>", "tensor<64x128xf16>"]
+    assert tasks[2].needs == [tasks[1]]
