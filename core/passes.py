@@ -37,6 +37,7 @@ _PROJECT_PASSES: dict[str, str] = {
     "ge-auto-fuse": ".lowering.graph_to_fused.auto_fusion:AutoFusePass",
     "ge-merge-matmuls": ".lowering.graph_to_fused.merge_matmuls:MergeMatmulsPass",
     "ge-group-matmuls": ".lowering.graph_to_fused.grouped_matmul:GroupMatmulsPass",
+    "ge-vector-mix": ".lowering.graph_to_fused.vector_mix:VectorMixPass",
     "ge-fuse": ".lowering.graph_to_fused.pipeline:FusePipelinePass",
     "ge-simplify": ".transforms.graph.simplify:SimplifyPass",
     "ge-constant-fold": ".transforms.graph.constant_fold:ConstantFoldPass",

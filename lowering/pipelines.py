@@ -111,8 +111,9 @@ class CompilePipeline(PipelinePass):
             # choose them once the precision is known.
             stages = [graph_opt(layout=False), self.precision_stage(), graph_opt()]
         if self.fuse:
-            # Expert MLPs as batched products before layout gives them formats.
-            stages.insert(0, passes["ge-group-matmuls"]()())
+            # Expert MLPs as batched products before layout gives them formats,
+            # the gates' mixes of their outputs as weighted sums (vector unit).
+            stages[:0] = [passes["ge-group-matmuls"]()(), passes["ge-vector-mix"]()()]
             stages.append(passes["ge-fuse"]()(hw=self.hw))
         stages.append(
             LowerToNpuPipeline(

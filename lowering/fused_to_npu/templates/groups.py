@@ -17,6 +17,11 @@ normalisation templates for the others), and stores the group's results once.
 Intermediates live in UB temporaries, reused as soon as a value is dead.
 Reshapes that keep the rows are free (the tile is the same data), a concat
 along the first dim inside the row writes each input into its column range.
+A *plane* of a group input (`ge.slice` of one index along its leading axes,
+every later axis whole: a contiguous block of the ND tensor, one expert's
+output of an `[E, B, N]` stack) is free too: the kernel reads that block as an
+input of its own, from its offset (as the split-K partials' planes are read),
+so a weighted sum over a stack's planes is one kernel.
 
 Groups with a cube op belong to the cube kernels: this template hands them to
 `templates/cube.py:lower_cube_group` when that exists. Anything else this
@@ -29,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from ....core import dtypes
 from ....dialects import fused, ge
@@ -83,7 +88,8 @@ class GroupPlan:
             self._check_op(op)
         self.lead = _lead_dims(self.group)
         for arg in self.group.block.args:
-            self.values[arg] = self._classify(arg)
+            if not is_plane_source(arg):
+                self.values[arg] = self._classify(arg)
         for op in self.group.body_ops():
             for r in op.results:
                 self.values[r] = self._classify(r)
@@ -101,11 +107,21 @@ class GroupPlan:
             return Value("scalar", 1, t.element_type, float(owner.as_array().reshape(-1)[0]))
         if math.prod(shape) == 1:
             return Value("scalar", 1, t.element_type)
+        if plane_offset(owner) is not None:
+            return self._plane(owner, t)
         if isinstance(owner, Operation) or not self._broadcast_use(value):
             if shape[: len(self.lead)] != self.lead:
                 raise GroupUnsupported(f"value of shape {list(shape)} does not keep the rows {list(self.lead)}")
             return Value("full", math.prod(shape) // max(1, self.rows), t.element_type)
         return self._broadcast_operand(value, shape)
+
+    def _plane(self, op: ge.SliceOp, t) -> Value:
+        """A plane as the rows see it: its block (the sliced unit axes dropped)
+        must keep the rows, as the whole row or one value per row."""
+        block = tuple(t.get_shape())[_plane_axes(op) :]
+        if block[: len(self.lead)] != self.lead:
+            raise GroupUnsupported(f"a plane of shape {list(block)} does not keep the rows {list(self.lead)}")
+        return Value("full", math.prod(block) // max(1, self.rows), t.element_type)
 
     def _broadcast_use(self, arg: SSAValue) -> Operation | None:
         """An op broadcasting this group input against its result (numpy style)."""
@@ -142,15 +158,44 @@ class GroupPlan:
             or isinstance(op, (*_ALIASES, ge.ConstOp, ge.BiasAddOp, ge.ConcatOp))
             or op.name in _REDUCE_KINDS
             or isinstance(op, (ge.SoftmaxOp, ge.LogSoftmaxOp, ge.LayerNormOp, ge.RMSNormOp))
+            or plane_offset(op) is not None
         )
         if not supported:
             raise GroupUnsupported(f"'{op.name}' inside the group")
 
 
+def _plane_axes(op: Operation | None) -> int | None:
+    """For a plane of a group input (module docstring): how many leading axes the
+    slice takes one index of; None for any other op."""
+    if not isinstance(op, ge.SliceOp) or not isinstance(op.input.owner, Block):
+        return None
+    a = op.attr_values()
+    shape = tuple(op.input.type.get_shape())
+    cut = [i for i, (start, end, size) in enumerate(zip(a.starts, a.ends, shape)) if (start, end) != (0, size)]
+    if not cut or any(step != 1 for step in a.steps) or any(a.ends[i] - a.starts[i] != 1 for i in range(cut[-1] + 1)):
+        return None
+    return cut[-1] + 1
+
+
+def plane_offset(op: Operation | None) -> int | None:
+    """The element offset of a plane's block in its input (row-major), or None
+    when `op` is not a plane."""
+    axes = _plane_axes(op)
+    if axes is None:
+        return None
+    shape = tuple(op.input.type.get_shape())
+    return sum(start * math.prod(shape[i + 1 :]) for i, start in enumerate(op.attr_values().starts[:axes]))
+
+
+def is_plane_source(arg: SSAValue) -> bool:
+    """A group input read only through its planes (never loaded whole)."""
+    return bool(arg.uses) and all(plane_offset(use.operation) is not None for use in arg.uses)
+
+
 def _lead_dims(group: fused.GroupOp) -> tuple[int, ...]:
     """The rows: the leading dims the reductions keep, else the longest leading dims
     every computed value shares (all but the last dim at most)."""
-    ops = [op for op in group.body_ops() if not isinstance(op, ge.ConstOp)]
+    ops = [op for op in group.body_ops() if not isinstance(op, ge.ConstOp) and plane_offset(op) is None]
     for op in ops:
         if pattern_kind(op) == PatternKind.REDUCE:
             shape = tuple(op.operands[0].type.get_shape())
@@ -204,7 +249,7 @@ class _GroupKernel:
                 if value.kind == "full":
                     value.width //= pieces
             plan.width //= pieces
-        inputs = [self._operand(t, plan.values[a]) for t, a in zip(k.inputs, self.args)]
+        inputs = [self._operand(t, plan.values[v], base) for t, v, base in self._read()]
         outputs = [self._output(t, plan.values[y]) for t, y in zip(k.outputs, self.yields)]
         view = RowView(max(1, plan.rows) * pieces, plan.width, inputs, outputs, flat=False)
         k.explain(
@@ -228,8 +273,27 @@ class _GroupKernel:
             return 1
         return wide_row_pieces(plan.width, k.hw)
 
-    def _operand(self, t: GmTensor, value: Value) -> RowOperand:
+    def _read(self) -> list[tuple[GmTensor, SSAValue, int | None]]:
+        """What the kernel reads, in the order of the body's inputs: each group input
+        (GM tensor, block argument, no offset), or each plane of one read only
+        through its planes (GM tensor, the plane's value, its block's offset)."""
+        read = []
+        for t, arg in zip(self.k.inputs, self.args):
+            if not is_plane_source(arg):
+                read.append((t, arg, None))
+                continue
+            for use in arg.uses:
+                plane = use.operation.results[0]
+                if all(r != plane for _, r, _ in read):
+                    read.append((t, plane, plane_offset(use.operation)))
+        return read
+
+    def _operand(self, t: GmTensor, value: Value, base: int | None = None) -> RowOperand:
         self._check_format(t, value)
+        if base is not None:  # a plane: a FULL or COL operand from its block's offset
+            if t.format != Format.ND or value.kind != "full":
+                raise GroupUnsupported(f"a plane of a {t.format.value} group input ({t.type})")
+            return RowOperand(t, Role.COL, base=base) if value.width == 1 else RowOperand(t, Role.FULL, width=value.width, base=base)
         if value.kind == "scalar":
             return RowOperand(t, Role.SCALAR, t.splat())
         if value.kind == "row":
@@ -257,8 +321,8 @@ class _GroupKernel:
     def _body(self, v: VectorEmitter, ins: list[Operand], outs: list[Tile]) -> None:
         values = self.plan.values
         tiles: dict[SSAValue, Operand] = {}
-        for arg, tile in zip(self.args, ins):
-            tiles[arg] = tile
+        for (_, value, _), tile in zip(self._read(), ins):
+            tiles[value] = tile
         roots = _alias_roots(self.op)
         destinations = {}  # values computed straight into an output tile
         for y, out in zip(self.yields, outs):
@@ -273,6 +337,8 @@ class _GroupKernel:
                 tiles[op.results[0]] = values[op.results[0]].immediate
                 continue
             result = op.results[0]
+            if plane_offset(op) is not None:
+                continue  # an input of its own (`_read`)
             if isinstance(op, _ALIASES):
                 tiles[result] = tiles[op.operands[0]]
                 continue
