@@ -13,24 +13,27 @@ K = E (one fractal's depth, padded), after the stack has been transposed and
 converted to FRACTAL_NZ: three kernels (transpose, format change, product) that
 each move the whole stack. Here it becomes
 
-    gate_t = transpose(reshape(gate, [B, E]))            # [E, B], a small tensor
-    out    = sum_e plane(H, e) * reshape(plane(gate_t, e), [B, 1])
+    out = sum_e plane(H, e) * column(gate, e)        # gate seen as [B, E]
 
-where `plane(x, e)` is the `ge.slice` of index e along the leading axis: a
+where `plane(x, e)` is the `ge.slice` of index e along the leading axis (a
 contiguous block of the ND tensor, which a fused vector group reads from its
-offset (`templates/groups.py`) instead of a copy. Automatic fusion makes the
-sum one row kernel that reads the stack once. With f16 operands the products
-and the sum are computed in f32 and rounded once, as the cube accumulates in
-L0C (the product of two f16 values is exact in f32), so the result matches the
-cube's up to the order of the additions.
+offset instead of a copy) and `column(x, e)` the slice of index e along the last
+axis (one value per row, taken out of the gate's tile in UB): see
+`templates/groups.py`. The mixes of one stack become ONE fused group, built
+here (automatic fusion would share the planes between groups and write them
+out), reading each plane once; a softmax computing a gate for its mix alone
+joins the group (its rows are the mix's rows), so the gate costs no kernel of
+its own. With f16 operands the products and the sum are computed in f32 and
+rounded once, as the cube accumulates in L0C (the product of two f16 values is
+exact in f32), so the result matches the cube's up to the order of the
+additions.
 
 What rewrites: `ge.batch_matmul` with neither operand transposed, lhs `[b..., 1,
 K]`, rhs the `ge.transpose` of an `[K, b..., N]` tensor that moves its leading
 axis to the second-to-last place, the same batch dims on both sides (no
-broadcast), 2 <= K <= MAX_PLANES. The bound keeps the unrolled sum (a slice,
-view, product and addition per plane) within one fused group's op budget
-(`ge-auto-fuse{max-size=64}`) and the product where the cube would use a
-sixteenth of its fractal at most (K <= 8 pads K to 16 as well).
+broadcast), a float type, 2 <= K <= MAX_PLANES: the sum is unrolled (a plane, a
+column, a product and an addition per plane, per mix), and with K <= 8 the cube
+would pad K to 16 as well as M.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ from ...core import dtypes
 from ...core.passes import record_statistic
 from ...dialects import ge
 from .grouping import group_all
+
+_ROW_GATES = (ge.SoftmaxOp, ge.LogSoftmaxOp)
 
 MAX_PLANES = 8
 """Planes summed by one rewrite (module docstring)."""
@@ -75,6 +80,11 @@ def _stack(op: ge.BatchMatmulOp) -> SSAValue | None:
     return transpose.input
 
 
+def _column(value: SSAValue, index: int) -> ge.SliceOp:
+    shape = _shape(value)
+    return ge.SliceOp.new(value, starts=[0] * (len(shape) - 1) + [index], ends=[*shape[:-1], index + 1], steps=[1] * len(shape))
+
+
 def _plane(value: SSAValue, index: int) -> ge.SliceOp:
     shape = _shape(value)
     return ge.SliceOp.new(
@@ -92,8 +102,10 @@ class _Stack:
         self.element = stack.type.element_type
         self.wide = f32 if dtypes.byte_width(self.element) < 4 else self.element  # the cube's accumulator
         self.ops: list[Operation] = []  # the weighted sums (one fused group)
-        self.outside: list[Operation] = []  # each gate's transpose (its own kernels)
+        self.outside: list[Operation] = []  # views of each gate and result (no kernel)
         self._plane_values: list[SSAValue] | None = None
+        self.moved: list[Operation] = []  # ops of the graph joining the group (`_gate`)
+        self.dead: list[Operation] = []  # the gates' reshapes, unused once the mixes are gone
 
     def _add(self, op: Operation, ops: list[Operation] | None = None) -> SSAValue:
         (self.ops if ops is None else ops).append(op)
@@ -113,16 +125,29 @@ class _Stack:
                 self._plane_values.append(self._cast(plane, self.wide))
         return self._plane_values
 
+    def _gate(self, lhs: SSAValue) -> SSAValue:
+        """The gate `[b.., K]`: the value `lhs` is a reshape of (used by this mix
+        alone) or a view of `lhs`. A softmax over the gate's last axis computing
+        that value for this mix alone joins the group (`moved`): computed where
+        its rows are read, instead of a kernel of its own."""
+        shape = (*self.batch, self.planes)
+        owner = lhs.owner
+        if not (isinstance(owner, ge.ReshapeOp) and len(list(lhs.uses)) == 1 and _shape(owner.input) == shape):
+            return self._add(ge.ReshapeOp.new(lhs, result_type=TensorType(self.element, shape)), self.outside)
+        source = owner.input
+        producer = source.owner
+        if isinstance(producer, _ROW_GATES) and len(list(source.uses)) == 1 and producer.attr_value("axis") % len(shape) == len(shape) - 1:
+            self.moved.append(producer)
+        self.dead.append(owner)
+        return source
+
     def mix(self, op: ge.BatchMatmulOp) -> SSAValue:
         """The weighted sum standing for `op`, in `op`'s result type."""
-        rank = len(self.batch) + 1
-        gate = self._add(ge.ReshapeOp.new(op.lhs, result_type=TensorType(self.element, (*self.batch, self.planes))), self.outside)
-        gate = self._add(ge.TransposeOp.new(gate, perm=[rank - 1, *range(rank - 1)]), self.outside)  # [K, b...]
+        gate = self._gate(op.lhs)
         total: SSAValue | None = None
         for index, plane in enumerate(self._stack_planes()):
-            weight = self._add(_plane(gate, index))
-            weight = self._add(ge.ReshapeOp.new(weight, result_type=TensorType(self.element, (*self.batch, 1))))
-            weight = self._cast(weight, self.wide)  # in the group: one value per row
+            weight = self._add(_column(gate, index))  # one value per row
+            weight = self._cast(weight, self.wide)
             product = self._add(ge.MulOp.new(plane, weight))
             total = product if total is None else self._add(ge.AddOp.new(total, product))
         total = self._cast(total, self.element)
@@ -149,10 +174,10 @@ def vector_mix(module: ModuleOp) -> int:
         for op, result in zip(ops, results):
             op.results[0].replace_all_uses_with(result)
             block.erase_op(op)
-        for transpose in transposes:
-            if not list(transpose.results[0].uses):
-                block.erase_op(transpose)
-        group_all([built.ops], block)
+        for dead in [*built.dead, *transposes]:
+            if not list(dead.results[0].uses):
+                block.erase_op(dead)
+        group_all([[*built.moved, *built.ops]], block)
     return sum(len(ops) for ops in mixes.values())
 
 

@@ -27,8 +27,9 @@ def t(shape, dtype: str) -> str:
     return f"tensor<{'x'.join(map(str, shape))}x{dtype}>"
 
 
-def mixes(planes: int, batch: list[int], n: int, tasks: int, dtype: str = "f16") -> str:
-    """`tasks` gates (softmax over the planes) mixing the planes of `h` [planes, batch.., n]."""
+def mixes(planes: int, batch: list[int], n: int, tasks: int, dtype: str = "f16", gate: str = "softmax") -> str:
+    """`tasks` gates (`gate` over the planes: softmax, or the input itself) mixing the
+    planes of `h` [planes, batch.., n]."""
     rank = len(batch) + 2
     perm = [*range(1, rank - 1), 0, rank - 1]
     stack_shape = [[planes, *batch, n][p] for p in perm]
@@ -38,7 +39,10 @@ def mixes(planes: int, batch: list[int], n: int, tasks: int, dtype: str = "f16")
     results = []
     for i in range(tasks):
         args.append(f'%g{i}: {t([*batch, planes], dtype)} {{ge.name = "g{i}"}}')
-        lines.append(f"%w{i} = ge.softmax %g{i} : ({t([*batch, planes], dtype)}) -> {t([*batch, planes], dtype)}")
+        if gate == "softmax":
+            lines.append(f"%w{i} = ge.softmax %g{i} : ({t([*batch, planes], dtype)}) -> {t([*batch, planes], dtype)}")
+        else:
+            lines.append(f"%w{i} = ge.{gate} %g{i} : ({t([*batch, planes], dtype)}) -> {t([*batch, planes], dtype)}")
         lines.append(f"%v{i} = ge.reshape %w{i} : ({t([*batch, planes], dtype)}) -> {t([*batch, 1, planes], dtype)}")
         lines.append(
             f"%m{i} = ge.batch_matmul %v{i}, %s : ({t([*batch, 1, planes], dtype)}, {t(stack_shape, dtype)}) -> {t([*batch, 1, stack_shape[-1]], dtype)}"
@@ -92,15 +96,20 @@ def test_mixes_become_one_group_computing_what_the_products_did(planes, batch, n
     assert_close(run_reference(parse(text), inputs), run_reference(module, inputs))
 
 
-@pytest.mark.parametrize("planes,batch,n,tasks,dtype", [CASES[1], CASES[3], CASES[4]])
-def test_mixes_on_the_simulator(planes, batch, n, tasks, dtype):
-    """Compiled (tiny preset), the mix kernel reads the stack's planes in place: no
-    kernel transposes the stack or runs a product."""
-    text = mixes(planes, batch, n, tasks, dtype)
+@pytest.mark.parametrize(
+    "planes,batch,n,tasks,dtype,gate", [(*CASES[1], "softmax"), (*CASES[3], "sigmoid"), (*CASES[4], "softmax"), (*CASES[2], "abs")]
+)
+def test_mixes_on_the_simulator(planes, batch, n, tasks, dtype, gate):
+    """Compiled (tiny preset), the mix kernel reads the stack's planes in place and
+    the gates' columns from their tiles: no kernel transposes the stack or a gate,
+    runs a product or copies a slice; a softmax gate is computed in the mix's
+    kernel."""
+    text = mixes(planes, batch, n, tasks, dtype, gate)
     module = parse(text)
     run_pipeline(CompilePipeline(hw="tiny").stages(), make_context(), module)
     sources = [s.data for k in module.walk() if isinstance(k, npu.KernelOp) for s in k.attributes[npu.SOURCES_ATTR].data]
-    assert not any("batch_matmul" in s or s == "ge.slice" for s in sources), sources
+    assert not any("batch_matmul" in s or s in ("ge.slice", "ge.transpose") for s in sources), sources
+    assert gate != "softmax" or not any(s == "ge.softmax" for s in sources), sources
     inputs = random_inputs(input_specs(main_function(module)), 0)
     assert_close(run_reference(parse(text), inputs), simulate(module, inputs, "tiny").outputs)
 

@@ -21,7 +21,11 @@ A *plane* of a group input (`ge.slice` of one index along its leading axes,
 every later axis whole: a contiguous block of the ND tensor, one expert's
 output of an `[E, B, N]` stack) is free too: the kernel reads that block as an
 input of its own, from its offset (as the split-K partials' planes are read),
-so a weighted sum over a stack's planes is one kernel.
+so a weighted sum over a stack's planes is one kernel. A *column* of a value
+(`ge.slice` of one index along its last axis, every other axis whole) is one
+value per row: the value's tile is transposed once per tile (`vtranspose`, its
+rows starting 32-byte aligned as vector operands must) and the column is a row
+of that.
 
 Groups with a cube op belong to the cube kernels: this template hands them to
 `templates/cube.py:lower_cube_group` when that exists. Anything else this
@@ -37,7 +41,7 @@ from dataclasses import dataclass, field
 from xdsl.ir import Block, Operation, SSAValue
 
 from ....core import dtypes
-from ....dialects import fused, ge
+from ....dialects import fused, ge, npu
 from ....dialects.fused.kinds import PatternKind, pattern_kind, reduced_axes_of
 from ....dialects.ge.formats import Format, format_of
 from ..context import GmTensor, KernelContext
@@ -159,6 +163,7 @@ class GroupPlan:
             or op.name in _REDUCE_KINDS
             or isinstance(op, (ge.SoftmaxOp, ge.LogSoftmaxOp, ge.LayerNormOp, ge.RMSNormOp))
             or plane_offset(op) is not None
+            or column_index(op) is not None
         )
         if not supported:
             raise GroupUnsupported(f"'{op.name}' inside the group")
@@ -175,6 +180,20 @@ def _plane_axes(op: Operation | None) -> int | None:
     if not cut or any(step != 1 for step in a.steps) or any(a.ends[i] - a.starts[i] != 1 for i in range(cut[-1] + 1)):
         return None
     return cut[-1] + 1
+
+
+def column_index(op: Operation | None) -> int | None:
+    """For a column (module docstring): the index it takes along the last axis;
+    None for any other op."""
+    if not isinstance(op, ge.SliceOp):
+        return None
+    a = op.attr_values()
+    shape = tuple(op.input.type.get_shape())
+    if len(shape) < 2 or any(step != 1 for step in a.steps) or a.ends[-1] - a.starts[-1] != 1:
+        return None
+    if any((start, end) != (0, size) for start, end, size in zip(a.starts[:-1], a.ends[:-1], shape[:-1])):
+        return None
+    return a.starts[-1]
 
 
 def plane_offset(op: Operation | None) -> int | None:
@@ -321,6 +340,7 @@ class _GroupKernel:
     def _body(self, v: VectorEmitter, ins: list[Operand], outs: list[Tile]) -> None:
         values = self.plan.values
         tiles: dict[SSAValue, Operand] = {}
+        self._transposed: dict[SSAValue, Tile] = {}  # `_column`'s, per tile
         for (_, value, _), tile in zip(self._read(), ins):
             tiles[value] = tile
         roots = _alias_roots(self.op)
@@ -392,8 +412,26 @@ class _GroupKernel:
             layer_norm_rows(rows, operands[0], dst, gamma, beta, op.attr_value("epsilon"), rms)
         elif isinstance(op, ge.ConcatOp):
             self._concat(v, op, operands, dst)
+        elif column_index(op) is not None and result.width == 1:
+            v.per_row().cast(self._column(v, op, operands[0], source.width), dst)
         else:
             raise GroupUnsupported(f"'{op.name}' inside the group")
+
+    def _column(self, v: VectorEmitter, op: ge.SliceOp, source: Tile, width: int) -> Tile:
+        """Column `column_index(op)` of `source` (rows of `width`) as one value per
+        row: the source transposed once per tile into rows of 32-byte aligned
+        starts (a vector operand's alignment), then that row."""
+        element = source.element_type
+        stride = -(-v.rows * dtypes.byte_width(element) // UB_ALIGN_BYTES) * UB_ALIGN_BYTES // dtypes.byte_width(element)
+        transposed = self._transposed.get(op.input)
+        if transposed is None:
+            if width * stride > v.rows * self.plan.width:
+                raise GroupUnsupported(f"columns of rows of {width}: their transpose outgrows a temporary")
+            transposed = v.temp(element)
+            v.b.emit(npu.VTransposeOp, source.buffer, source.offset, transposed.buffer, transposed.offset,
+                     rows=v.rows, cols=width, strides=[source.row_stride, stride])
+            self._transposed[op.input] = transposed
+        return Tile(transposed.buffer, v.b.add(transposed.offset, column_index(op) * stride), 1, col_stride=0)
 
     def _check_broadcasts(self, op: Operation, result: Value) -> None:
         if isinstance(op, ge.BiasAddOp) and op.attr_value("axis") % len(op.operands[0].type.get_shape()) != len(
