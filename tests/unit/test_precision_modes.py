@@ -128,6 +128,25 @@ def test_what_each_mode_lowers_on_the_bert_layer():
     assert {"ge.softmax", "ge.layer_norm"} <= set(lowered[precision.FORCE_FP16])
 
 
+@pytest.mark.parametrize("mode, stored", [
+    (precision.FORCE_FP16, "f16"), (precision.ALLOW_FP32_TO_FP16, "f16"), (precision.MUST_KEEP_ORIGIN_DTYPE, "f32"),
+])
+def test_cube_weights_are_stored_in_the_precision_compiled(mode, stored):
+    """A weight of an op lowered to f16 is rounded at compile time (as ATC converts
+    weights offline): the compiled module holds it as an f16 `npu.gm_constant`, so
+    no kernel reads f32 weights through a core's 73 B/cycle GM port to cast them
+    on chip (and the module's roofline, computed as compiled, counts f16 bytes).
+    The BERT layer's six projection weights (768 x 768 and 768 x 3072 elements)."""
+    from gecomp.dialects import npu
+
+    weights = [
+        op for op in compiled("bert_layer", mode).walk()
+        if isinstance(op, npu.GmConstantOp) and int(np.prod(op.result.type.get_shape())) >= 768 * 768
+    ]
+    assert len(weights) == 6
+    assert {str(op.result.type.element_type) for op in weights} == {stored}
+
+
 def test_deny_list_ops_keep_f32_in_the_compiled_graph():
     module = compiled("bert_layer", precision.ALLOW_MIX_PRECISION, graph_only=True)
     denied = [op for op in module.walk() if op.name in DENY_LIST]
