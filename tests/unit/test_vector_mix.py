@@ -155,3 +155,29 @@ def test_other_products_are_left_alone(text):
     module = parse(text)
     assert vector_mix(module) == 0
     assert len(ops_of(module, ge.BatchMatmulOp)) == len(ops_of(parse(text), ge.BatchMatmulOp))
+
+
+MULTIPLY_ADD = """builtin.module {
+  func.func @main(%a: tensor<48x64xf16> {ge.name = "a"}, %b: tensor<48x1xf16> {ge.name = "b"}, %c: tensor<48x64xf16> {ge.name = "c"}) -> (tensor<48x64xf16> {ge.name = "y"}) {
+    %s = ge.exp %c : (tensor<48x64xf16>) -> tensor<48x64xf16>
+    %p = ge.mul %a, %b : (tensor<48x64xf16>, tensor<48x1xf16>) -> tensor<48x64xf16>
+    %r = ge.add ORDER : (tensor<48x64xf16>, tensor<48x64xf16>) -> tensor<48x64xf16>
+    func.return %r : tensor<48x64xf16>
+  }
+}"""
+
+
+@pytest.mark.parametrize("order", ["%s, %p", "%p, %s"])
+def test_a_groups_multiply_add_is_one_vmla(order):
+    """In a fused group, `acc + x * y` (the product read there alone, acc a
+    temporary last read there) is one vmla into acc's temporary: the same
+    roundings as the product and the sum, one pass fewer."""
+    text = MULTIPLY_ADD.replace("ORDER", order)
+    module = parse(text)
+    run_pipeline(CompilePipeline(hw="tiny").stages(), make_context(), module)
+    kernels = [k for k in module.walk() if isinstance(k, npu.KernelOp)]
+    names = {op.name for k in kernels for op in k.walk()}
+    assert "npu.vmla" in names and "npu.vmul" not in names, names
+    inputs = random_inputs(input_specs(main_function(module)), 0)
+    expected = run_reference(parse(text), inputs)
+    assert np.array_equal(np.asarray(expected[0]), np.asarray(simulate(module, inputs, "tiny").outputs[0]))

@@ -349,8 +349,9 @@ class _GroupKernel:
             root = roots.get(y, y)
             if root not in destinations and isinstance(root.owner, Operation) and root.owner.parent is y.owner.parent:
                 destinations[root] = out
-        last_use = _last_uses(self.op, roots)
         kept = {roots.get(y, y) for y in self.yields}
+        madds = _multiply_adds(self.op, roots, kept)
+        last_use = _last_uses(self.op, roots, madds)
         temps: list[Tile] = []
         for index, op in enumerate(self.op.body_ops()):
             if isinstance(op, ge.ConstOp):
@@ -362,18 +363,43 @@ class _GroupKernel:
             if isinstance(op, _ALIASES):
                 tiles[result] = tiles[op.operands[0]]
                 continue
-            dst = destinations.get(result)
-            if dst is None:
-                dst = self._temp(v, values[result])
-                temps.append(dst)
-            self._evaluate(v, op, [tiles[o] for o in op.operands], dst)
-            tiles[result] = dst
-            for root in {roots.get(o, o) for o in op.operands}:
+            if op in madds.values():
+                continue  # computed by its addition's vmla
+            inherited = None
+            if op in madds and self._multiply_add(v, madds[op], tiles, temps):
+                acc = next(o for o in op.operands if o is not madds[op].results[0])
+                inherited = roots.get(acc, acc)
+                tiles[result] = tiles[acc]
+            else:
+                if op in madds:  # the accumulator is not a temporary: the product first
+                    product = madds[op].results[0]
+                    tiles[product] = self._temp(v, values[product])
+                    temps.append(tiles[product])
+                    self._evaluate(v, madds[op], [tiles[o] for o in madds[op].operands], tiles[product])
+                dst = destinations.get(result)
+                if dst is None:
+                    dst = self._temp(v, values[result])
+                    temps.append(dst)
+                self._evaluate(v, op, [tiles[o] for o in op.operands], dst)
+                tiles[result] = dst
+            used = [*op.operands, *(madds[op].operands if op in madds else ())]
+            for root in {roots.get(o, o) for o in used} - {inherited}:
                 if last_use.get(root) == index and root not in kept and any(tiles.get(root) is t for t in temps):
                     v.release(tiles[root])
         for y, out in zip(self.yields, outs):
             if tiles[y] is not out:
                 self._emitter(v, values[y]).cast(_as_tile(tiles[y]), out)
+
+    def _multiply_add(self, v: VectorEmitter, mul: Operation, tiles: dict, temps: list[Tile]) -> bool:
+        """`acc + x * y` as one vmla into the accumulator's temporary (its last use:
+        `_multiply_adds`), when the accumulator is a temporary and the factors tiles."""
+        add = next(iter(mul.results[0].uses)).operation
+        acc = tiles[next(o for o in add.operands if o is not mul.results[0])]
+        factors = [tiles[o] for o in mul.operands]
+        if not any(acc is t for t in temps) or not all(isinstance(f, Tile) for f in factors):
+            return False
+        self._emitter(v, self.plan.values[add.results[0]]).instr(npu.VMlaOp, *factors, acc)
+        return True
 
     def _temp(self, v: VectorEmitter, value: Value) -> Tile:
         if value.kind == "row":
@@ -481,10 +507,40 @@ def _alias_roots(group: fused.GroupOp) -> dict[SSAValue, SSAValue]:
     return roots
 
 
-def _last_uses(group: fused.GroupOp, roots: dict[SSAValue, SSAValue]) -> dict[SSAValue, int]:
-    """The index of the last op reading each value (through its aliases)."""
+def _last_uses(group: fused.GroupOp, roots: dict[SSAValue, SSAValue], madds: dict | None = None) -> dict[SSAValue, int]:
+    """The index of the last op reading each value (through its aliases); a
+    product computed by its addition's vmla (`madds`) reads its factors there."""
     last: dict[SSAValue, int] = {}
+    madds = madds or {}
+    deferred = {mul: add for add, mul in madds.items()}
+    index_of = {op: i for i, op in enumerate(group.body_ops())}
     for index, op in enumerate(group.body_ops()):
+        at = index_of[deferred[op]] if op in deferred else index
         for operand in op.operands:
-            last[roots.get(operand, operand)] = index
+            root = roots.get(operand, operand)
+            last[root] = max(last.get(root, at), at)
     return last
+
+
+def _multiply_adds(group: fused.GroupOp, roots: dict[SSAValue, SSAValue], kept: set[SSAValue]) -> dict[Operation, Operation]:
+    """Additions `acc + x * y` computed as one vmla (dst = x * y + dst: the same
+    roundings) into acc's temporary: addition -> product, where the product (of
+    the addition's shape and type) is read by that addition alone and acc, computed
+    in the group, not a result of it, is last read there."""
+    ops = list(group.body_ops())
+    last = _last_uses(group, roots)
+    found: dict[Operation, Operation] = {}
+    for index, add in enumerate(ops):
+        if not isinstance(add, ge.AddOp) or not dtypes.is_float(add.results[0].type.element_type):
+            continue
+        acc, product = add.operands if isinstance(add.operands[1].owner, ge.MulOp) else reversed(add.operands)
+        mul = product.owner
+        if not isinstance(mul, ge.MulOp) or mul.parent is not add.parent or len(list(product.uses)) != 1 or acc is product:
+            continue
+        root = roots.get(acc, acc)
+        if not isinstance(root.owner, Operation) or isinstance(root.owner, ge.ConstOp) or root in kept or last.get(root) != index:
+            continue
+        if any(v.type != add.results[0].type for v in (acc, product)):
+            continue
+        found[add] = mul
+    return found
