@@ -6,6 +6,11 @@ server (N chips and their links), against one device.
     python bench/multi_device.py --csv out.csv
 
     python bench/multi_device.py --model examples/llama_layer.mlir --devices 4 --chunks 1,2,4
+    python bench/multi_device.py --llama-seq 512,1024 --devices 2,4,8   # the LLaMA layer at longer sequences
+
+`--llama-seq S,...` adds the LLaMA-style layer of examples/llama_layer.mlir at
+those sequence lengths (written by examples/build_llama_layer.py; the same
+layer, only the tokens change) to the models measured.
 
 Columns: devices, chunks (`ge-partition{chunks=K}`: the row-independent tail
 run in K chunks of rows, so a chunk's collective overlaps the next chunk's
@@ -32,7 +37,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
+import os
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -80,6 +88,18 @@ class Row:
         return self.comm_us / self.time_us
 
 
+def llama_layer_at(seq: int, directory: str) -> str:
+    """examples/build_llama_layer.py's layer at `seq` tokens, written to `directory`."""
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "build_llama_layer.py")
+    spec = importlib.util.spec_from_file_location("build_llama_layer", script)
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    path = os.path.join(directory, f"llama_layer_seq{seq}.mlir")
+    with open(path, "w") as f:
+        f.write(builder.llama_layer(seq))
+    return path
+
+
 def one_device_time(path: str, timer: ComputeTimer) -> float:
     return timer(load_module(make_context(), path))
 
@@ -94,17 +114,17 @@ def measure(path: str, strategy: str, devices: int, chunks: int, hw: str, timer:
     per_device = [[t for t in report.tasks if t.device == d] for d in range(devices)]
     unhidden = max(sum(t.duration for t in unhideable_collectives(tasks)) for tasks in per_device)
     back_to_back = max(sum(t.duration for t in tasks if is_collective(t)) for tasks in per_device)
-    return Row(path.rsplit("/", 1)[-1], strategy, devices, chunks, report.time_us, one, busiest.comm_us,
+    return Row(path.rsplit("/", 1)[-1].removesuffix(".mlir"), strategy, devices, chunks, report.time_us, one, busiest.comm_us,
                max(s.exposed_comm_us for s in report.summaries), max(one / devices + unhidden, back_to_back))
 
 
 def print_table(rows: list[Row], hw: str) -> None:
     print(f"many devices on {hw} (links and topology: simulator/presets/{hw}.toml [interconnect])")
-    header = f"{'model':<18}{'strategy':>9}{'devices':>8}{'chunks':>7}{'time_us':>10}{'1-dev_us':>10}{'speedup':>8}{'comm%':>7}{'exposed_us':>11}{'bound_us':>10}{'t/bound':>8}"
+    header = f"{'model':<22}{'strategy':>9}{'devices':>8}{'chunks':>7}{'time_us':>10}{'1-dev_us':>10}{'speedup':>8}{'comm%':>7}{'exposed_us':>11}{'bound_us':>10}{'t/bound':>8}"
     print(header)
     for r in rows:
         print(
-            f"{r.model:<18}{r.strategy:>9}{r.devices:>8}{r.chunks:>7}{r.time_us:>10.1f}{r.one_device_us:>10.1f}{r.speedup:>8.2f}"
+            f"{r.model:<22}{r.strategy:>9}{r.devices:>8}{r.chunks:>7}{r.time_us:>10.1f}{r.one_device_us:>10.1f}{r.speedup:>8.2f}"
             f"{100 * r.comm_share:>6.1f}%{r.exposed_us:>11.1f}{r.bound_us:>10.1f}{r.time_us / r.bound_us:>8.2f}"
         )
 
@@ -116,11 +136,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--devices", default="2,4", help="comma-separated device counts")
     p.add_argument("--chunks", default="1", help="comma-separated chunk counts (ge-partition chunks=K)")
     p.add_argument("--hw", default="ascend910")
+    p.add_argument("--llama-seq", metavar="S,...", help="also the LLaMA-style layer at these sequence lengths (strategy tp)")
     p.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
     args = p.parse_args(argv)
     counts = [int(d) for d in args.devices.split(",")]
     chunk_counts = [int(k) for k in args.chunks.split(",")]
-    cases = [(m, args.strategy, counts, chunk_counts) for m in args.model] if args.model else DEFAULT_CASES
+    cases = [(m, args.strategy, counts, chunk_counts) for m in args.model] if args.model else []
+    if args.llama_seq:
+        directory = tempfile.mkdtemp(prefix="multi_device_")
+        cases += [(llama_layer_at(int(s), directory), "tp", counts, chunk_counts) for s in args.llama_seq.split(",")]
+    cases = cases or DEFAULT_CASES
     timer = ComputeTimer(load_preset(args.hw), "ge-compile")
     rows = []
     start = time.perf_counter()
