@@ -17,6 +17,7 @@ from ..transforms.npu.prefetch_constants import PrefetchConstantsPass
 from .fused_to_npu.convert import ToNpuPass
 from .fused_to_npu.materialize_broadcasts import MaterializeBroadcastsPass
 from .fused_to_npu.split_k import SplitKPass
+from .fused_to_npu.split_k_conv import SplitKConvPass
 from .fused_to_npu.split_norm import SplitMatmulNormPass
 from .fused_to_npu.split_pool import SplitPoolPass
 from .fused_to_npu.ungroup import UngroupPass
@@ -26,13 +27,14 @@ from .plan.streams import AssignStreamsPass
 
 
 def form_stages(hw: str, debug: bool, merge: bool) -> list[ModulePass]:
-    """Each fused op in the form its kernels take: split normalised products and
-    split-K products, groups that cannot be one kernel ungrouped, max pools whose
+    """Each fused op in the form its kernels take: split normalised products,
+    split-K products and 1x1 convolutions, groups that cannot be one kernel ungrouped, max pools whose
     window has no kernel split into rows and columns, broadcasts materialised
     where a kernel cannot read them."""
     return [
         SplitMatmulNormPass(hw=hw, debug=debug, merge=merge),
         SplitKPass(hw=hw, debug=debug, merge=merge),
+        SplitKConvPass(hw=hw, debug=debug, merge=merge),
         UngroupPass(hw=hw, debug=debug),
         SplitPoolPass(hw=hw),
         MaterializeBroadcastsPass(hw=hw),

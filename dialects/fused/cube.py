@@ -188,6 +188,58 @@ class Conv2DBiasActOp(FusedOp):
 
 
 @irdl_op_definition
+class Conv2DPartialsOp(FusedOp):
+    """The split-K form of a convolution of one group: its input channels cut into
+    `splits` equal slices, images s * N .. (s + 1) * N of the result the fp32
+    convolution of slice s of the input's channels by the same slice of the
+    weights' (so the convolution is the sum of the result's `splits` blocks of N
+    images). A 1x1 convolution with few pixels and many channels makes every
+    core read all of its channels (`fused-split-k-conv`); cut along them, each
+    core reads one slice, and `fused.conv_partials_bias_act` adds them up."""
+
+    name = "fused.conv2d_partials"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = attr(Kind.INTS, (1, 1))
+    pads = attr(Kind.INTS, (0, 0, 0, 0))
+    dilations = attr(Kind.INTS, (1, 1))
+    groups = attr(Kind.INT, 1)
+    splits = attr(Kind.INT, 2)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        t = by_name(types, a)
+        out = Conv2DOp.infer([t.input, t.weight], a, None)
+        channels = shape_of(t.input)[1]
+        if a.groups != 1:
+            raise fail(f"split-K convolutions have one group, got groups = {a.groups}")
+        if a.splits < 2 or channels % a.splits:
+            raise fail(f"splits must be at least 2 and divide the {channels} input channels, got {a.splits}")
+        n, *rest = shape_of(out)
+        return like(out, (a.splits * n, *rest), f32)
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        x = by_name(inputs, a)
+        depth = x.input.shape[1] // a.splits
+        n, *rest = result_types[0].get_shape()
+        slice_type = TensorType(f32, [n // a.splits, *rest])
+        attrs = {"strides": a.strides, "pads": a.pads, "dilations": a.dilations, "groups": 1}
+        products = [
+            ge_compute(
+                Conv2DOp,
+                [x.input[:, s * depth : (s + 1) * depth].astype(np.float32),
+                 x.weight[:, s * depth : (s + 1) * depth].astype(np.float32)],
+                [slice_type],
+                **attrs,
+            )
+            for s in range(a.splits)
+        ]
+        return np.concatenate(products).astype(np.float32)
+
+
+@irdl_op_definition
 class FusedBatchMatmulOp(FusedOp):
     """`mask((lhs x rhs) * scale)`: `ge.batch_matmul` scaled and optionally masked
     (attention scores). An i1 mask keeps the scores where true and puts
@@ -344,6 +396,7 @@ CUBE_OPS = (
     MatmulBiasActOp,
     MultiMatmulBiasActOp,
     Conv2DBiasActOp,
+    Conv2DPartialsOp,
     FusedBatchMatmulOp,
     GatedMatmulOp,
     MatmulAddLayerNormOp,

@@ -277,12 +277,58 @@ class PartialsBiasActOp(FusedOp):
         return activate(a.act, add_all(x.partials.sum(axis=0), operand(x, "bias"), operand(x, "residual")))
 
 
+@irdl_op_definition
+class ConvPartialsBiasActOp(FusedOp):
+    """`act(sum of the partials' blocks + bias + residual)` rounded to the declared
+    (N, O, H, W) result type: the second kernel of a split-K convolution
+    (`fused-split-k-conv`), adding up the `splits` blocks of N fp32 images that
+    `fused.conv2d_partials` stacks; `bias` per output channel as
+    `fused.conv2d_bias_act` takes it."""
+
+    name = "fused.conv_partials_bias_act"
+    partials = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    residual = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        t = by_name(types, a)
+        if declared is None:
+            raise fail("needs its result type: the partials are f32, the result need not be")
+        shape = shape_of(declared[0])
+        stacked = shape_of(t.partials)
+        if (len(shape) != 4 or t.partials.element_type != f32 or len(stacked) != 4 or stacked[1:] != shape[1:]
+                or stacked[0] % shape[0] or stacked[0] // shape[0] < 2):
+            raise fail(f"partials must be (splits x N, O, H, W) f32 of 2 or more splits for a result {declared[0]}, "
+                       f"got {t.partials}")
+        element_type = declared[0].element_type
+        channels = shape[1]
+        require_bias(operand(t, "bias"), ((channels,), (channels, 1, 1), (1, channels, 1, 1)), element_type)
+        require_broadcasts_to(operand(t, "residual"), shape, "residual")
+        require_same_element_type(operand(t, "residual"), element_type, "residual")
+        return TensorType(element_type, list(shape))
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        x = by_name(inputs, a)
+        n = result_types[0].get_shape()[0]
+        total = x.partials.reshape(-1, n, *x.partials.shape[1:]).sum(axis=0)
+        bias = operand(x, "bias")
+        if bias is not None:
+            bias = bias.reshape(-1, 1, 1)
+        return activate(a.act, add_all(total, bias, operand(x, "residual")))
+
+
 NORM_OPS = (
     AddLayerNormOp,
     AddRmsNormOp,
     PartialsAddLayerNormOp,
     PartialsAddRmsNormOp,
     PartialsBiasActOp,
+    ConvPartialsBiasActOp,
     FusedSoftmaxOp,
     SwigluOp,
 )

@@ -289,9 +289,13 @@ def check_form_applied(op: Operation) -> None:
     attr = op.attributes.get(FORM)
     if attr is None:
         return
-    chooser = next((p for p in FORM_PASSES if isinstance(op, p.target_ops)), None)
+    # split_k_conv builds scratch kernels (kernel_exists), which import this module.
+    from .split_k_conv import SplitKConvPass
+
+    choosers = (*FORM_PASSES, SplitKConvPass)
+    chooser = next((p for p in choosers if isinstance(op, p.target_ops)), None)
     if chooser is None:
-        targets = "; ".join(f"{p.name}: {', '.join(t.name for t in p.target_ops)}" for p in FORM_PASSES)
+        targets = "; ".join(f"{p.name}: {', '.join(t.name for t in p.target_ops)}" for p in choosers)
         raise op_error(op, f"'{FORM}' = {attr} pins a form, but no pass chooses the form of '{op.name}' ({targets})")
     if not isinstance(attr, StringAttr) or attr.data != chooser.whole:
         raise op_error(op, f"'{FORM}' = {attr} was not applied: run {chooser.name} before ge-to-npu (ge-lower-to-npu does)")

@@ -52,11 +52,21 @@ def kernel_problem(op: Operation, hw: HardwarePreset) -> str | None:
     return problem
 
 
-def _scratch_build(op: Operation, template, hw: HardwarePreset, values, param_types) -> str | None:
-    b = KernelBuilder("scratch", param_types)
+def scratch_context(op: Operation, hw: HardwarePreset, param_types=None) -> KernelContext:
+    """A kernel context of `op` (its operands, then its results, as GM parameters)
+    on a scratch builder that is thrown away: what a template builds or estimates
+    there is written into no kernel."""
+    values = [*op.operands, *op.results]
+    b = KernelBuilder("scratch", param_types or [gm_memref(v.type) for v in values])
     k = KernelContext(op, b, [], [], hw)
     tensors = [GmTensor(p, v.type, v) for p, v in zip(b.params, values)]
     k.inputs, k.outputs = tensors[: len(op.operands)], tensors[len(op.operands) :]
+    return k
+
+
+def _scratch_build(op: Operation, template, hw: HardwarePreset, values, param_types) -> str | None:
+    k = scratch_context(op, hw, param_types)
+    b = k.b
     try:
         template(op, k)
         plan_kernel(b.kernel, hw)  # its buffers fit the local memories, as npu-plan-local-memory places them

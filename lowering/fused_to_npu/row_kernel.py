@@ -501,8 +501,8 @@ class _RowKernel:
             blocked = view.blocked
             block = blocked.rows * blocked.c0
             if rows >= blocked.rows:
-                return b.mul(row0, blocked.blocks * blocked.c0), 1, rows * blocked.blocks * blocked.c0, 0
-            batch = b.mul(b.floordiv(row0, blocked.rows), blocked.blocks * block)
+                return b.affine(op.base, (row0, blocked.blocks * blocked.c0)), 1, rows * blocked.blocks * blocked.c0, 0
+            batch = b.affine(op.base, (b.floordiv(row0, blocked.rows), blocked.blocks * block))
             offset = b.add(batch, b.mul(b.rem(row0, blocked.rows), blocked.c0))
             return offset, blocked.blocks, rows * blocked.c0, block
         return b.add(op.base, b.mul(row0, width)), 1, rows * width, 0

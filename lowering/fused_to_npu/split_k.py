@@ -14,8 +14,9 @@ joins it to the product) and keeps the fastest. `debug=true` prints the
 estimates; `--pass-statistics` counts the ops split and kept.
 
 The pieces every split-K rewrite shares live here too (`split_k_forms`,
-`matmul_partials`, `row_kernel_cycles`, `choose_form`): `fused-split-matmul-norm`
-uses them for the split-K form of a matmul + residual + norm.
+`sliced_forms`, `matmul_partials`, `row_kernel_cycles`, `choose_form`):
+`fused-split-matmul-norm` uses them for the split-K form of a matmul + residual
++ norm, `fused-split-k-conv` for a 1x1 convolution's.
 """
 
 from __future__ import annotations
@@ -147,13 +148,30 @@ def split_k_forms(
     the second kernel (`next_kernel`) and `reduce_cycles(splits)`, for each K cut
     into whole fractals."""
     depth = lhs.shape[0 if a.transpose_a else 1]
-    forms = {}
-    for splits in (s for s in SPLITS if depth % (s * FRACTAL) == 0):
+
+    def problem_of(splits: int):
+        if depth % (splits * FRACTAL):
+            raise ValueError(f"K = {depth} in {splits} slices of whole fractals")
         partials = GmTensor(None, TensorType(f32, [splits, *shape]), None)
-        problem = gemm_problem(
-            lhs, [rhs], partials.shape, a.transpose_a, a.transpose_b, CubeEpilogue(views_of([partials])), splits=splits
-        )
-        forms[f"split-K {splits}"] = cube_cycles(hw, problem) + next_kernel + reduce_cycles(splits)
+        epilogue = CubeEpilogue(views_of([partials]))
+        return gemm_problem(lhs, [rhs], partials.shape, a.transpose_a, a.transpose_b, epilogue, splits=splits)
+
+    return sliced_forms(lambda splits: cube_cycles(hw, problem_of(splits)), reduce_cycles, next_kernel)
+
+
+def sliced_forms(
+    partials_cycles: Callable[[int], float], reduce_cycles: Callable[[int], float], next_kernel: float
+) -> dict[str, float]:
+    """"split-K <splits>" -> estimated cycles of the partials' kernel
+    (`partials_cycles(splits)`, ValueError where that many slices do not apply),
+    running the second kernel (`next_kernel`) and `reduce_cycles(splits)`."""
+    forms = {}
+    for splits in SPLITS:
+        try:
+            partials = partials_cycles(splits)
+        except ValueError:
+            continue
+        forms[f"split-K {splits}"] = partials + next_kernel + reduce_cycles(splits)
     return forms
 
 

@@ -26,9 +26,7 @@ from xdsl.passes import ModulePass
 
 from ...dialects import fused, ge
 from ...simulator.hardware import HardwarePreset
-from .context import GmTensor, KernelContext
-from .convert import gm_memref
-from .kernel_builder import KernelBuilder
+from .kernel_exists import scratch_context
 from .simulated_tuning import Choices, SimulatedTuningPass
 from .templates.conv import conv_case
 from .templates.conv_select import CONV_ALGORITHM, conv_plans, pin_algorithm, pinned_algorithm, ranked
@@ -36,12 +34,7 @@ from .templates.conv_select import CONV_ALGORITHM, conv_plans, pin_algorithm, pi
 
 def ranked_algorithms(op: Operation, hw: HardwarePreset) -> list[str]:
     """The convolution's legal implementations, estimated-fastest first."""
-    values = [*op.operands, *op.results]
-    b = KernelBuilder("scratch", [gm_memref(v.type) for v in values])
-    k = KernelContext(op, b, [], [], hw)
-    tensors = [GmTensor(p, v.type, v) for p, v in zip(b.params, values)]
-    k.inputs, k.outputs = tensors[: len(op.operands)], tensors[len(op.operands) :]
-    return [plan.name for plan in ranked(conv_plans(conv_case(op, k)))]
+    return [plan.name for plan in ranked(conv_plans(conv_case(op, scratch_context(op, hw))))]
 
 
 @dataclass(frozen=True)

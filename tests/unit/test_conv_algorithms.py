@@ -15,6 +15,7 @@ from test_lower_cube_conv import conv_module
 from gecomp.dialects.context import make_context
 from gecomp.core.diagnostics import CompileError
 from gecomp.dialects import fused, ge
+from gecomp.lowering.fused_to_npu.split_k import pin_form
 from gecomp.lowering.fused_to_npu.templates.conv_select import CONV_ALGORITHM, pin_algorithm
 from gecomp.lowering.fused_to_npu.tune_convs import TuneConvsPass
 
@@ -339,6 +340,7 @@ def test_strided_1x1_is_chosen_for_a_downsample_and_stages_no_slab(capsys):
                        x_format="NC1HWC0", w_format="FRACTAL_Z", y_format="NC1HWC0", bias=True, act="relu",
                        dtype="f32")
     module = parse(text)
+    pin_form(_conv_ops(module)[0], "one kernel")  # not its split-K form (fused-split-k-conv)
     compile_module(module, "ge-lower-to-npu{hw=ascend910 debug=true}")
     notes = [line for line in capsys.readouterr().err.splitlines() if ", groups " in line and "estimated" in line]
     found, chosen = estimates(notes[0])

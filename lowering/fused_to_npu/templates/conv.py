@@ -31,7 +31,7 @@ per-channel bias and the residual and applies the activation (`cube.py`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 from ....dialects import fused, npu
@@ -302,9 +302,21 @@ class ImageOperand(StagedInL1):
             # first, their gathers made resnet's 3x3 stride-2 conv slower (512 channels,
             # 14 -> 7: 18.1k -> 20.9k cycles), where stride 1 gained (10%).
             return fill + self._deinterleave_cycles(hw, channel_blocks * slab_bytes), gather, self.phases > 1
-        slab_row = stream_cycles(hw, "gm_to_ub", 1, width * g.c0 * self.x.itemsize)
-        slab = hw.paths["gm_to_ub"].latency + g.slab_rows(out_rows) * slab_row + self._deinterleave_cycles(hw, slab_bytes)
+        slab = self._slab_fill_cycles(hw, g.slab_rows(out_rows), width) + self._deinterleave_cycles(hw, slab_bytes)
         return channel_blocks * slab, gather, channel_blocks > 2
+
+    def _slab_fill_cycles(self, hw: HardwarePreset, slab_rows: int, width: int) -> int:
+        """MTE2 cycles of filling one channel block's slab of `slab_rows` input rows of
+        `width` pixels (`_fill_slab`). NC1HWC0 rows are a run each and stream: one
+        latency for the slab. An NCHW row is a run per channel (a row of each plane
+        of the block: fewer than C0 in an image of 3 colours) whose transpose waits
+        for its landing, and the flag it waits on is set only once the load has
+        landed: each row's load waits its own latency, though the rows take the
+        staging buffers in turn (the next load goes while this row is transposed)."""
+        g, itemsize = self.g, self.x.itemsize
+        if self.x.format == Format.ND:
+            return slab_rows * transfer_cycles(hw, "gm_to_ub", min(g.c0, g.cg), width * itemsize)
+        return hw.paths["gm_to_ub"].latency + slab_rows * stream_cycles(hw, "gm_to_ub", 1, width * g.c0 * itemsize)
 
     def _gather_rows_at_once(self) -> bool:
         """Whether a window position's pixels of one output row are consecutive in the
@@ -732,12 +744,15 @@ class StridedPixels(StagedInL1):
 # ---- views of weights, bias, outputs --------------------------------------------------------------
 
 
-def _fz_weights(w: GmTensor, g: ConvGeometry, transposed: bool) -> MatrixView:
+def _fz_weights(w: GmTensor, g: ConvGeometry, transposed: bool, k_sliced: bool = False) -> MatrixView:
     """FRACTAL_Z weights: the FRACTAL_NZ image of the (O x K) matrix in blocks of C0
-    columns; group i is its rows i * O/groups .. (as B: transposed)."""
+    columns; group i is its rows i * O/groups .. (as B: transposed). `k_sliced`
+    (`sliced_case`): image s of the batch reads K slice s, the next g.k columns
+    (the weights of the next C / splits input channels)."""
     stride = round_up(g.o, FRACTAL) * g.c0
     rows, cols = (g.k, g.og) if transposed else (g.og, g.k)
-    batches = BatchMap(((g.n, 0), (g.groups, g.og * g.c0)))
+    images = (g.n, g.k // g.c0 * stride) if k_sliced else (g.n, 0)
+    batches = BatchMap((images, (g.groups, g.og * g.c0)))
     return MatrixView(w, rows, cols, NZ, transposed, stride, batches, block=g.c0)
 
 
@@ -799,10 +814,32 @@ class ConvCase:
     residual: GmTensor | None
     out: GmTensor
     act: str
+    k_sliced: bool = False  # `sliced_case`: image s of the batch is K slice s of one image
 
     @property
     def element_type(self):
         return self.x.element_type
+
+
+def sliced_case(c: ConvCase, partials: GmTensor, splits: int) -> ConvCase:
+    """The split-K form of the convolution `c` (`fused.conv2d_partials`) as a
+    convolution of `splits` images of C / splits channels each: an NC1HWC0 image
+    of one group IS that many images of its consecutive channel blocks, and
+    FRACTAL_Z weights hold each slice's K rows one after another (`_fz_weights`
+    with `k_sliced`); the results are the fp32 `partials`, image s slice s's
+    product, with no epilogue. Every implementation plans the sliced case as it
+    plans a convolution. ValueError says why it does not apply."""
+    g = c.g
+    if g.n != 1 or g.groups != 1:
+        raise ValueError(f"{g.n} images and {g.groups} groups (split-K takes one image of one group)")
+    if c.x.format != Format.NC1HWC0 or c.w.format != Format.FRACTAL_Z:
+        raise ValueError(f"a {c.x.format.value} input with {c.w.format.value} weights (split-K reads NC1HWC0 and FRACTAL_Z)")
+    if c.out.format != Format.NC1HWC0 or partials.format != Format.NC1HWC0:
+        raise ValueError(f"a {c.out.format.value} result (split-K partials are NC1HWC0 images)")
+    if splits < 2 or g.c % (splits * math.lcm(g.c0, FRACTAL)):
+        raise ValueError(f"{g.c} input channels in {splits} slices (each a whole number of {FRACTAL}-channel blocks)")
+    return replace(c, g=replace(g, n=splits, c=g.c // splits), out=partials, bias=None, residual=None, act="none",
+                   k_sliced=True)
 
 
 def conv_case(op, k: KernelContext) -> ConvCase:
@@ -849,8 +886,8 @@ def img2col_problem(c: ConvCase, deinterleave: bool = True) -> CubeProblem:
     pixels_as_rows = c.out.format == Format.NC1HWC0 or not fz
     image = ImageOperand(c.x, g, transposed=not pixels_as_rows, deinterleave=deinterleave)
     if fz:
-        weights = _fz_weights(c.w, g, transposed=pixels_as_rows)
-    elif c.w.format == Format.ND:
+        weights = _fz_weights(c.w, g, transposed=pixels_as_rows, k_sliced=c.k_sliced)
+    elif c.w.format == Format.ND and not c.k_sliced:
         weights = OihwWeights(c.w, g)
     else:
         raise ValueError(f"{c.w.format.value} weights")
@@ -876,7 +913,7 @@ def gemm_1x1_problem(c: ConvCase) -> CubeProblem:
         raise ValueError(f"an NCHW input of {g.cg} channels per group (K rows of whole {g.c0}-channel blocks are needed)")
     pixels_as_rows = c.out.format == Format.NC1HWC0
     image = _image_view(c.x, g, pixels_as_rows, channels=(g.c, g.cg))
-    return _cube_problem(c, pixels_as_rows, image, _fz_weights(c.w, g, transposed=pixels_as_rows))
+    return _cube_problem(c, pixels_as_rows, image, _fz_weights(c.w, g, transposed=pixels_as_rows, k_sliced=c.k_sliced))
 
 
 def strided_1x1_problem(c: ConvCase) -> CubeProblem:
@@ -888,4 +925,5 @@ def strided_1x1_problem(c: ConvCase) -> CubeProblem:
     if c.w.format != Format.FRACTAL_Z or c.out.format != Format.NC1HWC0:
         raise ValueError(f"{c.w.format.value} weights and a {c.out.format.value} result "
                          "(strided pixels take FRACTAL_Z weights and give NC1HWC0)")
-    return _cube_problem(c, True, image, _fz_weights(c.w, c.g, transposed=True))
+    return _cube_problem(c, True, image, _fz_weights(c.w, c.g, transposed=True, k_sliced=c.k_sliced))
+

@@ -47,7 +47,7 @@ from ....dialects import fused, ge
 from ..context import KernelContext
 from .registry import kernel_for
 from ..kernel_builder import KernelBuilder
-from .conv import ConvCase, conv_case, gemm_1x1_problem, img2col_problem, strided_1x1_problem
+from .conv import ConvCase, conv_case, gemm_1x1_problem, img2col_problem, sliced_case, strided_1x1_problem
 from .cube import require_cube_type
 from .cube_kernel import choose_problem_tiling, emit_cube_kernel
 from .depthwise_conv import plan_depthwise
@@ -172,3 +172,30 @@ def lower_conv2d(op, k: KernelContext) -> None:
     choice = pinned or legal[0].name
     k.explain(explain(c, plans, plans[choice]))
     ALGORITHMS[choice](c).emit()
+
+
+
+def sliced_plans(c: ConvCase, partials, splits: int) -> dict[str, Plan | str]:
+    """Every implementation's plan of the split-K form of `c` in `splits` slices
+    (`conv.sliced_case`), or why it does not apply (all of them, with the reason
+    split-K does not)."""
+    try:
+        sliced = sliced_case(c, partials, splits)
+    except ValueError as e:
+        return {name: str(e) for name in ALGORITHMS}
+    return conv_plans(sliced)
+
+
+@kernel_for(fused.Conv2DPartialsOp)
+def lower_conv2d_partials(op: fused.Conv2DPartialsOp, k: KernelContext) -> None:
+    """The K slices' products of a convolution as the batch of one kernel, the
+    fastest legal implementation of the sliced convolution (`sliced_case`),
+    each product stored in fp32 straight from L0C."""
+    c = conv_case(op, k)
+    splits = op.attr_value("splits")
+    plans = sliced_plans(_with_scratch_builder(c), c.out, splits)
+    legal = ranked(plans)
+    if not legal:
+        raise k.unsupported("; ".join(f"{name}: {why}" for name, why in plans.items()))
+    k.explain(f"split-K {splits}: " + explain(c, plans, legal[0]))
+    ALGORITHMS[legal[0].name](sliced_case(c, c.out, splits)).emit()

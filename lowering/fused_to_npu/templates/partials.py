@@ -1,16 +1,21 @@
 """The second kernel of a split-K product: `fused.partials_add_layer_norm` /
-`fused.partials_add_rms_norm` and `fused.partials_bias_act`.
+`fused.partials_add_rms_norm`, `fused.partials_bias_act`, and a split-K
+convolution's `fused.conv_partials_bias_act`.
 
 `fused.matmul_partials` leaves one fp32 (M, N) plane per K slice; these row
 kernels read every plane of a tile (each plane a FULL operand of its own: the
 same tensor from the plane's offset), add them up in fp32 as the tile arrives,
 then apply the epilogue the unsplit product would have had: bias, residual, and
-a norm or an activation, rounding once.
+a norm or an activation, rounding once. A convolution's partials are NC1HWC0
+images stacked along N (`fused.conv2d_partials`): each is a FULL operand in the
+result's blocked layout, from its image's offset.
 """
 
 from __future__ import annotations
 
+import copy
 import math
+from dataclasses import replace
 
 from xdsl.dialects.builtin import f32
 
@@ -18,7 +23,7 @@ from ....dialects import fused, npu
 from ....dialects.ge.formats import Format
 from ..context import GmTensor, KernelContext, named
 from .registry import kernel_for
-from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel, operand_role
+from ..row_kernel import Role, RowOperand, RowView, blocked_view, emit_row_kernel, operand_role
 from ..vector_emitter import Operand, Tile, VectorEmitter, add_rounded_terms, add_terms
 from .cube import activate
 from .normalization import check_row_formats, layer_norm_rows
@@ -78,13 +83,8 @@ def lower_partials_add_norm(op, k: KernelContext) -> None:
     emit_row_kernel(k, view, body)
 
 
-@kernel_for(fused.PartialsBiasActOp)
-def lower_partials_bias_act(op: fused.PartialsBiasActOp, k: KernelContext) -> None:
-    """act(sum of the partials + bias + residual), rounded once."""
-    x = named(op, k.inputs)
-    splits = x.partials.shape[0]
-    view = _view(k, x.partials, [x.bias, x.residual], [])
-    act = op.attr_value("act")
+def _bias_act(k: KernelContext, view: RowView, splits: int, act: str) -> None:
+    """The row kernel of act(sum of the `splits` planes + the other inputs), rounded once."""
 
     def body(v, ins, outs):
         work = _sum(v, ins[:splits], ins[splits:])
@@ -93,3 +93,36 @@ def lower_partials_bias_act(op: fused.PartialsBiasActOp, k: KernelContext) -> No
         v.release(work)
 
     emit_row_kernel(k, view, body)
+
+
+@kernel_for(fused.PartialsBiasActOp)
+def lower_partials_bias_act(op: fused.PartialsBiasActOp, k: KernelContext) -> None:
+    """act(sum of the partials + bias + residual), rounded once."""
+    x = named(op, k.inputs)
+    _bias_act(k, _view(k, x.partials, [x.bias, x.residual], []), x.partials.shape[0], op.attr_value("act"))
+
+
+def _image_planes_view(k: KernelContext, partials: GmTensor, terms: list[GmTensor | None]) -> RowView:
+    """The result's blocked view (`blocked_view`: bias per channel, a residual in
+    the result's layout) with the partials' images first, one FULL plane each."""
+    out = k.outputs[0]
+    if partials.format != out.format or out.format != Format.NC1HWC0:
+        raise k.unsupported(f"convolution partials in {partials.format.value} for a {out.format.value} result "
+                            "(both must be NC1HWC0)")
+    if partials.physical_shape[-1] != out.physical_shape[-1]:
+        raise k.unsupported(f"fp32 partials in blocks of {partials.physical_shape[-1]} channels for a {out.element_type} "
+                            f"result in blocks of {out.physical_shape[-1]} (the planes must share its layout)")
+    of_terms = copy.copy(k)  # the view of the terms alone: the planes' shape is not the result's
+    of_terms.inputs = [t for t in terms if t is not None]
+    view = blocked_view(of_terms, vectors=True)
+    image = out.physical_numel
+    planes = [RowOperand(partials, Role.FULL, base=s * image) for s in range(partials.physical_numel // image)]
+    return replace(view, inputs=[*planes, *view.inputs])
+
+
+@kernel_for(fused.ConvPartialsBiasActOp)
+def lower_conv_partials_bias_act(op: fused.ConvPartialsBiasActOp, k: KernelContext) -> None:
+    """act(sum of the partials' images + bias + residual), rounded once."""
+    x = named(op, k.inputs)
+    view = _image_planes_view(k, x.partials, [x.bias, x.residual])
+    _bias_act(k, view, x.partials.shape[0] // k.outputs[0].shape[0], op.attr_value("act"))

@@ -324,3 +324,19 @@ func.func @main(%p: tensor<2x8x32xf16>, %r: tensor<8x32xf16>, %g: tensor<32xf16>
   %y, %s = fused.partials_add_rms_norm %p, %r, %g : (tensor<2x8x32xf16>, tensor<8x32xf16>, tensor<32xf16>) -> (tensor<8x32xf16>, tensor<8x32xf16>)
   func.return
 }
+
+// -----
+
+func.func @main(%x: tensor<1x48x7x7xf32>, %w: tensor<32x48x1x1xf32>) {
+  // expected-error @+1 {{'fused.conv2d_partials' op splits must be at least 2 and divide the 48 input channels, got 5}}
+  %p = fused.conv2d_partials %x, %w {splits = 5} : (tensor<1x48x7x7xf32>, tensor<32x48x1x1xf32>) -> tensor<5x32x7x7xf32>
+  func.return
+}
+
+// -----
+
+func.func @main(%p: tensor<4x32x7x7xf16>) {
+  // expected-error @+1 {{'fused.conv_partials_bias_act' op partials must be (splits x N, O, H, W) f32 of 2 or more splits for a result tensor<1x32x7x7xf32>, got tensor<4x32x7x7xf16>}}
+  %y = fused.conv_partials_bias_act %p : (tensor<4x32x7x7xf16>) -> tensor<1x32x7x7xf32>
+  func.return
+}

@@ -55,6 +55,17 @@ func.func @split_k(%x: tensor<8x64xf16>, %w: tensor<64x32xf16>, %r: tensor<8x32x
   func.return
 }
 
+// CHECK-LABEL: func.func @split_k_conv(
+func.func @split_k_conv(%x: tensor<1x64x7x7xf32>, %w: tensor<32x64x1x1xf32>, %b: tensor<32xf32>, %r: tensor<1x32x7x7xf32>) {
+  // CHECK-NEXT: %p = fused.conv2d_partials %x, %w {splits = 4} : (tensor<1x64x7x7xf32>, tensor<32x64x1x1xf32>) -> tensor<4x32x7x7xf32>
+  // CHECK-NEXT: %y = fused.conv_partials_bias_act %p bias %b residual %r {act = "relu"} : (tensor<4x32x7x7xf32>, tensor<32xf32>, tensor<1x32x7x7xf32>) -> tensor<1x32x7x7xf32>
+  // GENERIC: "fused.conv2d_partials"(%x, %w) <{
+  // GENERIC: "fused.conv_partials_bias_act"(%p, %b, %r) <{
+  %p = fused.conv2d_partials %x, %w {splits = 4} : (tensor<1x64x7x7xf32>, tensor<32x64x1x1xf32>) -> tensor<4x32x7x7xf32>
+  %y = fused.conv_partials_bias_act %p bias %b residual %r {act = "relu"} : (tensor<4x32x7x7xf32>, tensor<32xf32>, tensor<1x32x7x7xf32>) -> tensor<1x32x7x7xf32>
+  func.return
+}
+
 // CHECK-LABEL: func.func @vector(
 func.func @vector(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>, %m: tensor<4x8xf32>, %bm: tensor<8xi1>) {
   // CHECK-NEXT: %y, %s = fused.add_layer_norm %x, %r, %g, %b {epsilon = 1.0e-06} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
