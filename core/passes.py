@@ -25,6 +25,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
+from .collector import cyclic_gc_paused
 from .diagnostics import CompileError
 from .parsing import verify_module
 
@@ -212,8 +213,9 @@ class PipelinePass(ModulePass):
         raise NotImplementedError
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for stage in self.stages():
-            run_pass(stage, ctx, op)
+        with cyclic_gc_paused():  # a pipeline run by a driver other than run_pipeline (core/collector.py)
+            for stage in self.stages():
+                run_pass(stage, ctx, op)
 
 
 # ---- instrumentation --------------------------------------------------------------------
@@ -286,5 +288,7 @@ def run_pass(p: ModulePass, ctx: Context, module: ModuleOp) -> None:
 
 
 def run_pipeline(passes: list[ModulePass], ctx: Context, module: ModuleOp) -> None:
-    for p in passes:
-        run_pass(p, ctx, module)
+    """Run the passes in order, the cycle collector paused (core/collector.py)."""
+    with cyclic_gc_paused():
+        for p in passes:
+            run_pass(p, ctx, module)

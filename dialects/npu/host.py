@@ -44,9 +44,9 @@ from xdsl.ir import SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, var_operand_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
+from ...core.symbols import lookup_symbol
 from ..ge.base import Kind, to_attribute
 from ..ge.const import RandomAttr, constant_value
 from ..ge.formats import format_of, physical_shape, to_physical, with_format
@@ -199,7 +199,7 @@ class LaunchOp(NpuOp):
         return cls.build(operands=[[SSAValue.get(a) for a in args]], properties=properties)
 
     def kernel_op(self):
-        return SymbolTable.lookup_symbol(self, self.callee)
+        return lookup_symbol(self, self.callee)  # not a scan per launch (core/symbols.py)
 
     def written_values(self) -> dict[int, str]:
         """`npu.writes`: argument position -> name of the value written there."""
