@@ -307,6 +307,19 @@ def dim_layouts(
     return (*batch_layouts, DimLayout(m, m1 * m0, n0), DimLayout(n, n1 * n0, 1, n0, m1 * m0 * n0))
 
 
+def same_image(logical_shape: Sequence[int], a: Format | str, b: Format | str, element_type) -> bool:
+    """Whether a tensor of `logical_shape` lies in memory element for element the
+    same in formats `a` and `b` (no padding either side, every logical index at
+    one offset): a conversion between them moves nothing. NC1HWC0 of one pixel
+    per image with whole channel blocks is ND (a pooled feature map before its
+    classifier), as is FRACTAL_NZ of n0 columns and whole m0-row blocks."""
+    shape = tuple(logical_shape)
+    if math.prod(physical_shape(shape, a, element_type)) != math.prod(physical_shape(shape, b, element_type)):
+        return False
+    pairs = zip(shape, dim_layouts(shape, a, element_type), dim_layouts(shape, b, element_type))
+    return all(la.offset(i) == lb.offset(i) for size, la, lb in pairs for i in range(size))
+
+
 def physical_bytes(t: TensorType) -> int:
     """Bytes the tensor occupies in memory in its format, padding included."""
     shape = physical_shape(t.get_shape(), format_of(t), t.element_type)

@@ -37,7 +37,7 @@ from ...core.diagnostics import op_error
 from ...core.passes import record_statistic
 from ...core.progress import progress
 from ...dialects import fused, ge, npu
-from ...dialects.ge.formats import Format, format_of, physical_shape, with_format
+from ...dialects.ge.formats import Format, format_of, physical_shape, same_image, with_format
 from ...simulator.hardware import load_preset
 from ...core.signature import NAME_ATTR, input_specs, main_function, output_specs
 from .context import GmTensor, KernelContext, print_notes
@@ -54,17 +54,33 @@ _ALIASING_OPS = (ge.IdentityOp, ge.DropoutOp)
 
 
 def _through_reshapes(value: SSAValue) -> SSAValue:
-    """The value `value` is an ND reshape (or identity) of, through any chain of them."""
-    while isinstance(value.owner, (ge.ReshapeOp, *_ALIASING_OPS)) and all(
-        _is_nd(v.type) for v in (value.owner.operands[0], value)
-    ):
+    """The value `value` is an ND reshape (or identity, or a conversion that moves
+    nothing) of, through any chain of them."""
+    while (
+        isinstance(value.owner, (ge.ReshapeOp, *_ALIASING_OPS))
+        and all(_is_nd(v.type) for v in (value.owner.operands[0], value))
+    ) or _moves_nothing(value.owner):
         value = value.owner.operands[0]
     return value
 
 
+def _moves_nothing(op) -> bool:
+    """A `ge.transdata` between two formats that lay its tensor out alike
+    (`same_image`: a pooled NC1HWC0 feature map into ND before its classifier):
+    its result is a view of its input's buffer, not a kernel's copy."""
+    if not isinstance(op, ge.TransDataOp):
+        return False
+    t = op.input.type
+    return same_image(t.get_shape(), format_of(t), format_of(op.result.type), t.element_type)
+
+
+def _physical(t: TensorType) -> tuple[int, ...]:
+    return physical_shape(t.get_shape(), format_of(t), t.element_type)
+
+
 def gm_memref(t: TensorType):
     """The GM memref holding a tensor's physical image."""
-    return npu.memref(physical_shape(t.get_shape(), format_of(t), t.element_type), t.element_type, "gm")
+    return npu.memref(_physical(t), t.element_type, "gm")
 
 
 @dataclass(frozen=True)
@@ -165,7 +181,7 @@ class _HostPlanBuilder:
             if source is value:
                 destinations[value] = out
             elif source not in destinations:
-                destinations[source] = self._host(npu.GmViewOp.of(out, source.type.get_shape())).result
+                destinations[source] = self._host(npu.GmViewOp.of(out, _physical(source.type))).result
                 self.routed.add(value)
         return destinations
 
@@ -177,9 +193,9 @@ class _HostPlanBuilder:
             self._bind(op.result, const.result)
         elif isinstance(op, _ALIASING_OPS):
             self.buffers[op.results[0]] = self.buffers[op.operands[0]]
-        elif isinstance(op, ge.ReshapeOp) and _is_nd(op.input.type) and _is_nd(op.result.type):
-            view = self._host(npu.GmViewOp.of(self.buffers[op.input], op.result.type.get_shape()))
-            self._bind(op.result, view.result)
+        elif (isinstance(op, ge.ReshapeOp) and _is_nd(op.input.type) and _is_nd(op.result.type)) or _moves_nothing(op):
+            view = self._host(npu.GmViewOp.of(self.buffers[op.operands[0]], _physical(op.results[0].type)))
+            self._bind(op.results[0], view.result)
         else:
             self._launch_kernel(op)
 
