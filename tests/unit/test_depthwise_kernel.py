@@ -173,3 +173,28 @@ def test_small_planes_share_a_tile_and_match_the_reference(params, capsys):
     check_lowering(_compiled(full, "ascend910"), "ascend910", pipeline="ge-lower-to-npu{hw=ascend910 debug=true}")
     note = next(line for line in capsys.readouterr().err.splitlines() if "depthwise conv" in line)
     assert int(re.search(r"(\d+) plane\(s\) per tile", note).group(1)) > 1, note
+
+
+def _live(size: int, out: int, k: int, stride: int, pad: int) -> int:
+    return sum(any(0 <= o * stride + i - pad < size for o in range(out)) for i in range(k)) or 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_taps_reading_only_padding_have_no_instruction(seed):
+    """A window wider than the map it slides over (5x5 over 1 or 2 pixels, 7x7 over 1 to 3,
+    EfficientNet's last stages): the taps at which every output reads padding
+    add zeros, so each tile issues a vmul / vmla for the live taps only; the
+    numbers those of the reference."""
+    r = random.Random(seed)
+    k, s = r.choice([5, 7]), r.choice([1, 2])
+    h, w, c = r.randint(1, k // 2), r.randint(1, k // 2), r.choice([8, 13, 24])
+    fmt = r.choice(["NC1HWC0", None])
+    params = dict(n=r.choice([1, 2]), c=c, o=c, groups=c, h=h, w=w, kh=k, kw=k, strides=(s, s), pads=(k // 2,) * 4,
+                  bias=False, act=None, dtype=r.choice(["f16", "f32"]), x_format=fmt, y_format=fmt)
+    module = _compiled(params, "tiny")
+    check_lowering(module, "tiny")
+    kernel = next(k for k in module.walk() if isinstance(k, npu.KernelOp) and any(isinstance(i, npu.VMlaOp) for i in k.walk()))
+    firsts = sum(isinstance(op, npu.VMulOp) for op in kernel.walk())
+    taps = firsts + sum(isinstance(op, npu.VMlaOp) for op in kernel.walk())
+    oh, ow = (h + 2 * (k // 2) - k) // s + 1, (w + 2 * (k // 2) - k) // s + 1
+    assert taps == firsts * _live(h, oh, k, s, k // 2) * _live(w, ow, k, s, k // 2) < firsts * k * k, params

@@ -16,7 +16,9 @@ loads, stores and tile bodies this kernel shares):
   tap is ONE instruction over the whole tile (source row stride sw * C0, the
   tap's C0 weights read with row stride 0): a `vmul` into the accumulator for
   the first tap, a `vmla` (acc += input * weights, the product rounded as a
-  `vmul` would) for each other one;
+  `vmul` would) for each other one; a tap at which every output reads padding
+  (a window wider than the padded map's image part: 5x5 over 2x2) adds zeros
+  and has no instruction (`live_taps`);
 * the weights of the plane's C0 channels, (C0 x KH*KW) in GM, are loaded once
   per tile and turned into (KH*KW x C0) rows by one `vtranspose`;
 * bias (one C0 row, row stride 0) and the activation are applied to the whole
@@ -154,11 +156,16 @@ class DepthwiseKernel(_PoolKernel):
         self.bias_splat = None if bias is None else bias.splat()
         self.temps = ACT_TEMPS.get(act, MAX_ACT_TEMPS)
         self.planes = 1
+        self.taps = [
+            (i, j)
+            for i in live_taps(g.h, g.oh, g.kh, g.strides[0], g.dilations[0], g.pads[0])
+            for j in live_taps(g.w, g.ow, g.kw, g.strides[1], g.dilations[1], g.pads[1])
+        ]
         self._choose_tiles()
 
     def _title(self) -> str:
         g = self.g
-        return f"depthwise conv {g.kh}x{g.kw} (vector unit, {g.window} instructions per tile)"
+        return f"depthwise conv {g.kh}x{g.kw} (vector unit, {len(self.taps)} instructions per tile)"
 
     # ---- buffers -------------------------------------------------------------------------------
 
@@ -400,12 +407,11 @@ class DepthwiseKernel(_PoolKernel):
             b.emit(npu.VCastOp, self.buf["in"], 0, source, 0, cols=planes * plane_in)
         pixels, step = self._pixels(rs, cs), self.cols.stride * lanes
         for p in range(planes):
-            for i in range(g.kh):
-                for j in range(g.kw):
-                    offset = p * plane_in + (i * g.dilations[0] * self.pitch + j * g.dilations[1]) * lanes
-                    tap = (i * g.kw + j) * planes * lanes + p * lanes
-                    b.emit(npu.VMulOp if i == j == 0 else npu.VMlaOp, source, b.add(base, offset), self.buf["w"], tap,
-                           acc, p * plane_out, rows=pixels, cols=lanes, strides=[step, 0, lanes])
+            for n, (i, j) in enumerate(self.taps):
+                offset = p * plane_in + (i * g.dilations[0] * self.pitch + j * g.dilations[1]) * lanes
+                tap = (i * g.kw + j) * planes * lanes + p * lanes
+                b.emit(npu.VMlaOp if n else npu.VMulOp, source, b.add(base, offset), self.buf["w"], tap,
+                       acc, p * plane_out, rows=pixels, cols=lanes, strides=[step, 0, lanes])
         return acc
 
     def _epilogue(self, acc, rs: _Span, cs: _Span, planes: int = 1) -> None:
@@ -454,7 +460,7 @@ class DepthwiseKernel(_PoolKernel):
         out_bytes = pixels * lanes * acc_bytes
         all_bytes = (planes - 1) * rows.tile * out_pitch * lanes * acc_bytes + out_bytes  # the planes' outputs
         height = rows.extent(rows.tile)
-        per_plane = g.window * vector_cycles(hw, "binary", out_bytes)  # one vmul or vmla per tap
+        per_plane = len(self.taps) * vector_cycles(hw, "binary", out_bytes)  # one vmul or vmla per live tap
         per_plane += 4 * vector_cycles(hw, "data_movement", 2 * height * lanes * acc_bytes)  # the padding, at most
         if self.bias_t is not None:
             per_plane += vector_cycles(hw, "binary", out_bytes)
@@ -473,7 +479,7 @@ class DepthwiseKernel(_PoolKernel):
         load = one_load.cycles + (planes - 1) * one_load.data_cycles
         load_data = planes * one_load.data_cycles
         store = transfer_cost(hw, "ub_to_gm", planes * rows.tile, cols.tile * lanes * itemsize)
-        scalar = planes * (g.window + 24) * hw.scalar_instruction_cycles + 20  # instructions and index math
+        scalar = planes * (len(self.taps) + 24) * hw.scalar_instruction_cycles + 20  # instructions and index math
         first = load + vector + store.cycles
         # npu-insert-sync lets a tile's load overlap the vector work of the tile
         # before it in its loop iteration (ping, pong), but the next iteration's
@@ -500,6 +506,16 @@ class DepthwiseKernel(_PoolKernel):
                 first += size
             per_core.append(runs)
         return per_core
+
+
+def live_taps(size: int, out: int, kernel: int, stride: int, dilation: int, before: int) -> list[int]:
+    """The window positions along one dim at which some output reads inside the
+    image; at the others every output reads padding (a 5x5 window over a 2x2
+    map padded by 2 reads the image at 3 of its 5 rows), their products are
+    zeros and their instructions are left out (one is kept if none is live: it
+    initialises the accumulator)."""
+    live = [i for i in range(kernel) if any(0 <= o * stride + i * dilation - before < size for o in range(out))]
+    return live or [0]
 
 
 def plan_depthwise(k: KernelContext, g, x, w, bias, residual, out, act: str) -> DepthwiseKernel:
