@@ -37,8 +37,10 @@ def test_llama_layer_chunked_matches_reference(devices, chunks):
         # The chunks' outputs are concatenated; nothing computes after the last collective.
         assert names[-3:] == ["ge.all_reduce", "ge.concat", "func.return"]
         # Chunk c+1's output projection stands between chunk c's all_reduce and its reader.
+        ops = [op for op in f.body.block.ops if op.name != "ge.const"]
         first = names.index("ge.all_reduce")
-        assert "ge.matmul" in names[first + 1 : names.index("ge.add")]
+        reader = next(i for i, op in enumerate(ops) if ops[first].results[0] in op.operands)
+        assert "ge.matmul" in names[first + 1 : reader]
     assert_devices_match_reference(source, module)
 
 
@@ -57,6 +59,17 @@ def test_output_residual_joins_device_zero_summand():
         assert f.body.block.last_op.operands[0] is reduce.result
     # Device 0 adds the residual to its partial sum; device 1 reduces its matmul's.
     assert last_ops == ["ge.add", "ge.matmul"]
+
+
+def test_residual_before_a_norm_joins_device_zero_summand():
+    """The attention's residual joins device 0's summand too: every device's norm
+    reads the all_reduce itself (no add repeated on each device after it)."""
+    source, module = partitioned(EXAMPLES / "llama_layer.mlir", "ge-partition{devices=2 strategy=tp}")
+    for d, f in enumerate(device_functions(module)):
+        first = [op for op in f.body.block.ops if isinstance(op, ge.AllReduceOp)][0]
+        readers = {use.operation.name for use in first.result.uses}
+        assert readers == {"ge.rms_norm"} | ({"ge.add"} if d == 0 else set())
+        assert first.input.owner.name == ("ge.add" if d == 0 else "ge.matmul")
 
 
 def test_chunks_concat_is_placed_by_the_collectives():

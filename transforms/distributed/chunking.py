@@ -73,9 +73,10 @@ def _row_independent_tail(ops: list[Operation], ret: Operation, rows: int, chunk
     """The tail that keeps the rows split from its inputs to the outputs (nothing
     gathered whole) and runs the most collectives in chunks, with its plan; None
     when no tail chunks a collective. Of those, one whose chunked collectives read
-    values the chunk computes (each waits only for its own rows' work, not for a
-    whole product sliced), and of those the shortest: the ops before it run once on
-    whole values (no slices of intermediate tensors, fewer kernels per chunk)."""
+    their chunk's own product (`_reads_own_product`: each waits only for its own
+    rows' work, not for a whole product sliced), and of those the shortest: the
+    ops before it run once on whole values (no slices of intermediate tensors,
+    fewer kernels per chunk)."""
     best: tuple[tuple[int, bool, int], Plan] | None = None
     last_comm = max((i for i, op in enumerate(ops) if isinstance(op, COMMUNICATION)), default=-1)
     for start in range(last_comm + 1):
@@ -87,11 +88,30 @@ def _row_independent_tail(ops: list[Operation], ret: Operation, rows: int, chunk
         if mixed or any(plan.layouts[v] != split(0) for v in ret.operands):
             continue
         comms = [op for op in tail if isinstance(op, COMMUNICATION) and plan.layouts[op.results[0]] != REPLICATED]
-        computed = all(v.owner in tail for op in comms for v in op.operands)
+        members = set(tail)
+        computed = all(_reads_own_product(op, members) for op in comms)
         key = (len(comms), computed, start)
         if comms and (best is None or key > best[0]):
             best = (key, plan)
     return None if best is None else (best[0][2], best[1])
+
+
+def _reads_own_product(comm: Operation, tail: set[Operation]) -> bool:
+    """Whether a collective's operand is computed in the tail from a product of
+    the chunk (through row-wise ops such as a residual added to the summand), so
+    that the chunk's collective waits for its own rows' product, not for a whole
+    product computed before the tail and sliced."""
+    seen: set[Operation] = set()
+    work = [v.owner for v in comm.operands]
+    while work:
+        op = work.pop()
+        if op in seen or op not in tail or isinstance(op, COMMUNICATION):
+            continue
+        if isinstance(op, (ge.MatmulOp, ge.BatchMatmulOp)):
+            return True
+        seen.add(op)
+        work.extend(v.owner for v in op.operands)
+    return False
 
 
 def _row_layout(value: SSAValue, rows: int, chunks: int) -> Layout:

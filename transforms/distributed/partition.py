@@ -217,13 +217,17 @@ class DeviceBuilder:
         return self.add(ge.SliceOp.new(whole, starts=starts, ends=ends, steps=[1] * len(dims))).result
 
     def fold_into_reduction(self, op: Operation) -> bool:
-        """`x + p` with `p` partial sums and `x` whole, the sum an output: device 0
-        adds `x` to its summand before the all_reduce, the others reduce theirs, and
-        the reduction's result is the output. Nothing is left to compute after the
-        last collective (a kernel there would pay a launch once the link is done)."""
+        """`x + p` with `p` partial sums and `x` whole (a residual): device 0 adds
+        `x` to its summand before the all_reduce (in its product's epilogue), the
+        others reduce theirs, and the reduction's result is the sum. No device adds
+        `x` after the collective: where the sum is an output nothing is left to
+        compute after the last collective (a kernel there would pay a launch once
+        the link is done), and where a norm reads it (a pre-norm transformer's
+        residual stream) every device runs the norm alone instead of the add and
+        the norm it would repeat."""
         if not isinstance(op, ge.AddOp) or self.plan.requires[op] != [REPLICATED, REPLICATED]:
             return False
-        if any(not isinstance(u.operation, func.ReturnOp) for u in op.result.uses):
+        if self.plan.layouts[op.result] != REPLICATED:
             return False
         sources = [self.plan.layouts[v] for v in op.operands]
         if sorted(s.kind for s in sources) != ["partial", "replicated"]:
