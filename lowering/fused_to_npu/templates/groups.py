@@ -301,10 +301,9 @@ class _GroupKernel:
             if not is_plane_source(arg):
                 read.append((t, arg, None))
                 continue
-            for use in arg.uses:
-                plane = use.operation.results[0]
-                if all(r != plane for _, r, _ in read):
-                    read.append((t, plane, plane_offset(use.operation)))
+            for op in self.op.body_ops():  # in body order: the same order every time
+                if op.operands and op.operands[0] is arg and plane_offset(op) is not None:
+                    read.append((t, op.results[0], plane_offset(op)))
         return read
 
     def _operand(self, t: GmTensor, value: Value, base: int | None = None) -> RowOperand:
