@@ -8,6 +8,7 @@ onnxruntime, as `bench/models.py` does for the committed set.
     python bench/transformer_rows.py                 # all three, ascend910
     python bench/transformer_rows.py --only llama    # one
     python bench/transformer_rows.py --phases        # also each phase's cycles (bench/phase_anatomy.py's split)
+                                                     # and its own roofline (cube, vector or HBM bound over all cores)
 
 Columns: cycles, the module's roofline (`roofline_cycles` of the simulation
 report: its kernels' work at the precision compiled), roofline / cycles, the
@@ -56,6 +57,7 @@ def measure(name: str, folder: str, phases: bool) -> dict:
     from gecomp.bench.models import run
     from gecomp.simulator.npu import simulate
     from gecomp.simulator.npu.anatomy import phase_anatomy
+    from gecomp.simulator.npu.plots import task_bounds
 
     path = os.path.join(folder, f"{name}.onnx")
     export.SEQ = SEQUENCE
@@ -74,8 +76,11 @@ def measure(name: str, folder: str, phases: bool) -> dict:
     row = dict(model=name, cycles=sim.cycles, roofline=sim.roofline_cycles, check=sim.worst_ratio,
                compile_s=compile_s, largest=f"{largest.name} {largest.cycles / sim.cycles:.1%}" if largest else "")
     if phases:
+        bounds = {task: bound for task, bound, _ in task_bounds(report)}
         for p in anatomy:
-            print(f"  {name} {p.cycles:>7} {p.cycles / sim.cycles:6.1%}  fill {p.fill:>5} work {p.work:>5}  {p.name}")
+            bound = bounds.get(p.name, 0.0)
+            print(f"  {name} {p.cycles:>7} {p.cycles / sim.cycles:6.1%}  bound {bound:>6.0f} ({bound / max(p.cycles, 1):4.0%})"
+                  f"  fill {p.fill:>5} work {p.work:>5}  {p.name}")
     return row
 
 
