@@ -104,6 +104,13 @@ class MultiDeviceReport:
                     f"{t.name:<16}{t.device:>7}{t.nbytes:>12}"
                     f"{t.cost.algorithm:>18}{t.cost.steps:>7}{t.start:>11.3f}{t.duration:>10.3f}"
                 )
+        runs = [t for t in self.tasks if t.kind == "compute" and t.start is not None]
+        if runs:
+            # Where each device's compute goes: every run pays a launch of its own
+            # (`ge-sim` of one run gives its kernels: `segment_module`).
+            lines += ["", f"{'compute run':<28}{'device':>7}{'ops':>5}{'start_us':>11}{'time_us':>10}"]
+            for t in runs:
+                lines.append(f"{t.name:<28}{t.device:>7}{len(t.ops):>5}{t.start:>11.3f}{t.duration:>10.3f}")
         if self.link_bytes:
             lines += ["", "link bytes: " + ", ".join(f"{a}->{b} {int(n)}" for (a, b), n in sorted(self.link_bytes.items()))]
         return "\n".join(lines)

@@ -14,6 +14,8 @@
 // CHECK-NEXT: 0
 // CHECK-NEXT: 1
 // CHECK: all_reduce 0 16384 mesh 2
+// CHECK: compute run device ops start_us time_us
+// CHECK-NEXT: matmul+gelu 0 3 0.000
 // CHECK: link bytes: 0->1 16384, 1->0 16384
 // TRACE: "name": "device 0"
 // TRACE: "name": "communication stream"
