@@ -156,7 +156,7 @@ class _PhaseMove:
         self.hw = hw
         self.constants = constants
         self.phase_ops = set(phase)
-        self.previous_spans = [s for s in (span_of(a) for a in _allocs(previous)) if s is not None]
+        self.previous_spans = [s for s in (span_of(a) for a in _buffers(previous)) if s is not None]
         self.phase_allocs = _allocs(phase)
         self.moved: list[Operation] = []  # in their order in the phase
         self.relocated: dict[npu.AllocOp, int] = {}
@@ -327,6 +327,21 @@ def mte2_slack(ops, hw: HardwarePreset) -> int:
 
 def _allocs(ops: list[Operation]) -> list[npu.AllocOp]:
     return [inner for op in ops for inner in op.walk() if isinstance(inner, npu.AllocOp)]
+
+
+def _buffers(ops: list[Operation]) -> list[npu.AllocOp]:
+    """The buffers `ops` allocate or read or write. Not their allocations alone: the
+    allocation of a buffer an earlier barrier's move prefetched into this phase stands
+    before that barrier's wait (and a guarded one left its `scf.if`), yet the phase
+    still reads the buffer."""
+    found = dict.fromkeys(_allocs(ops))
+    for op in ops:
+        for instruction in instructions(op):
+            for i in instruction.buffer_operands():
+                alloc = root_alloc(instruction.operands[i])
+                if alloc is not None:
+                    found.setdefault(alloc)
+    return list(found)
 
 
 def prefetch_constants(kernel: npu.KernelOp, launches: list[npu.LaunchOp], hw: HardwarePreset) -> int:
