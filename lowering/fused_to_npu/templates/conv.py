@@ -311,11 +311,14 @@ class ImageOperand(StagedInL1):
         latency for the slab. An NCHW row is a run per channel (a row of each plane
         of the block: fewer than C0 in an image of 3 colours) whose transpose waits
         for its landing, and the flag it waits on is set only once the load has
-        landed: each row's load waits its own latency, though the rows take the
-        staging buffers in turn (the next load goes while this row is transposed)."""
+        landed: the rows of one turn of the staging buffers (`_staging_copies`) are
+        loaded before any is transposed, so they wait one latency together, and
+        each turn waits its own."""
         g, itemsize = self.g, self.x.itemsize
         if self.x.format == Format.ND:
-            return slab_rows * transfer_cycles(hw, "gm_to_ub", min(g.c0, g.cg), width * itemsize)
+            turns = -(-slab_rows // self._staging_copies())
+            row = stream_cycles(hw, "gm_to_ub", min(g.c0, g.cg), width * itemsize)
+            return turns * hw.paths["gm_to_ub"].latency + slab_rows * row
         return hw.paths["gm_to_ub"].latency + slab_rows * stream_cycles(hw, "gm_to_ub", 1, width * g.c0 * itemsize)
 
     def _gather_rows_at_once(self) -> bool:
@@ -508,15 +511,16 @@ class ImageOperand(StagedInL1):
         base = b.add(batch_offset, b.mul(block, self.block))
         last_channels = g.cg - (g.c1 - 1) * c0
 
-        def row(r: Index, staging) -> None:
+        def row(r: Index, staging, part: str = "both") -> None:
             ih = b.add(ih0, r)
 
             def copy_row() -> None:
                 if columns is None:
                     dst = b.affine(g.pads[1] * c0, (r, wp * c0))
-                    self._copy_columns(b, base, ih, block, last_channels, slab, dst, 0, g.w, staging)
+                    self._copy_columns(b, base, ih, block, last_channels, slab, dst, 0, g.w, staging, part)
                 else:
-                    self._copy_segment(b, base, ih, block, last_channels, slab, b.mul(r, wp * c0), *columns, staging)
+                    self._copy_segment(b, base, ih, block, last_channels, slab, b.mul(r, wp * c0), *columns, staging,
+                                       part)
 
             if_less(b, [(-1, ih), (ih, g.h)], copy_row)
 
@@ -525,9 +529,11 @@ class ImageOperand(StagedInL1):
             with b.loop(0, rows, name="irow") as r:
                 row(r, None)
             return
-        # NCHW rows go through the transpose's staging buffers in turn: the next row's
-        # planes land while this one's are transposed (with one buffer each row's
-        # load waited for the previous transpose, a latency per row). When every block
+        # NCHW rows go through the transpose's staging buffers in turn, a turn's loads
+        # issued before its transposes: a transpose's flag is set on MTE2 once its
+        # row has landed, so a load issued after it waited for that landing (a
+        # latency per row); loaded first, the turn's rows wait one latency together,
+        # and the next turn's land while this one's are transposed. When every block
         # is the short last one (C < C0, an image's 3 colours) the planes no copy
         # writes are zeroed once per slab, not before each row: a zeroing on the
         # vector unit ahead of a row's load would wait behind the previous transpose.
@@ -537,13 +543,14 @@ class ImageOperand(StagedInL1):
                 b.emit(npu.VDupOp, staging, 0, cols=c0 * round_up(g.w, FRACTAL), value=0.0)
         copies = len(self._staging)
         with b.loop(0, rows // copies, name="irow", pipelined=copies > 1) as pair:
-            for j, staging in enumerate(self._staging):
-                row(b.affine(j, (pair, copies)), staging)
+            for part in ("load", "transpose"):
+                for j, staging in enumerate(self._staging):
+                    row(b.affine(j, (pair, copies)), staging, part)
         for j in range(rows % copies):
             row(rows - rows % copies + j, self._staging[j])
 
     def _copy_segment(self, b: KernelBuilder, base: Index, ih: Index, block: Index, last_channels: int, slab,
-                      dst: Index, p0: Index, pixels: int, staging=None) -> None:
+                      dst: Index, p0: Index, pixels: int, staging=None, part: str = "both") -> None:
         """The input columns of output pixels p0 .. p0 + pixels of the one output row:
         clipped to the image in static cases for the few tiles at its ends (known by
         p0), one run-time-offset copy for the others."""
@@ -555,7 +562,7 @@ class ImageOperand(StagedInL1):
             lo, hi = max(0, start), min(g.w, start + width)
             if lo < hi:
                 self._copy_columns(b, base, ih, block, last_channels, slab, b.add(dst, (lo - start) * g.c0), lo, hi - lo,
-                                   staging)
+                                   staging, part)
 
         if isinstance(p0, int):
             clipped(p0)
@@ -569,10 +576,11 @@ class ImageOperand(StagedInL1):
         if first <= last:
             start = b.sub(b.mul(p0, sw), left)
             if_less(b, [(first - 1, p0), (p0, last + 1)],
-                    lambda: self._copy_columns(b, base, ih, block, last_channels, slab, dst, start, width, staging))
+                    lambda: self._copy_columns(b, base, ih, block, last_channels, slab, dst, start, width, staging,
+                                               part))
 
     def _copy_columns(self, b: KernelBuilder, base: Index, ih: Index, block: Index, last_channels: int, slab,
-                      dst: Index, col: Index, count: int, staging=None) -> None:
+                      dst: Index, col: Index, count: int, staging=None, part: str = "both") -> None:
         """Input row `ih`, columns col .. col + count, of channel block `block` -> the
         slab at `dst` as pixels x C0 channels (an NCHW row through `staging`)."""
         g, c0 = self.g, self.g.c0
@@ -580,13 +588,14 @@ class ImageOperand(StagedInL1):
             src = b.add(base, b.mul(b.add(b.mul(ih, g.w), col), c0))
             b.emit(npu.CopyOp, self.x.value, src, slab, dst, cols=count * c0)
         else:
-            self._transposed_row(b, b.add(base, col), ih, block, last_channels, slab, dst, count, staging)
+            self._transposed_row(b, b.add(base, col), ih, block, last_channels, slab, dst, count, staging, part)
 
     def _transposed_row(self, b: KernelBuilder, base: Index, ih: Index, block: Index, last_channels: int, slab,
-                        dst: Index, count: int, staging) -> None:
+                        dst: Index, count: int, staging, part: str = "both") -> None:
         """`count` pixels of one NCHW input row of C0 channels: the C0 planes' rows,
         then the vector unit's transpose into pixels x C0 channels (missing channels
-        of the last block are zeros)."""
+        of the last block are zeros). `part`: "load" or "transpose" emits only that
+        half (`_fill_slab` loads a turn's rows before transposing any), "both" both."""
         g, c0 = self.g, self.g.c0
         w16 = round_up(g.w, FRACTAL)
         src = b.add(base, b.mul(ih, g.w))
@@ -595,17 +604,20 @@ class ImageOperand(StagedInL1):
         # others, the rest of the last one over zeros (decided at compile time when
         # the block is known).
         last = block == g.c1 - 1 if isinstance(block, int) else None
-        if last_channels == c0 or last is False:
-            b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=c0, cols=count, strides=[plane, w16])
-        else:
-            if g.c1 > 1 and last is None:
-                with b.when(b.less_than(block, g.c1 - 1)):
-                    b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=c0, cols=count, strides=[plane, w16])
-            with b.when(True if last or g.c1 == 1 else b.equals(block, g.c1 - 1)):
-                if not self._planes_zeroed:
-                    b.emit(npu.VDupOp, staging, 0, cols=c0 * w16, value=0.0)
-                b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=last_channels, cols=count, strides=[plane, w16])
-        b.emit(npu.VTransposeOp, staging, 0, slab, dst, rows=c0, cols=count, strides=[w16, c0])
+        if part != "transpose":
+            if last_channels == c0 or last is False:
+                b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=c0, cols=count, strides=[plane, w16])
+            else:
+                if g.c1 > 1 and last is None:
+                    with b.when(b.less_than(block, g.c1 - 1)):
+                        b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=c0, cols=count, strides=[plane, w16])
+                with b.when(True if last or g.c1 == 1 else b.equals(block, g.c1 - 1)):
+                    if not self._planes_zeroed:
+                        b.emit(npu.VDupOp, staging, 0, cols=c0 * w16, value=0.0)
+                    b.emit(npu.CopyOp, self.x.value, src, staging, 0, rows=last_channels, cols=count,
+                           strides=[plane, w16])
+        if part != "load":
+            b.emit(npu.VTransposeOp, staging, 0, slab, dst, rows=c0, cols=count, strides=[w16, c0])
 
 
 class OihwWeights(StagedInL1):
