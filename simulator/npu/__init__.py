@@ -79,7 +79,8 @@ def simulate(
     if len(inputs) != len(specs):
         raise CompileError(f"@main takes {len(specs)} inputs, got {len(inputs)}", main)
     memory = GlobalMemory(preset)
-    plan = HostPlan(module, main, preset, memory, shortcuts)
+    with cyclic_gc_paused():  # decoding allocates closures by the hundred thousand too
+        plan = HostPlan(module, main, preset, memory, shortcuts)
     plan.allocate(list(inputs))
     kernels: list[KernelRecord] = []
     events: list | None = [] if trace else None

@@ -41,38 +41,62 @@ class GmSide:
     run_bytes: int
 
 
+_METHODS = (
+    (npu.SetFlagOp, "_set_flag"), (npu.WaitFlagOp, "_wait_flag"), (npu.PipeBarrierOp, "_barrier"),
+    (npu.SyncAllOp, "_sync_all"), (npu.SyncAllArriveOp, "_sync_all_arrive"), (npu.SyncAllWaitOp, "_sync_all_wait"),
+    (npu.CrossSetFlagOp, "_cross_set_flag"), (npu.CrossWaitFlagOp, "_cross_wait_flag"),
+    (npu.ReadScalarOp, "_read_scalar"),
+)
+_METHOD_OF: dict[type, str] = {}  # instruction class -> the decoder method of `_METHODS` (else "_compute")
+
+
+@dataclass(eq=False)
+class Fixed:
+    """What an instruction's class, attributes and operand types fix: its attribute
+    values, accesses and their view makers, and (filled by the first instruction
+    decoded with them) its cost and numerics. Made once per distinct instruction
+    of a kernel and shared by its copies (DenseNet-121's 31k instructions are 1,695
+    distinct ones): decoding each from its attributes was most of the decode time."""
+
+    a: object
+    accesses: tuple
+    viewers: tuple
+    cost: tuple | None = None
+    kernel: object = None
+
+
 class InstructionDecoder:
     """Mixin of the kernel decoder: closures for npu instructions."""
 
+    def fixed(self, op: npu.InstructionOp) -> Fixed:
+        """The `Fixed` part of `op`, shared with every instruction of the kernel that
+        has its class, attributes (properties) and operand types."""
+        table = self.__dict__.setdefault("_fixed", {})
+        key = (op.name, tuple(op.properties.items()), tuple(v.type for v in op.operands))
+        found = table.get(key)
+        if found is None:
+            a = op.attr_values()
+            accesses = tuple(op.accesses(a))
+            found = table[key] = Fixed(a, accesses, tuple(access.pattern.viewer() for access in accesses))
+        return found
+
     def instruction_step(self, op: npu.InstructionOp) -> Step:
-        if isinstance(op, npu.SetFlagOp):
-            return self._set_flag(op)
-        if isinstance(op, npu.WaitFlagOp):
-            return self._wait_flag(op)
-        if isinstance(op, npu.PipeBarrierOp):
-            return self._barrier(op)
-        if isinstance(op, npu.SyncAllOp):
-            return self._sync_all(op)
-        if isinstance(op, npu.SyncAllArriveOp):
-            return self._sync_all_arrive(op)
-        if isinstance(op, npu.SyncAllWaitOp):
-            return self._sync_all_wait(op)
-        if isinstance(op, npu.CrossSetFlagOp):
-            return self._cross_set_flag(op)
-        if isinstance(op, npu.CrossWaitFlagOp):
-            return self._cross_wait_flag(op)
-        if isinstance(op, npu.ReadScalarOp):
-            return self._read_scalar(op)
-        return self._compute(op)
+        cls = type(op)
+        method = _METHOD_OF.get(cls)
+        if method is None:
+            method = _METHOD_OF[cls] = next((m for base, m in _METHODS if issubclass(cls, base)), "_compute")
+        if method == "_cross_wait_flag":
+            self.cross_waits += 1
+        return getattr(self, method)(op)
 
     # ---- operands -------------------------------------------------------------------
 
-    def _operands(self, op: npu.InstructionOp, a, pipe: int, aligned: bool = True):
+    def _operands(self, op: npu.InstructionOp, fixed: Fixed, pipe: int, aligned: bool = True):
         """Per access: (buffer slot, offset register, view maker, hazard spec), plus the
         bounds checks of the offsets that are not constants. Accesses to local spaces
         must start aligned, unless not `aligned` (a scalar read of one element)."""
-        slots, regs, views, hazard_specs, checks = [], [], [], [], []
-        for n, access in enumerate(op.accesses(a)):
+        slots, regs, views, hazard_specs, checks = [], [], list(fixed.viewers), [], []
+        for n, access in enumerate(fixed.accesses):
             buffer = self.buffer(op.operands[access.operand])
             offset_value = op.operands[access.operand + 1]
             pattern = access.pattern
@@ -85,7 +109,6 @@ class InstructionDecoder:
             self.note_access(buffer, pipe, access, op)
             slots.append(buffer.slot)
             regs.append(self.reg(offset_value))
-            views.append(pattern.viewer())
             contiguous = pattern.runs()[0] == 1
             hazard_specs.append(
                 (buffer.space, access.writes, pattern, buffer.itemsize, pattern.span * buffer.itemsize, contiguous, buffer.slot)
@@ -161,12 +184,15 @@ class InstructionDecoder:
     # ---- compute and transfer instructions ---------------------------------------------
 
     def _compute(self, op: npu.InstructionOp) -> Step:
-        a = op.attr_values()
+        fixed = self.fixed(op)
+        a = fixed.a
         pipe = PIPE_INDEX[op.pipe_name()]
-        slots, offset_regs, views, hazard_specs, checks = self._operands(op, a, pipe)
-        cycles, latency, gm, stats = self._cost(op, a)
+        slots, offset_regs, views, hazard_specs, checks = self._operands(op, fixed, pipe)
+        if fixed.cost is None:
+            fixed.cost, fixed.kernel = self._cost(op, a), op.kernel(a)
+        cycles, latency, gm, stats = fixed.cost
         streams = isinstance(op, npu.TransferOp)
-        kernel = op.kernel(a)
+        kernel = fixed.kernel
         check = self._issue_checks(op, checks)
         bases = self.bases
         issue_cost = self.hw.scalar_instruction_cycles
@@ -283,8 +309,9 @@ class InstructionDecoder:
     # ---- the scalar read ---------------------------------------------------------------
 
     def _read_scalar(self, op: npu.ReadScalarOp) -> Step:
-        a = op.attr_values()
-        operands = self._operands(op, a, S, aligned=False)
+        fixed = self.fixed(op)
+        a = fixed.a
+        operands = self._operands(op, fixed, S, aligned=False)
         (slot,), (offset_reg,), (view,), (spec,), checks = operands
         accesses = self._accesses(op, S, (spec[:5] + (True,) + spec[6:],))  # one element: contiguous
         check = self._issue_checks(op, checks)
@@ -313,7 +340,7 @@ class InstructionDecoder:
     # ---- synchronisation --------------------------------------------------------------
 
     def _flag(self, op) -> tuple[int, int, tuple]:
-        a = op.attr_values()
+        a = self.fixed(op).a
         if a.event >= self.hw.event_ids:
             raise op_error(
                 op,
@@ -393,7 +420,7 @@ class InstructionDecoder:
         return issue
 
     def _barrier(self, op: npu.PipeBarrierOp) -> Step:
-        a = op.attr_values()
+        a = self.fixed(op).a
         barrier_cost = self.hw.barrier_cost
         cost = self.hw.scalar_instruction_cycles
         if a.pipe == npu.ALL_PIPES:

@@ -69,7 +69,10 @@ class GmBuffer:
 
     @property
     def numel(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return self._numel
+
+    def __post_init__(self) -> None:
+        self._numel = int(np.prod(self.shape, dtype=np.int64))  # the plan's checks ask it per pair of buffers
 
     @property
     def nbytes(self) -> int:
@@ -94,12 +97,25 @@ class Launch:
 
     def modes(self, buffer: GmBuffer) -> tuple[bool, bool]:
         """(reads, writes) of `buffer` by this launch."""
-        reads = writes = False
-        for slot, arg in zip(self.program.arguments, self.args):
-            if arg is buffer:
-                reads |= slot.reads
-                writes |= slot.writes
+        reads, writes, _, _ = self._touches().get(buffer, (False, False, None, None))
         return reads, writes
+
+    def _touches(self) -> dict[GmBuffer, tuple[bool, bool, int | None, int]]:
+        """Per GM buffer passed: (reads, writes, first phase touching it or None, last
+        phase), over every argument slot it is passed as; gathered once per launch, since
+        the plan's checks ask it per pair of buffers (a merged launch passes thousands)."""
+        touches = self.__dict__.get("_touch_table")
+        if touches is not None:
+            return touches
+        touches = {}
+        for slot, arg in zip(self.program.arguments, self.args):
+            reads, writes, first, last = touches.get(arg, (False, False, None, None))
+            if slot.first_phase is not None:
+                first = slot.first_phase if first is None else min(first, slot.first_phase)
+                last = slot.last_phase if last is None else max(last, slot.last_phase)
+            touches[arg] = (reads or slot.reads, writes or slot.writes, first, last)
+        self.__dict__["_touch_table"] = touches
+        return touches
 
     def describe(self) -> str:
         return f"launch of @{self.program.name} on stream {self.stream} ({describe(self.op)})"
@@ -107,14 +123,10 @@ class Launch:
     def phases(self, buffer: GmBuffer) -> tuple[int, int]:
         """The first and last phase of this launch's kernel (split by npu.sync_all)
         that touch `buffer`; the whole kernel if no instruction does."""
-        touched = [
-            (slot.first_phase, slot.last_phase)
-            for slot, arg in zip(self.program.arguments, self.args)
-            if arg is buffer and slot.first_phase is not None
-        ]
-        if not touched:
+        _, _, first, last = self._touches().get(buffer, (False, False, None, None))
+        if first is None:
             return 0, self.program.phases - 1
-        return min(f for f, _ in touched), max(last for _, last in touched)
+        return first, last
 
     def at(self, phase: int) -> str:
         """'#i', naming the phase where the kernel has several."""
@@ -329,10 +341,8 @@ class HostPlan:
             for buffer in dict.fromkeys(launch.args):
                 uses[buffer].append(launch)
         arena = [b for b in self.buffers if b.in_arena and uses[b]]
-        for i, first in enumerate(arena):
-            for second in arena[i + 1 :]:
-                if first.overlaps(second):
-                    self._check_reuse(first, second, uses[first], uses[second])
+        for i, j in _overlapping_pairs(arena):
+            self._check_reuse(arena[i], arena[j], uses[arena[i]], uses[arena[j]])
 
     def _check_reuse(self, a: GmBuffer, b: GmBuffer, uses_a: list[Launch], uses_b: list[Launch]) -> None:
         """Lifetimes run in (launch, phase) order: the phases of one launch are ordered
@@ -403,6 +413,23 @@ class HostPlan:
 
     def local_memory(self) -> LocalMemory:
         return LocalMemory(self.hw, self.slack_bytes)
+
+
+def _overlapping_pairs(buffers: list[GmBuffer]) -> list[tuple[int, int]]:
+    """The pairs (i, j), i < j, of `buffers` that overlap, in the order of a walk over
+    every pair (the first reported is the one that walk meets first), found by a
+    sweep over the buffers sorted by address instead of that walk (an arena of a
+    few thousand buffers: millions of pairs)."""
+    by_address = sorted(range(len(buffers)), key=lambda i: buffers[i].address)
+    pairs = []
+    for n, i in enumerate(by_address):
+        end = buffers[i].address + buffers[i].nbytes
+        for j in by_address[n + 1 :]:
+            if buffers[j].address >= end:  # every later one starts at or after the end
+                break
+            if buffers[i].overlaps(buffers[j]):
+                pairs.append((min(i, j), max(i, j)))
+    return sorted(pairs)
 
 
 def run_plan(plan: HostPlan, check_races: bool, trace: bool, recorder) -> int:

@@ -16,6 +16,7 @@ bounds or misaligned; an event id beyond the preset's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from xdsl.dialects import arith, scf
@@ -122,8 +123,10 @@ class KernelProgram:
     # group (set by `bind_arguments`, `_shared_bytes`)
     gm_groups: dict = field(default_factory=dict)
 
-    @property
+    @cached_property
     def arguments(self) -> list[BufferSlot]:
+        """The GM argument slots (the buffer list is fixed once decoded; a merged
+        kernel has thousands of buffers and the plan asks this per launch)."""
         return [b for b in self.buffers if b.argument is not None]
 
     def bind_arguments(self, arrays: list[np.ndarray], bases: list[int]) -> None:
@@ -232,6 +235,7 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
         self.phase = 0  # the npu.sync_all (or npu.sync_all_arrive) ops decoded so far
         self.open_arrive: npu.SyncAllArriveOp | None = None  # decoding between it and its wait
         self.read_between: list[tuple[BufferSlot, Operation]] = []  # GM reads there, checked at the end
+        self.cross_waits = 0  # npu.cross_wait_flag ops decoded
 
     # ---- registers and buffers --------------------------------------------------------
 
@@ -331,21 +335,20 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
         """Closures for the ops of `block`, and the registers its scf.yield passes on."""
         steps, yields = [], []
         for op in block.ops:
-            if isinstance(op, scf.YieldOp):
+            kind = _kind(op)
+            if kind == "yield":
                 yields = [self.reg(v) for v in op.operands]
-            elif isinstance(op, npu.ReturnOp):
-                pass
-            elif isinstance(op, npu.InstructionOp):
+            elif kind == "instruction":
                 steps.append(self.instruction_step(op))
-            elif isinstance(op, npu.AllocOp):
+            elif kind == "alloc":
                 self._alloc(op)
-            elif isinstance(op, npu.BlockIdxOp):
+            elif kind == "block_idx":
                 self.block_idx_regs.append(self.define(op.result))
-            elif isinstance(op, npu.BlockDimOp):
+            elif kind == "block_dim":
                 self.block_dim_regs.append(self.define(op.result))
-            elif isinstance(op, arith.ConstantOp):
+            elif kind == "constant":
                 self.constant(op.result, constant_value(op))
-            else:
+            elif kind != "return":
                 step = self.scalar_step(op)
                 if step is None:
                     raise unsupported(op)
@@ -374,8 +377,25 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
             flag_latency=self.hw.flag_latency,
             phases=self.phase + 1,
             shortcuts=self.shortcuts,
-            cross_flags=any(isinstance(op, npu.CrossWaitFlagOp) for op in kernel.walk()),
+            cross_flags=self.cross_waits > 0,
         )
+
+
+_KINDS = (
+    (scf.YieldOp, "yield"), (npu.ReturnOp, "return"), (npu.InstructionOp, "instruction"), (npu.AllocOp, "alloc"),
+    (npu.BlockIdxOp, "block_idx"), (npu.BlockDimOp, "block_dim"), (arith.ConstantOp, "constant"),
+)
+_KIND_OF: dict[type, str] = {}
+
+
+def _kind(op: Operation) -> str:
+    """What `block_steps` does with `op`, by its class (an isinstance chain per op
+    over xDSL's abstract classes was a tenth of a large kernel's decode)."""
+    cls = type(op)
+    kind = _KIND_OF.get(cls)
+    if kind is None:
+        kind = _KIND_OF[cls] = next((k for base, k in _KINDS if issubclass(cls, base)), "scalar")
+    return kind
 
 
 def decode_kernel(kernel: npu.KernelOp, hw: HardwarePreset, memory: GlobalMemory, shortcuts: bool = True) -> KernelProgram:
