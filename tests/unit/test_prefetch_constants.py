@@ -211,3 +211,67 @@ def test_a_guard_read_at_run_time_keeps_its_copies():
         f"    scf.if %g {{\n  {LOAD_W}\n    }}"
     )
     assert guarded_copies_moved(module(f"{LOAD_T}\n{runtime}")) == []
+
+
+def test_a_buffer_prefetched_under_a_guard_stays_live_for_the_next_barrier():
+    """Phase 2's first load of %w goes under phase 1's barrier, guarded (its whole
+    phase is in an `scf.if`): its buffer's allocation leaves the branch for the
+    barrier's halves. The next barrier's move must still see that buffer as the
+    previous phase's (phase 2 reads it on V, no flag orders V before the next
+    phase's MTE2 loads): phase 3's load of %w onto the same bytes moves elsewhere.
+    t5_encoder's and conv blocks' merged kernels raced there (the race checker
+    fails the simulation without the fix)."""
+    x = np.random.default_rng(0).standard_normal(512).astype(np.float16)
+    phase_1 = "\n".join(module("", w_offset=1024).split("\n")[2:17])  # x doubled into %t
+    text = f"""builtin.module {{
+  npu.kernel @k(%x: memref<512xf16, #npu.space<gm>>, %t: memref<512xf16, #npu.space<gm>>, %w: memref<1024xf16, #npu.space<gm>>, %y: memref<512xf16, #npu.space<gm>>) attributes {{block_dim = 2, npu.phases = ["a", "b", "c"]}} {{
+{phase_1}
+    npu.sync_all
+    %c1 = arith.constant 0 : index
+    %c2 = arith.constant 2 : index
+    %b2 = npu.block_idx : index
+    %o2 = arith.muli %b2, %c256 : index
+    %g = arith.cmpi ult, %b2, %c2 : index
+    scf.if %g {{
+      %w_ub = npu.alloc {{offset = 1024}} : memref<256xf16, #npu.space<ub>>
+      %v = npu.alloc {{offset = 2048}} : memref<256xf16, #npu.space<ub>>
+      npu.copy %w[%o2], %w_ub[%c1] {{cols = 256}}
+      npu.copy %t[%o2], %v[%c1] {{cols = 256}}
+      npu.set_flag {{src = "MTE2", dst = "V", event = 0}}
+      npu.wait_flag {{src = "MTE2", dst = "V", event = 0}}
+      npu.vadd %v[%c1], %w_ub[%c1], %v[%c1] {{cols = 256}}
+      npu.set_flag {{src = "V", dst = "MTE3", event = 0}}
+      npu.wait_flag {{src = "V", dst = "MTE3", event = 0}}
+      npu.copy %v[%c1], %t[%o2] {{cols = 256}}
+    }}
+    npu.sync_all
+    %c3 = arith.constant 0 : index
+    %b3 = npu.block_idx : index
+    %o3 = arith.muli %b3, %c256 : index
+    %z_ub = npu.alloc {{offset = 1024}} : memref<256xf16, #npu.space<ub>>
+    %q = npu.alloc {{offset = 4096}} : memref<256xf16, #npu.space<ub>>
+    npu.copy %w[%o3], %z_ub[%c3] {{cols = 256}}
+    npu.copy %t[%o3], %q[%c3] {{cols = 256}}
+    npu.set_flag {{src = "MTE2", dst = "V", event = 0}}
+    npu.wait_flag {{src = "MTE2", dst = "V", event = 0}}
+    npu.vadd %q[%c3], %z_ub[%c3], %q[%c3] {{cols = 256}}
+    npu.set_flag {{src = "V", dst = "MTE3", event = 0}}
+    npu.wait_flag {{src = "V", dst = "MTE3", event = 0}}
+    npu.copy %q[%c3], %y[%o3] {{cols = 256}}
+  }}
+  func.func @main(%x: memref<512xf16, #npu.space<gm>> {{ge.name = "x"}}, %y: memref<512xf16, #npu.space<gm>> {{ge.name = "y", npu.output}}) {{
+    %t = npu.gm_buffer {{offset = 0}} : memref<512xf16, #npu.space<gm>>
+    %w = npu.gm_constant {{value = dense<1.5> : tensor<1024xf16>, logical = tensor<1024xf16>}} : memref<1024xf16, #npu.space<gm>>
+    npu.launch @k(%x, %t, %w, %y) {{block_dim = 2}}
+    func.return
+  }}
+}}"""
+    want = 2 * x.astype(np.float32) + 3.0
+    before = simulate(parse_module(make_context(), text, "t.mlir"), [x], hw="tiny").outputs[0]
+    np.testing.assert_allclose(before.astype(np.float32), want, rtol=2e-3, atol=2e-3)
+    m = parse_module(make_context(), text, "t.mlir")
+    PrefetchConstantsPass(hw="tiny").apply(make_context(), m)
+    kernel = next(op for op in m.walk() if isinstance(op, npu.KernelOp))
+    barriers = [op.name for op in kernel.entry.ops if isinstance(op, npu.KernelBarrierOp)]
+    assert barriers == ["npu.sync_all_arrive", "npu.sync_all_wait"] * 2  # both loads moved
+    np.testing.assert_array_equal(simulate(m, [x], hw="tiny").outputs[0], before)
