@@ -58,6 +58,7 @@ Flash attention has its own, simpler rule (`choose_attention_tiling`).
 from __future__ import annotations
 
 import copy
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -318,74 +319,87 @@ def _search_key(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple | None:
     return (memo.stand_in(hw), shape, keys, epilogue, first_b_prefetched)
 
 
-def _fitting(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[_Scoring, list[tuple]]:
-    """The search's scoring and every candidate that fits, with its epilogue's row
+def _fitting(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[_Scoring, list[tuple], list[tuple[int, int]]]:
+    """The search's scoring, every candidate that fits, with its epilogue's row
     chunk and the UB its operands reserve: (candidate, rows, reserved), in the order
-    `_candidates` makes them. Raises ValueError if none fits. What fits, and every
-    part of a score but the estimate's prefetch term, do not depend on
-    `first_b_prefetched`: they are remembered for the search of the other value
-    (a merged kernel's phase searches with it what fusion's scratch build searched
-    without it)."""
+    `_candidates` makes them, and the runs of that list that share an item size
+    and L0 step, as (start, end) (`_best` bounds a run at once). Raises ValueError
+    if none fits. What fits, and every part of a score but the estimate's prefetch
+    term, do not depend on `first_b_prefetched`: they are remembered for the search
+    of the other value (a merged kernel's phase searches with it what fusion's
+    scratch build searched without it)."""
     found = _memoised(_FITS, _fit, hw, shape, a, bs, epilogue, None)
-    scoring, fits = found
-    return scoring.prefetching(first_b_prefetched), fits
+    scoring, fits, runs = found
+    return scoring.prefetching(first_b_prefetched), fits, runs
 
 
-def _fit(hw, shape, a, bs, epilogue, _) -> tuple[_Scoring, list[tuple]]:
+def _fit(hw, shape, a, bs, epilogue, _) -> tuple[_Scoring, list[tuple], list[tuple[int, int]]]:
     a, bs = _KnownCosts(a), [_KnownCosts(b) for b in bs]
     scoring = _Scoring(hw, shape, a, bs, epilogue, False)
     fits = []
+    runs = []
+    run = None  # (mb, n_block, nb, kb) of the run under way
     epilogues: dict[tuple, tuple] = {}  # (mb, n_block, nb, kc): what the rows depend on
     for cand in _candidates(hw, shape, a, bs, scoring.l1_bytes):
-        key = (cand.mb, cand.n_block, cand.nb, cand.kc)
+        mb, n_block, nb, kb, kc, _ = cand
+        key = (mb, n_block, nb, kc)
         found = epilogues.get(key)
         if found is None:
-            reserved = scoring.reserved(cand.mb, cand.kc, cand.n_block)
+            reserved = scoring.reserved(mb, kc, n_block)
             rows = _epilogue_rows(hw, cand, epilogue, reserved[0] + reserved[1])
             found = epilogues[key] = (rows, reserved)
         rows, reserved = found
         if rows is not None:
+            if run != (mb, n_block, nb, kb):
+                run = (mb, n_block, nb, kb)
+                runs.append([len(fits), len(fits)])
             fits.append((cand, rows, reserved))
+            runs[-1][1] = len(fits)
     if not fits:
         raise ValueError(
             f"no tiling of ({shape.m} x {shape.k}) @ ({shape.k} x {shape.n}) fits the buffers of preset '{hw.name}'"
         )
-    return scoring, fits
+    return scoring, fits, [tuple(r) for r in runs]
 
 
 def _search(hw, shape, a, bs, epilogue, first_b_prefetched) -> list[CubeTiling]:
-    scoring, fits = _fitting(hw, shape, a, bs, epilogue, first_b_prefetched)
+    scoring, fits, _ = _fitting(hw, shape, a, bs, epilogue, first_b_prefetched)
     return [scoring.score(cand, rows, reserved) for cand, rows, reserved in fits]
 
 
 def _best(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[CubeTiling, int]:
-    """Branch and bound over `_fitting`'s candidates: each has a lower bound of its
-    estimate (`_Scoring.bound` of its item size and L0 step, `_Scoring.staging_bound`
-    of its item size, K chunk and residency: the larger), the parts shared by many
-    candidates computed once. The candidates are estimated in the order of their
-    bounds until a bound rounds above the best estimate found, when no candidate
-    left can rank first (`rank_key` compares rounded estimates first). Ties are
-    broken by the candidates' order, as `min` over `_search`'s list breaks them,
-    so the tiling is the same as estimating every candidate."""
-    scoring, fits = _fitting(hw, shape, a, bs, epilogue, first_b_prefetched)
-    steps: dict[tuple, float] = {}
+    """Branch and bound over `_fitting`'s candidates, best bound first: a candidate's
+    lower bound of its estimate is first its run's (`_Scoring.bound` of its item size
+    and L0 step, one per run), then, once that comes first, the larger of it and
+    `_Scoring.staging_bound` of its item size, K chunk and residency (computed only
+    then: the staging bounds of runs whose step bound rounds above the best
+    estimate are never needed), and the candidate is estimated when that bound
+    comes first. The search stops when a bound rounds above the best estimate
+    found: no candidate left can rank first (`rank_key` compares rounded
+    estimates first). Ties are broken by the candidates' order, as `min` over
+    `_search`'s list breaks them, so the tiling is the same as estimating every
+    candidate."""
+    scoring, fits, runs = _fitting(hw, shape, a, bs, epilogue, first_b_prefetched)
+    # (bound, index, run or -1): a run by its step bound and its first candidate's
+    # index, a candidate by the larger bound (-1).
+    heap = [(scoring.bound(fits[start][0]), start, r) for r, (start, _) in enumerate(runs)]
+    heapq.heapify(heap)
     chunks: dict[tuple, float] = {}
-    bounded = []
-    for index, (cand, _, _) in enumerate(fits):
-        key = (cand.mb, cand.n_block, cand.nb, cand.kb)
-        step = steps.get(key)
-        if step is None:
-            step = steps[key] = scoring.bound(cand)
-        key = (cand.mb, cand.n_block, cand.kc, cand.a_resident)
-        chunk = chunks.get(key)
-        if chunk is None:
-            chunk = chunks[key] = scoring.staging_bound(cand)
-        bounded.append((step if step >= chunk else chunk, index))
-    bounded.sort()
     best = None
-    for bound, index in bounded:
+    while heap:
+        bound, index, run = heapq.heappop(heap)
         if best is not None and round(bound) > best[0][0]:
             break
+        if run >= 0:
+            start, end = runs[run]
+            for i in range(start, end):
+                cand = fits[i][0]
+                key = (cand.mb, cand.n_block, cand.kc, cand.a_resident)
+                chunk = chunks.get(key)
+                if chunk is None:
+                    chunk = chunks[key] = scoring.staging_bound(cand)
+                heapq.heappush(heap, (bound if bound >= chunk else chunk, i, -1))
+            continue
         cand, rows, _ = fits[index]
         key = (scoring.rank_key(cand, rows), index)
         if best is None or key < best:
@@ -472,7 +486,7 @@ def _candidates(hw, shape: GemmShape, a, bs, l1):
     """Every (mb, n_block, nb, kb, kc, a_resident) whose L0 and L1 buffers fit;
     `l1(mb, n_block, kc, a_resident)` gives the L1 bytes (`l1_bytes`)."""
     size = shape.in_bytes
-    l0c = hw.capacity("l0c")
+    l0c, l0a, l0b, l1_capacity = (hw.capacity(space) for space in ("l0c", "l0a", "l0b", "l1"))
     limit = max(TILE_CANDIDATES)
     n_step = max(granule(b, "mn_granule") for b in bs)
     n_blocks = [round_up(shape.n, FRACTAL)] if shape.whole_rows else _sizes(limit, shape.n, n_step)
@@ -486,9 +500,9 @@ def _candidates(hw, shape: GemmShape, a, bs, l1):
             for kb in STEP_CANDIDATES:
                 if kb > k16 and kb != STEP_CANDIDATES[0]:
                     continue
-                if 2 * round_up(mb, FRACTAL) * kb * size > hw.capacity("l0a"):
+                if 2 * round_up(mb, FRACTAL) * kb * size > l0a:
                     continue
-                nb = min(round_up(n_block, FRACTAL), (hw.capacity("l0b") // (2 * kb * size)) // FRACTAL * FRACTAL)
+                nb = min(round_up(n_block, FRACTAL), (l0b // (2 * kb * size)) // FRACTAL * FRACTAL)
                 if nb < FRACTAL:
                     continue
                 nb = _even_split(n_block, nb)
@@ -496,10 +510,10 @@ def _candidates(hw, shape: GemmShape, a, bs, l1):
                     continue
                 resident = _a_can_stay(hw, shape, a, mb, n_block)
                 for kc in _chunks(kb, shape.k, k_step):
-                    if l1(mb, n_block, kc, False) > hw.capacity("l1"):
+                    if l1(mb, n_block, kc, False) > l1_capacity:
                         break
                     yield _Candidate(mb, n_block, nb, kb, kc)
-                    if resident and l1(mb, n_block, kc, True) <= hw.capacity("l1"):
+                    if resident and l1(mb, n_block, kc, True) <= l1_capacity:
                         yield _Candidate(mb, n_block, nb, kb, kc, True)
 
 
