@@ -6,19 +6,19 @@ do not end in one stack are left alone."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from gecomp.dialects.context import make_context
-from gecomp.core.parsing import parse_module, verify_module
+from gecomp.core.parsing import verify_module
 from gecomp.core.passes import run_pipeline
 from gecomp.dialects import ge
 from gecomp.lowering.graph_to_fused.grouped_matmul import group_matmuls
 from gecomp.lowering.pipelines import CompilePipeline
-from gecomp.simulator.compare import worst_mismatch
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.reference import run_reference
 from gecomp.core.signature import input_specs, main_function, random_inputs
+
+from graph_testing import assert_close, ops_of, parse
 
 M, K, N = 16, 32, 16
 
@@ -67,22 +67,6 @@ def experts(count: int, depth: int, act: str | None, bias: bool, axis: int, orde
     func.return %y : {t(*stacked)}
   }}
 }}"""
-
-
-def parse(text: str):
-    module = parse_module(make_context(), text, "experts.mlir")
-    verify_module(module)
-    return module
-
-
-def ops_of(module, kind) -> list:
-    return [op for op in main_function(module).walk() if isinstance(op, kind)]
-
-
-def assert_close(expected, got) -> None:
-    for e, g in zip(expected, got):
-        worst = worst_mismatch("y", np.asarray(e), np.asarray(g))
-        assert worst is None or worst.ratio <= 1, str(worst)
 
 
 CASES = [

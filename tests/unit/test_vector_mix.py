@@ -11,16 +11,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gecomp.core.parsing import parse_module, verify_module
+from gecomp.core.parsing import verify_module
 from gecomp.core.passes import run_pipeline
 from gecomp.core.signature import input_specs, main_function, random_inputs
 from gecomp.dialects import fused, ge, npu
 from gecomp.dialects.context import make_context
 from gecomp.lowering.graph_to_fused.vector_mix import MAX_PLANES, VectorMixPass, vector_mix
 from gecomp.lowering.pipelines import CompilePipeline
-from gecomp.simulator.compare import worst_mismatch
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.reference import run_reference
+
+from graph_testing import assert_close, ops_of, parse
 
 
 def t(shape, dtype: str) -> str:
@@ -56,22 +57,6 @@ def mixes(planes: int, batch: list[int], n: int, tasks: int, dtype: str = "f16",
     func.return {", ".join(v for v, _ in results)} : {", ".join(ty for _, ty in results)}
   }}
 }}"""
-
-
-def parse(text: str):
-    module = parse_module(make_context(), text, "mix.mlir")
-    verify_module(module)
-    return module
-
-
-def ops_of(module, kind) -> list:
-    return [op for op in main_function(module).walk() if isinstance(op, kind)]
-
-
-def assert_close(expected, got) -> None:
-    for e, g in zip(expected, got):
-        worst = worst_mismatch("y", np.asarray(e), np.asarray(g))
-        assert worst is None or worst.ratio <= 1, str(worst)
 
 
 CASES = [
