@@ -1,11 +1,11 @@
-"""`fused-split-k-conv`: a 1x1 convolution with few pixels and many input channels
-becomes a split-K product and a kernel that adds up its partials, when that is
-faster.
+"""`fused-split-k-conv`: a convolution with few pixels and many input channels
+(one image, one group, any window) becomes a split-K product and a kernel that
+adds up its partials, when that is faster.
 
-A 1x1 convolution of stride 1 is a matrix product of its pixels by its channels
-(`gemm-1x1` in `templates/conv_select.py`), and its items are blocks of output
-pixels and channels: each core reads all of the input channels (K) for its
-block. Deep in a ResNet the pixels are few (14 x 14, 7 x 7) and the channels
+A convolution is a matrix product of its output pixels by its input channels
+times window taps (K; a 1x1 of stride 1 is `gemm-1x1` in
+`templates/conv_select.py`), and its items are blocks of output pixels and
+channels: each core reads all of K for its block. Deep in a ResNet the pixels are few (14 x 14, 7 x 7) and the channels
 many (1024, 2048): every core then reads hundreds of kilobytes of input and
 weights through its own GM path for a small block of outputs. Cut into K
 slices (`fused.conv2d_partials`, the NC1HWC0 input's channel blocks and the
@@ -56,8 +56,8 @@ kept where it measured faster (ResNet-50's 256-channel 3x3 at 14x14, 512 at
 
 @dataclass(frozen=True)
 class SplitKConvPass(FormChoicePass):
-    """Split 1x1 convolutions into a split-K product and the sum of its partials
-    where that is estimated faster (see the module docstring)."""
+    """Split convolutions of one image and one group along their input channels into
+    a split-K product and the sum of its partials where that is estimated faster."""
 
     name = "fused-split-k-conv"
     target_ops = (ge.Conv2DOp, fused.Conv2DBiasActOp)

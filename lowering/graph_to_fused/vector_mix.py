@@ -49,16 +49,13 @@ from xdsl.passes import ModulePass
 from ...core import dtypes
 from ...core.passes import record_statistic
 from ...dialects import ge
+from ...dialects.ge.base import shape_of
 from .grouping import group_all
 
 _ROW_GATES = (ge.SoftmaxOp, ge.LogSoftmaxOp)
 
 MAX_PLANES = 8
 """Planes summed by one rewrite (module docstring)."""
-
-
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    return tuple(value.type.get_shape())
 
 
 def _stack(op: ge.BatchMatmulOp) -> SSAValue | None:
@@ -69,7 +66,7 @@ def _stack(op: ge.BatchMatmulOp) -> SSAValue | None:
     transpose = op.rhs.owner
     if not isinstance(transpose, ge.TransposeOp):
         return None
-    lhs, rhs = _shape(op.lhs), _shape(op.rhs)
+    lhs, rhs = shape_of(op.lhs.type), shape_of(op.rhs.type)
     rank = len(rhs)
     if len(lhs) != rank or lhs[-2] != 1 or lhs[:-2] != rhs[:-2] or not 2 <= rhs[-2] <= MAX_PLANES:
         return None
@@ -81,12 +78,12 @@ def _stack(op: ge.BatchMatmulOp) -> SSAValue | None:
 
 
 def _column(value: SSAValue, index: int) -> ge.SliceOp:
-    shape = _shape(value)
+    shape = shape_of(value.type)
     return ge.SliceOp.new(value, starts=[0] * (len(shape) - 1) + [index], ends=[*shape[:-1], index + 1], steps=[1] * len(shape))
 
 
 def _plane(value: SSAValue, index: int) -> ge.SliceOp:
-    shape = _shape(value)
+    shape = shape_of(value.type)
     return ge.SliceOp.new(
         value, starts=[index] + [0] * (len(shape) - 1), ends=[index + 1, *shape[1:]], steps=[1] * len(shape)
     )
@@ -98,7 +95,7 @@ class _Stack:
 
     def __init__(self, stack: SSAValue):
         self.stack = stack
-        self.planes, *self.batch, self.n = _shape(stack)
+        self.planes, *self.batch, self.n = shape_of(stack.type)
         self.element = stack.type.element_type
         self.wide = f32 if dtypes.byte_width(self.element) < 4 else self.element  # the cube's accumulator
         self.ops: list[Operation] = []  # the weighted sums (one fused group)
@@ -114,7 +111,7 @@ class _Stack:
     def _cast(self, value: SSAValue, to, ops: list[Operation] | None = None) -> SSAValue:
         if value.type.element_type == to:
             return value
-        return self._add(ge.CastOp.new(value, result_type=TensorType(to, _shape(value))), ops)
+        return self._add(ge.CastOp.new(value, result_type=TensorType(to, shape_of(value.type))), ops)
 
     def _stack_planes(self) -> list[SSAValue]:
         if self._plane_values is None:
@@ -132,7 +129,7 @@ class _Stack:
         its rows are read, instead of a kernel of its own."""
         shape = (*self.batch, self.planes)
         owner = lhs.owner
-        if not (isinstance(owner, ge.ReshapeOp) and len(list(lhs.uses)) == 1 and _shape(owner.input) == shape):
+        if not (isinstance(owner, ge.ReshapeOp) and len(list(lhs.uses)) == 1 and shape_of(owner.input.type) == shape):
             return self._add(ge.ReshapeOp.new(lhs, result_type=TensorType(self.element, shape)), self.outside)
         source = owner.input
         producer = source.owner
@@ -161,7 +158,7 @@ def vector_mix(module: ModuleOp) -> int:
     for op in module.walk():
         if isinstance(op, ge.BatchMatmulOp) and all(isinstance(t, TensorType) for t in (op.lhs.type, op.rhs.type)):
             stack = _stack(op)
-            if stack is not None and math.prod(_shape(stack)) > 0:
+            if stack is not None and math.prod(shape_of(stack.type)) > 0:
                 mixes.setdefault(stack, []).append(op)
     for stack, ops in mixes.items():
         built = _Stack(stack)
