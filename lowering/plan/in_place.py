@@ -29,6 +29,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+from xdsl.dialects import scf
 from xdsl.ir import SSAValue
 
 from ...core import memo
@@ -43,15 +44,74 @@ class _DataDependentAddresses(Exception):
     """The kernel reads GM data into scalars: its addresses cannot be traced statically."""
 
 
+class _WholeArgument:
+    """The access pattern of an instruction whose offset comes from GM data: any
+    element of its argument (one run over all of them), for a tracer that can
+    afford to assume the worst."""
+
+    def __init__(self, numel: int):
+        self.numel = numel
+
+    def runs(self) -> tuple[int, int]:
+        return 1, self.numel
+
+    def run_starts(self, offset: int) -> np.ndarray:
+        return np.zeros(1, dtype=np.int64)
+
+
+def _data_dependent(kernel: npu.KernelOp) -> set[SSAValue]:
+    """The values of `kernel` computed from an `npu.read_scalar`'s result (through
+    index math, loop-carried values and scf results); DataDependentAddresses if
+    control flow (a loop's bounds, a condition) depends on one."""
+    tainted: set[SSAValue] = set()
+    ops = list(kernel.walk())
+    changed = True
+    while changed:
+        changed = False
+        for op in ops:
+            if isinstance(op, npu.ReadScalarOp) or any(v in tainted for v in op.operands):
+                if isinstance(op, scf.YieldOp):  # the parent's results (and a loop's carried values)
+                    parent = op.parent_op()
+                    carried = op.parent_block().args[1:] if isinstance(parent, scf.ForOp) else ()
+                    new = [
+                        t for i, v in enumerate(op.operands) if v in tainted
+                        for t in (parent.results[i], *(carried[i:i + 1]))
+                    ]
+                else:
+                    new = list(op.results)
+                    if isinstance(op, scf.ForOp):
+                        new += [op.body.block.args[i + 1] for i, v in enumerate(op.iter_args) if v in tainted]
+                fresh = [v for v in new if v not in tainted]
+                if fresh:
+                    tainted.update(fresh)
+                    changed = True
+    for op in ops:
+        if isinstance(op, scf.ForOp) and any(v in tainted for v in (op.lb, op.ub, op.step)):
+            raise _DataDependentAddresses()
+        if isinstance(op, scf.IfOp) and op.cond in tainted:
+            raise _DataDependentAddresses()
+    return tainted
+
+
 class _FootprintDecoder(KernelDecoder):
     """The simulator's kernel decoder keeping only control flow and index math;
     instructions that access the watched parameters record (role, reads,
-    writes, offset, pattern) when they run."""
+    writes, offset, pattern) when they run. A kernel reading GM data into
+    scalars (`npu.read_scalar`) raises DataDependentAddresses, unless
+    `data_dependent`: then an access whose offset comes from such data records
+    its whole argument (control flow depending on it still raises)."""
 
-    def __init__(self, hw: HardwarePreset, roles: dict[int, str]):
+    def __init__(self, hw: HardwarePreset, roles: dict[int, str], data_dependent: bool = False):
         super().__init__(hw, None)
         self.roles = roles
         self.trace: list[tuple] = []
+        self.data_dependent = data_dependent
+        self.tainted: set[SSAValue] = set()
+
+    def decode(self, kernel: npu.KernelOp):
+        if self.data_dependent:
+            self.tainted = _data_dependent(kernel)
+        return super().decode(kernel)
 
     def _alloc(self, op: npu.AllocOp) -> None:
         # Local buffers do not matter here, placed or not.
@@ -60,18 +120,23 @@ class _FootprintDecoder(KernelDecoder):
 
     def instruction_step(self, op: npu.InstructionOp):
         if isinstance(op, npu.ReadScalarOp):
-            raise _DataDependentAddresses()
+            if not self.data_dependent:
+                raise _DataDependentAddresses()
+            self.define(op.result)  # any value: only tainted offsets read it
         watched = []
         for access in op.accesses(op.attr_values()):
-            argument = self.buffer(op.operands[access.operand]).argument
-            if argument in self.roles:
-                offset = self.reg(op.operands[access.operand + 1])
-                watched.append((self.roles[argument], access.reads, access.writes, offset, access.pattern))
+            slot = self.buffer(op.operands[access.operand])
+            if slot.argument in self.roles:
+                offset = op.operands[access.operand + 1]
+                if offset in self.tainted:
+                    watched.append((self.roles[slot.argument], access.reads, access.writes, None, _WholeArgument(slot.numel)))
+                else:
+                    watched.append((self.roles[slot.argument], access.reads, access.writes, self.reg(offset), access.pattern))
         regs, trace = self.regs, self.trace
 
         def step(core) -> None:
             for role, reads, writes, offset, pattern in watched:
-                trace.append((role, reads, writes, regs[offset], pattern))
+                trace.append((role, reads, writes, 0 if offset is None else regs[offset], pattern))
 
         return step
 

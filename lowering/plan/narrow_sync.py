@@ -27,9 +27,13 @@ one granule would clash anyway): a granule two blocks share costs a wait that
 exact bytes might not need, never a missing one. Every dependency is a direct
 one, so no chain of other blocks is relied on.
 
-A kernel keeps its barriers when this cannot be computed exactly: addresses
-read from GM (`npu.read_scalar`), more blocks than a flag word holds (64), or a
-kernel launched more than once (its arguments' bytes differ per launch). With
+An access at an address computed from GM data (`npu.read_scalar`: a gather's
+rows, the embedding lookup that starts every exported transformer) counts as
+an access to every byte of its argument, so one such phase does not keep the
+whole kernel at its barriers. A kernel keeps its barriers when the rest cannot
+be computed exactly: control flow depending on GM data, more blocks than a
+flag word holds (64), or a kernel launched more than once (its arguments'
+bytes differ per launch). With
 `widest=P` a barrier where some block would wait for more than P% of the blocks
 stays an `npu.sync_all` (the default 100 narrows every barrier: a wait for every
 block costs what the barrier does, minus the flags it need not read); the waits
@@ -108,7 +112,7 @@ def block_dependencies(kernel: npu.KernelOp, args: list[SSAValue], hw: HardwareP
     if block_dim > MAX_BLOCKS:
         return None
     roots = [_root(value) for value in args]
-    decoder = _PhaseFootprints(hw, {i: i for i in range(len(args)) if str(npu.space_of(args[i].type)) == "gm"})
+    decoder = _PhaseFootprints(hw, {i: i for i in range(len(args)) if str(npu.space_of(args[i].type)) == "gm"}, True)
     try:
         program = decoder.decode(kernel)
     except _DataDependentAddresses:

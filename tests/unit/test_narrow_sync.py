@@ -107,18 +107,43 @@ def test_a_wait_outside_the_kernel_body_top_level_is_refused():
         verify_module(parse_module(make_context(), text, "bad.mlir"))
 
 
-def test_a_kernel_reading_addresses_from_gm_keeps_its_barriers():
-    """Dependencies that cannot be traced statically fall back to npu.sync_all."""
-    text = SOURCE.replace(
-        "    %o = arith.muli %b, %c256 : index\n    %u = npu.alloc",
-        "    %o = arith.muli %b, %c256 : index\n    %r = npu.read_scalar %x[%c0] : index\n    %u = npu.alloc",
-        1,
-    )
+def _merged_and_narrowed(text: str):
     module = parse_module(make_context(), text, "scalar.mlir")
     MergeLaunchesPass(hw="tiny").apply(make_context(), module)
     NarrowSyncPass(hw="tiny").apply(make_context(), module)
+    return module
+
+
+READ_T_AT = "    npu.copy %t[%o], %v[%c0] {cols = 256}\n"
+
+
+def test_control_flow_on_a_value_read_from_gm_keeps_the_barriers():
+    """A loop bound that comes from GM data: what the blocks touch cannot be
+    traced statically, so the kernel falls back to npu.sync_all."""
+    loop = (
+        "    %r = npu.read_scalar %x[%c0] : index\n    %c1 = arith.constant 1 : index\n"
+        "    scf.for %i = %c0 to %r step %c1 {\n    }\n"
+    )
+    module = _merged_and_narrowed(SOURCE.replace(READ_T_AT, loop + READ_T_AT, 1))
     assert not wait_ops(module)
     assert sum(isinstance(op, npu.SyncAllOp) for op in module.walk()) == 2
+
+
+def test_an_address_read_from_gm_counts_as_its_whole_argument():
+    """A gather's rows (an embedding lookup) are read at offsets computed from GM
+    data: that access counts as one of every element of its argument, and the rest
+    of the kernel is narrowed as usual. Here @own reads t at an offset plus
+    (a value of x) x 0: its first wait is for the other block's first flag (it may
+    read any of t), not for nobody; the numbers are the separate launches'."""
+    read = "    %r = npu.read_scalar %x[%c0] : index\n    %z = arith.muli %r, %c0 : index\n    %p = arith.addi %o, %z : index\n"
+    text = SOURCE.replace(READ_T_AT, read + READ_T_AT.replace("%t[%o]", "%t[%p]"), 1)
+    module = _merged_and_narrowed(text)
+    first, second = wait_ops(module)
+    assert first.triples() == [(0, 1, 1), (1, 0, 1)]
+    assert second.triples() == [(0, 1, 2), (1, 0, 2)]
+    x = random_x(4)
+    separate = simulate(parse_module(make_context(), text, "scalar.mlir"), [x], "tiny")
+    np.testing.assert_array_equal(simulate(module, [x], "tiny").outputs[0], separate.outputs[0])
 
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
