@@ -373,7 +373,9 @@ class _RowKernel:
         if self._loaded_per_tile(op):
             return None
         tile = self._buffer(op)
-        if op.role == Role.ROW:
+        if op.role == Role.ROW and op.spread is not None:
+            self._load_spread(op, tile)
+        elif op.role == Role.ROW:
             self.b.emit(npu.CopyOp, op.tensor.value, 0, tile.buffer, 0, cols=op.tensor.numel)
             if self.view.blocked is not None:
                 return self._expand_blocked_row(op, tile)
@@ -386,6 +388,22 @@ class _RowKernel:
             strides = {"strides": [0, count]} if repeats > 1 else {}
             self.b.emit(npu.CopyOp, op.tensor.value, 0, tile.buffer, 0, rows=repeats, cols=count, **strides)
         return tile
+
+    def _load_spread(self, op: RowOperand, tile: Tile) -> None:
+        """A ROW operand broadcast within the row, expanded into `tile` as it is
+        loaded: its copies (source stride 0 where it repeats) in its loops."""
+        b, spread = self.b, op.spread
+        strides = {"strides": [spread.src_stride, spread.dst_stride]} if spread.rows > 1 else {}
+
+        def emit(loops, src: Index, dst: Index) -> None:
+            if not loops:
+                b.emit(npu.CopyOp, op.tensor.value, src, tile.buffer, dst, rows=spread.rows, cols=spread.cols, **strides)
+                return
+            (extent, src_step, dst_step), *rest = loops
+            with b.loop(0, extent, name="spread") as i:
+                emit(rest, b.affine(src, (i, src_step)), b.affine(dst, (i, dst_step)))
+
+        emit(spread.loops, 0, 0)
 
     def _expand_blocked_row(self, op: RowOperand, raw: Tile) -> Tile:
         """A bias over the blocked dim, as (J blocks x t rows x c0) like a tile: block j

@@ -6,7 +6,8 @@ role in that view:
 
 * FULL:   an R x C tensor like the output (`width` when narrower: a group's
           values differ in width around a concat);
-* ROW:    one row of C values used by every row (a bias over the last dim);
+* ROW:    one row of C values used by every row (a bias over the last dim; a
+          norm's residual broadcast within its rows, expanded as it is loaded: `Spread`);
 * COL:    one value per row (a per-row scalar, or the result of a row reduction);
 * SCALAR: one value for everything (an immediate if it is a constant).
 
@@ -61,12 +62,29 @@ class RowOperand:
     width: int | None = None  # a FULL operand narrower than the view's rows (plain layout)
     repeat: int | None = None  # view row r uses row (r // repeat) % period of the operand
     base: int = 0  # plain layout: element offset of row 0 in the tensor (one plane of a stack)
+    spread: Spread | None = None  # a ROW operand broadcast within the row: how it is expanded as it is loaded
 
     def columns(self, view_cols: int) -> int:
         """Elements of this operand in one row of the view."""
         if self.role == Role.FULL:
             return self.width or view_cols
         return 1 if self.role in (Role.COL, Role.SCALAR) else view_cols
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The GM-to-UB copies that expand a ROW operand broadcast within the row (a
+    (10, 9) residual of a norm over (3, 6, 10, 9): its 90 values 18 times) into one
+    dense row of the view: `rows` x `cols` (source row stride `src_stride`, 0
+    where the row repeats, destination `dst_stride`), once per index of the outer
+    `loops` ((extent, source step, destination step), outermost first; every
+    destination step 32-byte aligned, as a copy's UB start must be)."""
+
+    rows: int
+    cols: int
+    src_stride: int
+    dst_stride: int
+    loops: tuple[tuple[int, int, int], ...] = ()
 
 
 _FLAT_WIDTH = 256
@@ -208,12 +226,51 @@ def _scalar(t: GmTensor) -> RowOperand:
     return RowOperand(t, Role.SCALAR, t.splat())
 
 
-def operand_role(k: KernelContext, t: GmTensor, shape: Sequence[int]) -> RowOperand:
+def operand_role(k: KernelContext, t: GmTensor, shape: Sequence[int], columns: int = 1) -> RowOperand:
     """The role of an ND operand broadcasting to the ND `shape` seen as rows of its
-    last dim (a located error if it fits none)."""
+    last `columns` dims (a norm's normalised dims), or a located error if it fits
+    none. An operand that broadcasts within those columns is read as a ROW
+    expanded as it is loaded (`Spread`) when it is the same for every row; one
+    that also varies along the rows fits no role."""
     if t.format != Format.ND and t.numel != 1:
         raise k.unsupported(f"broadcasting with a {t.format.value} operand ({t.type})")
-    return _role(t, tuple(shape), k)
+    shape = tuple(shape)
+    rank = len(shape)
+    padded = (1,) * (rank - len(t.shape)) + t.shape
+    states = {_state(padded, shape, d) for d in range(rank - columns, rank)} - {None}
+    if len(states) < 2 or t.numel == 1:  # the columns are all the operand's or all broadcast
+        return _role(t, shape, k, columns)
+    if any(d != 1 for d in padded[: rank - columns]):
+        raise k.unsupported(f"operand of shape {list(t.shape)} broadcasts both along the rows and within the "
+                            f"rows of {list(shape[rank - columns:])} of {list(shape)}")
+    return RowOperand(t, Role.ROW, spread=_spread(k, padded[rank - columns :], shape[rank - columns :], t.itemsize))
+
+
+def _spread(k: KernelContext, operand: tuple[int, ...], row: tuple[int, ...], itemsize: int) -> Spread:
+    """The copies expanding `operand` (dims of 1 where it broadcasts) to a dense `row`:
+    the innermost run of the operand's own dims as each copy's columns, the next
+    dim as its rows, the outer dims as loops (their UB steps aligned)."""
+    axes: list[tuple[int, int, int]] = []  # (extent, operand stride, row stride), inner first, merged
+    src = dst = 1
+    for size, extent in zip(reversed(operand), reversed(row)):
+        if extent > 1:
+            step = src if size == extent else 0
+            if axes and axes[-1][1] * axes[-1][0] == step and axes[-1][2] * axes[-1][0] == dst:
+                e, s, d = axes[-1]
+                axes[-1] = (e * extent, s, d)
+            else:
+                axes.append((extent, step, dst))
+        src, dst = src * size, dst * extent
+    if axes[0][1] != 1:
+        raise k.unsupported(f"an operand of shape {list(operand)} repeats each element within a row of {list(row)}")
+    cols = axes[0][0]
+    rows, src_stride, dst_stride = axes[1] if len(axes) > 1 else (1, cols, cols)
+    loops = tuple(reversed(axes[2:]))
+    align = max(1, k.hw.alignment["ub"] // itemsize)
+    if any(d % align for _, _, d in loops):
+        raise k.unsupported(f"an operand of shape {list(operand)} expands into a row of {list(row)} only by copies "
+                            "at unaligned UB offsets")
+    return Spread(rows, cols, src_stride, dst_stride, loops)
 
 
 _WIDEST_ROW_FRACTION = 64

@@ -176,6 +176,22 @@ CASES = {
     "f16_matmul_add_layer_norm_rounds_each_step": _offset_sum_case(16, 32, 48),
     "f16_matmul_add_layer_norm_split_k_rounds_each_step": _offset_sum_case(16, 512, 256),
     "f16_matmul_add_layer_norm_split_rounds_each_step": _offset_sum_case(64, 128, 300),
+    # `bench/fuzz.py --seed 1330`, graph 14, reduced (constants as inputs): the add's broadcast
+    # operand joined a LayerNormalization over the whole tensor as `fused.add_layer_norm`, whose
+    # kernel took the operand's role in rows of the last dim, not in the norm's one row of 1620:
+    # a copy of 1620 elements of a 90-element buffer. The role is now the norm's (a ROW expanded
+    # as it is loaded, `row_view.Spread`); a broadcast no copy expands at aligned UB offsets, as
+    # (6, 1, 9) here, is refused by the template, so fusion keeps the add apart.
+    "f16_add_whole_tensor_layer_norm_broadcast_residual": (
+        'g (float16[3,6,10,9] x, float16[1,10,9] r, float16[3,6,10,9] s, float16[9] b) => (float[3,6,10,9] y) '
+        '<float[1] like = {0}> { t = Add(r, x)\n n = LayerNormalization<axis=0>(t, s, b)\n y = CastLike(n, like) }',
+        {},
+    ),
+    "f16_add_layer_norm_unaligned_broadcast_residual": (
+        'g (float16[3,6,10,9] x, float16[6,1,9] r, float16[6,10,9] s) => (float16[3,6,10,9] y) '
+        '{ t = Add(r, x)\n y = RMSNormalization<axis=1>(t, s) }',
+        {},
+    ),
 }
 
 

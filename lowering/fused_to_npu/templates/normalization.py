@@ -221,10 +221,11 @@ def lower_add_norm(op: fused.AddLayerNormOp, k: KernelContext) -> None:
     result = k.outputs[0]
     if x.shape != result.shape:
         x, residual = residual, x  # the full-size one first; the other may broadcast
-    other = operand_role(k, residual, result.shape)
-    view = normalized_view(k, x, op.attr_value("axis"), [other, *[RowOperand(p, Role.ROW) for p in params]])
-    if x.shape != result.shape or (other.role != Role.FULL and view.cols != result.shape[-1]):
-        raise k.unsupported("a broadcast residual with a normalised shape of several dims")
+    if x.shape != result.shape:
+        raise k.unsupported("an add whose operands both broadcast")
+    axis = op.attr_value("axis") % len(result.shape)
+    other = operand_role(k, residual, result.shape, columns=len(result.shape) - axis)  # in the norm's rows
+    view = normalized_view(k, x, axis, [other, *[RowOperand(p, Role.ROW) for p in params]])
     epsilon = op.attr_value("epsilon")
 
     def body(v, ins, outs):
