@@ -16,7 +16,11 @@ transfer plus the latency. Three algorithms, as HCCL has them:
   all-gather; N a power of two): 2 log2 N steps, the k-th of S / 2^k bytes:
   T = 2 log2(N) a + 2 (N-1)/N S / B;
 * mesh (a full mesh): each device sends S/N to every peer at once, every link
-  busy: T = 2 (a + S / (N B));
+  busy: T = 2 (a + S / (N B)), HCCL's own cost of its Mesh AllReduce
+  (ReduceScatter + AllGather: 2 a + 2 S b / N + (N-1)/N S g, HCCL user guide
+  "Mesh") without the reduction term g (the sums are not timed). No algorithm
+  moves fewer bytes per link: each device must receive (N-1)/N of S to reduce
+  its part and as much again to gather the rest, over its N-1 links;
 * hierarchical, for an all_reduce over g full meshes of m members each (HCCL's
   multi-level algorithms: one level inside a mesh, one between): reduce-scatter
   inside each mesh (a mesh step of S/m), all-reduce of each device's part with
