@@ -43,6 +43,7 @@ _PROJECT_PASSES: dict[str, str] = {
     "ge-simplify": ".transforms.graph.simplify:SimplifyPass",
     "ge-constant-fold": ".transforms.graph.constant_fold:ConstantFoldPass",
     "ge-fold-batchnorm": ".transforms.graph.fold_batchnorm:FoldBatchNormPass",
+    "ge-single-pixel-conv": ".transforms.graph.single_pixel_conv:SinglePixelConvPass",
     "ge-layout": ".transforms.graph.layout:LayoutPass",
     "ge-precision": ".transforms.graph.precision:PrecisionPass",
     "ge-graph-opt": ".transforms.graph.pipeline:GraphOptPipeline",

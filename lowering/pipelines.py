@@ -104,7 +104,13 @@ class CompilePipeline(PipelinePass):
         from ..core.passes import available_passes
 
         passes = available_passes()
-        graph_opt = passes["ge-graph-opt"]()
+        graph_opt_pass = passes["ge-graph-opt"]()
+
+        def graph_opt(**options) -> ModulePass:
+            # Single-pixel 1x1 convolutions become vector products only where
+            # fusion joins them to their epilogues (transforms/graph/single_pixel_conv.py).
+            return graph_opt_pass(single_pixel_conv=self.fuse, **options)
+
         stages: list[ModulePass] = [graph_opt()]
         if self.precision != MUST_KEEP_ORIGIN_DTYPE:
             # Physical formats depend on the element type (C0 = 32 bytes / element):

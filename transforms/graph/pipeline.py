@@ -8,6 +8,9 @@ Stages, in order (each one a pass of its own, so `--dump-dir`,
     ge-constant-fold    evaluate what only depends on constants
     ge-fold-batchnorm   fold inference batch_norm into conv2d / matmul weights
     cse, dce            upstream xDSL: merge identical ops, drop unused ones
+    ge-single-pixel-conv  (off unless `single-pixel-conv=true`, as ge-compile
+                        sets it when it fuses) 1x1 convolutions of one pixel as
+                        vector matrix-vector products
     ge-layout           physical formats for the cube and the fewest transdata
     ge-simplify,        clean up, repeated until a round changes nothing: a
     ge-constant-fold,   rewrite can make an op foldable (x * 0 -> 0 feeding an
@@ -36,6 +39,7 @@ from ...core.passes import PipelinePass, record_statistic, run_pass
 from .constant_fold import DEFAULT_MAX_BYTES, ConstantFoldPass
 from .fold_batchnorm import FoldBatchNormPass
 from .layout import LayoutPass
+from .single_pixel_conv import SinglePixelConvPass
 from .simplify import SimplifyPass
 
 _UNCOUNTED = (CommonSubexpressionElimination, DeadCodeElimination)
@@ -52,6 +56,7 @@ class GraphOptPipeline(PipelinePass):
     cse: bool = True
     dce: bool = True
     layout: bool = True
+    single_pixel_conv: bool = False
     max_bytes: int = DEFAULT_MAX_BYTES
 
     def stages(self) -> list[ModulePass]:
@@ -62,6 +67,7 @@ class GraphOptPipeline(PipelinePass):
             (self.fold_bn, FoldBatchNormPass(max_bytes=self.max_bytes)),
             (self.cse, CommonSubexpressionElimination()),
             (self.dce, DeadCodeElimination()),
+            (self.single_pixel_conv, SinglePixelConvPass()),
             (self.layout, LayoutPass()),
         ]
         return [stage for enabled, stage in chosen if enabled]
