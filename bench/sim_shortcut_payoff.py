@@ -36,8 +36,10 @@ hooks, gives per model, as shares of the instructions executed:
   and landed) moves by the same amounts as in the previous iteration, with the
   same busy cycles: a steady state in which the pipes fall behind the scalar
   unit (which issues into unbounded queues, so it is never the same state
-  relative to the scalar unit), what a closed-form advance could skip at most.
-  A nested loop's instructions are counted once.
+  relative to the scalar unit), what a closed-form advance could skip at most;
+  "steady free": those of steady iterations whose GM transfers are all
+  order-free (as above), where the closed form would not need the order of
+  the HBM bookings. A nested loop's instructions are counted once.
 * cost split (unless `--no-split`): CPU seconds of the default simulation, with
   the race checker off (`check_races=False`) and with every instruction's
   numerics replaced by nothing (the cycles do not move: timing never reads
@@ -83,8 +85,9 @@ class Observer:
         self.memory = None  # the simulation's GlobalMemory
         self.loop_repeats = 0
         self.loop_pipe_repeats = 0
-        # id(core) -> per loop iteration running on it: instructions of its nested ones that repeated
-        self.nested: dict[int, list[list[int]]] = {}
+        self.loop_free_repeats = 0
+        self.loops: list[Iteration] = []  # the iterations of the outermost loops
+        self.nested: dict[int, list] = {}  # id(core) -> the iterations running on it, outermost first
         self.loop_instructions = 0
         self.starts: dict[int, int] = {}  # id(core) -> the cycle its block started
         self.iterations: dict[int, dict] = {}  # id(core) -> per loop body, the previous iteration's signature
@@ -145,34 +148,62 @@ class Observer:
                 self.order_free += count * (len(members) - 1)
         self.groups = []
 
+        def free(node: Iteration) -> bool:
+            return node.bookings is not None and all(order_free(hbm, totals, b) for b in node.bookings)
+
+        for node in self.loops:
+            self.loop_instructions += node.done
+            self.loop_repeats += node.credit(lambda n: n.same)
+            self.loop_pipe_repeats += node.credit(lambda n: n.steady)
+            self.loop_free_repeats += node.credit(lambda n: n.steady, free)
+        self.loops = []
+
     # ---- loops -----------------------------------------------------------------------
 
     def iteration(self, core, body, run) -> None:
-        """Run one iteration of the loop `body` on `core`, and count it. An
-        instruction is counted once: an iteration that repeats takes the
-        instructions of its nested loops' iterations that repeated too."""
+        """Run one iteration of the loop `body` on `core` and note it (an
+        `Iteration` under the iteration running around it, if any)."""
         before, times = state(core), moments(core)
         count, busy = core.count, tuple(core.busy)
-        nested = self.nested.setdefault(id(core), [])
-        nested.append([0, 0])
+        bookings = self.bookings.setdefault(id(core), [])
+        booked = len(bookings)
+        node = Iteration()
+        around = self.nested.setdefault(id(core), [])
+        (around[-1].inner if around else self.loops).append(node)
+        around.append(node)
         run(core)
-        exact_nested, drift_nested = nested.pop()
-        done = core.count - count
+        around.pop()
+        node.done = core.count - count
         spent = tuple(b - a for a, b in zip(busy, core.busy))
-        signature = (before, state(core), done, spent)
-        drift = (tuple(b - a for a, b in zip(times, moments(core))), before[2], done, spent)
+        signature = (before, state(core), node.done, spent)
+        drift = (tuple(b - a for a, b in zip(times, moments(core))), before[2], node.done, spent)
         previous = self.iterations.setdefault(id(core), {})
         last = previous.get(body)
         previous[body] = (signature, drift)
-        exact = done if last is not None and last[0] == signature else exact_nested
-        drifting = done if last is not None and last[1] == drift else drift_nested
-        if nested:
-            nested[-1][0] += exact
-            nested[-1][1] += drifting
-        else:
-            self.loop_instructions += done
-            self.loop_repeats += exact
-            self.loop_pipe_repeats += drifting
+        node.same = last is not None and last[0] == signature
+        node.steady = last is not None and last[1] == drift
+        # its GM transfers (none known if a phase ended inside it: then not order-free)
+        node.bookings = bookings[booked:] if self.bookings.get(id(core)) is bookings else None
+
+
+class Iteration:
+    """One loop iteration as `Observer.iteration` saw it: its instructions (with
+    its nested loops'), whether it repeated the previous iteration's state
+    (`same`) or increments (`steady`), its GM transfers, its nested iterations."""
+
+    def __init__(self):
+        self.done = 0
+        self.same = self.steady = False
+        self.bookings: list | None = []
+        self.inner: list[Iteration] = []
+
+    def credit(self, repeats, free=None) -> int:
+        """Its instructions that a closed form could skip: all of them if
+        `repeats(self)` (and `free(self)`, when given), else its nested iterations'.
+        An instruction counts once."""
+        if repeats(self) and (free is None or free(self)):
+            return self.done
+        return sum(inner.credit(repeats, free) for inner in self.inner)
 
 
 def order_free(hbm, totals: Counter, booking: tuple) -> bool:
@@ -330,7 +361,7 @@ def measure(label: str, module, inputs, split: bool) -> str:
         f"{label:<34}{n:>11}{cpu:>8.2f}",
         f"{100 * observer.block_shared / n:>8.1f}{100 * observer.order_free / n:>12.1f}{100 * observer.same_count / n:>9.1f}",
         f"{100 * observer.loop_instructions / n:>10.1f}{100 * observer.loop_repeats / n:>12.1f}"
-        f"{100 * observer.loop_pipe_repeats / n:>8.1f}",
+        f"{100 * observer.loop_pipe_repeats / n:>8.1f}{100 * observer.loop_free_repeats / n:>13.1f}",
     ]
     if split:
         _, no_race = _cpu(module, inputs, check_races=False)
@@ -343,7 +374,7 @@ def measure(label: str, module, inputs, split: bool) -> str:
 
 HEADER = (
     f"{'model':<34}{'instr':>11}{'cpu s':>8}{'alike%':>8}{'order-free%':>12}{'differ%':>9}{'in loops%':>10}"
-    f"{'same state%':>12}{'steady%':>8}{'race%':>7}{'numerics%':>10}"
+    f"{'same state%':>12}{'steady%':>8}{'steady free%':>13}{'race%':>7}{'numerics%':>10}"
 )
 
 

@@ -5,7 +5,8 @@ order), and the loop iterations that repeat the previous one's. Checked here on
 kernels whose answer is known: two blocks too light to meet on the HBM share all
 but one block's instructions; eight blocks streaming at once share nothing; a
 loop bound by its pipes repeats its increments but never its state relative to
-the scalar unit, which runs ahead."""
+the scalar unit, which runs ahead, and its transfers are order-free only when
+no other block streams at the same time."""
 
 from __future__ import annotations
 
@@ -46,6 +47,13 @@ def test_pipe_bound_loop_repeats_its_increments_only():
     assert 0.95 * n < observer.loop_instructions <= n
     assert observer.loop_repeats == 0
     assert 0.8 * observer.loop_instructions < observer.loop_pipe_repeats <= observer.loop_instructions
+    assert observer.loop_free_repeats == observer.loop_pipe_repeats  # one block: nobody to contend with
+
+
+def test_streaming_loops_are_steady_but_not_order_free():
+    observer, _ = observed(vector_module(2048, 16, 8))
+    assert observer.loop_pipe_repeats > 0
+    assert observer.loop_free_repeats == 0
 
 
 def test_hooks_are_removed():
