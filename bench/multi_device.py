@@ -4,6 +4,7 @@ server (N chips and their links), against one device.
     python bench/multi_device.py                         # the default table
     python bench/multi_device.py --model examples/llama_layer.mlir --strategy tp --devices 2,4,8
     python bench/multi_device.py --csv out.csv
+    python bench/multi_device.py --model examples/llama_layer.mlir --devices 4 --runs runs/   # then ge-sim runs/*.mlir --pipeline ge-compile --report
 
     python bench/multi_device.py --model examples/llama_layer.mlir --devices 4 --chunks 1,2,4
     python bench/multi_device.py --llama-seq 512,1024 --devices 2,4,8   # the LLaMA layer at longer sequences
@@ -57,7 +58,7 @@ from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.dialects import ge
 from gecomp.simulator.hardware import load_preset
 from gecomp.lowering.compute_time import ComputeTimer
-from gecomp.lowering.plan.device_streams import simulate_devices
+from gecomp.lowering.plan.device_streams import segment_module, simulate_devices
 from gecomp.simulator.multi_device import is_collective, unhideable_collectives
 
 DEFAULT_CASES = [
@@ -116,18 +117,31 @@ def one_device_time(path: str, timer: ComputeTimer) -> float:
     return timer(load_module(make_context(), path))
 
 
-def measure(path: str, strategy: str, devices: int, chunks: int, hw: str, timer: ComputeTimer, one: float) -> Row:
+def measure(path: str, strategy: str, devices: int, chunks: int, hw: str, timer: ComputeTimer, one: float, runs: str | None = None) -> Row:
     module = load_module(make_context(), path)
     micro = f" micro-batches={MICRO_BATCHES}" if strategy == "pp" else ""
     options = f"devices={devices} strategy={strategy}{micro} chunks={chunks} hw={hw}"
     run_pipeline(parse_pass_pipeline(f"ge-partition{{{options}}}"), make_context(), module)
     report = simulate_devices(module, timer, hw=hw)
+    model = path.rsplit("/", 1)[-1].removesuffix(".mlir")
+    if runs:
+        write_runs(report, os.path.join(runs, f"{model}_{strategy}{devices}_chunks{chunks}"))
     busiest = max(report.summaries, key=lambda s: s.comm_us)
     per_device = [[t for t in report.tasks if t.device == d] for d in range(devices)]
     unhidden = max(sum(t.duration for t in unhideable_collectives(tasks)) for tasks in per_device)
     back_to_back = max(sum(t.duration for t in tasks if is_collective(t)) for tasks in per_device)
-    return Row(path.rsplit("/", 1)[-1].removesuffix(".mlir"), strategy, devices, chunks, report.time_us, one, busiest.comm_us,
+    return Row(model, strategy, devices, chunks, report.time_us, one, busiest.comm_us,
                max(s.exposed_comm_us for s in report.summaries), unhidden, back_to_back)
+
+
+def write_runs(report, prefix: str) -> None:
+    """Device 0's compute runs as modules of their own (`segment_module`, what the
+    simulator timed): `ge-sim PREFIX_run1.mlir --pipeline ge-compile --report` gives
+    a run's kernels, to see where a device's time goes."""
+    compute = [t for t in report.tasks if t.device == 0 and t.kind == "compute"]
+    for i, task in enumerate(compute, 1):
+        with open(f"{prefix}_run{i}.mlir", "w") as f:
+            f.write(str(segment_module(task)) + "\n")
 
 
 def print_table(rows: list[Row], hw: str) -> None:
@@ -150,9 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hw", default="ascend910")
     p.add_argument("--llama-seq", metavar="S,...", help="also the LLaMA-style layer at these sequence lengths (strategy tp)")
     p.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
+    p.add_argument("--runs", metavar="DIR", help="also write each row's device-0 compute runs there, one .mlir each")
     args = p.parse_args(argv)
     counts = [int(d) for d in args.devices.split(",")]
     chunk_counts = [int(k) for k in args.chunks.split(",")]
+    if args.runs:
+        os.makedirs(args.runs, exist_ok=True)
     cases = [(m, args.strategy, counts, chunk_counts) for m in args.model] if args.model else []
     if args.llama_seq:
         directory = tempfile.mkdtemp(prefix="multi_device_")
@@ -167,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             for n in counts:
                 for k in chunk_counts:
                     try:
-                        rows.append(measure(path, strategy, n, k, args.hw, timer, one))
+                        rows.append(measure(path, strategy, n, k, args.hw, timer, one, args.runs))
                     except CompileError as e:
                         print(f"{path} {strategy} x{n} chunks={k}: {e}", file=sys.stderr)
     except CompileError as e:
