@@ -162,6 +162,8 @@ class EpilogueCost:
     out_bytes: int = 2  # bytes stored per output element (all outputs)
     fixpipe_bytes: int = 2  # bytes written to UB per product element by the fixpipe
     copies: int = 2  # copies of the streamed UB buffers, used in turn by the row chunks
+    block: int = 0  # UB tiles in column blocks of this many columns, as NZ outputs store them (0: row-major)
+    in_bytes: int = 0  # bytes loaded per output element by the inputs with a tile per row chunk
 
 
 @dataclass(frozen=True)
@@ -703,22 +705,30 @@ class _Scoring:
         return found
 
     def epilogue(self, c: _Candidate, rows: int, n_sub: int) -> tuple:
-        """(row chunks per item, fixpipe, vector and store cycles of an item)."""
+        """(row chunks per item, fixpipe, vector, store and input-load cycles of an
+        item). UB tiles in column blocks (`EpilogueCost.block`: NZ outputs) move a
+        run per block, and the body runs once per block (its heads repeated)."""
         key = (c.mb, c.n_block, c.nb, rows)
         found = self._epilogues.get(key)
         if found is None:
             hw, e = self.hw, self.e
             _, _, _, mb, n_block = self.item(c.mb, c.n_block)
             chunks_per_item = -(-mb // rows)
+            blocks = -(-n_block // e.block) if e.block else 1
             fixpipe = chunks_per_item * self.shape.products * n_sub * transfer_cycles(
                 hw, "l0c_to_ub", 1, rows * c.nb * e.fixpipe_bytes
             )
             vector = chunks_per_item * (
-                e.vector_instructions * hw.vector_costs["binary"].head
+                blocks * e.vector_instructions * hw.vector_costs["binary"].head
                 + math.ceil(e.vector_repeats_per_element * rows * n_block)
             )
-            store = chunks_per_item * transfer_cycles(hw, "ub_to_gm", rows, n_block * e.out_bytes)
-            found = self._epilogues[key] = (chunks_per_item, fixpipe, vector, store)
+            if e.block:
+                runs, run_cols = blocks, rows * e.block
+            else:
+                runs, run_cols = rows, n_block
+            store = chunks_per_item * transfer_cycles(hw, "ub_to_gm", runs, run_cols * e.out_bytes)
+            load = chunks_per_item * transfer_cycles(hw, "gm_to_ub", runs, run_cols * e.in_bytes) if e.in_bytes else 0
+            found = self._epilogues[key] = (chunks_per_item, fixpipe, vector, store, load)
         return found
 
     def bound(self, c: _Candidate) -> float:
@@ -774,8 +784,13 @@ class _Scoring:
         cube = steps * mmad
         stage, mte2 = self.staged(c)
         mte1 = steps * load
-        chunks_per_item, fixpipe, vector, store = self.epilogue(c, rows, n_sub)
-        epilogue = fixpipe + vector + store
+        chunks_per_item, fixpipe, vector, store, inputs = self.epilogue(c, rows, n_sub)
+        # The epilogue's input tiles load on MTE2 with the item's staging, before its
+        # K loop when the core has one item and each row chunk its own UB copies
+        # (`_CubeKernel._prefetches`), else after it, in the epilogue's way.
+        mte2 += inputs
+        waited = 0 if per_core == 1 and chunks_per_item <= self.e.copies else inputs
+        epilogue = fixpipe + vector + store + waited
         # Each pipe's work per item, with what must happen before its first item and
         # after its last: the first chunk staged and loaded before the cube starts,
         # the last chunk's L0 steps after it lands, L0C drained by the fixpipes
@@ -784,7 +799,7 @@ class _Scoring:
         last_chunk_steps = -(-(k - (chunks - 1) * kc) // kb)
         fill = stage + load
         drain = fixpipe if per_core > 1 else 0
-        last = fixpipe + vector + store // max(chunks_per_item, 1)
+        last = fixpipe + vector + (store + waited) // max(chunks_per_item, 1)
         critical = max(
             per_core * mte2 + last_chunk_steps * max(load, mmad) + last,
             stage + per_core * mte1 + mmad + last,

@@ -28,11 +28,11 @@ from xdsl.ir import Attribute
 
 from ....core import dtypes
 from ....dialects import npu
-from ...tiling import EpilogueCost
+from ...tiling import FRACTAL, EpilogueCost
 from ..kernel_builder import KernelBuilder
 from ..row_view import Role
 from ..vector_emitter import Operand, Tile, VectorEmitter, VectorUnsupported
-from .cube_operands import MatrixView
+from .cube_operands import NZ, MatrixView
 
 
 STREAM_COPIES = 2
@@ -127,6 +127,25 @@ class CubeEpilogue:
         return (tuple(o.form for o in self.outputs), inputs, self.body is None)
 
     @property
+    def ub_block(self) -> int:
+        """Columns per block of its UB tiles when they are laid out as its NZ outputs
+        store them, block by block (`[column block][row][column]`), 0 for row-major
+        tiles. A row-major tile of an NZ output moves a short run per row and block
+        between GM and UB (32 bytes: 8 fp32 channels of an NC1HWC0 pixel): a
+        blocked one moves a run per block. Taken when every output and every input
+        with a tile per row chunk is an NZ view in blocks of one width that divides
+        a fractal (the tiles' columns are whole fractals), and there is a body: the
+        fixpipe moves whole fractals of L0C, so a plain cast's tile is row-major."""
+        if self.body is None:
+            return 0
+        views = [*self.outputs, *(i.view for i in self.inputs if i.view is not None and i.role == Role.FULL)]
+        blocks = {v.block for v in views}
+        if any(v.layout != NZ or v.transposed for v in views) or len(blocks) != 1:
+            return 0
+        block = blocks.pop()
+        return block if FRACTAL % block == 0 else 0
+
+    @property
     def output_types(self) -> list[Attribute]:
         return [o.tensor.element_type for o in self.outputs]
 
@@ -167,6 +186,8 @@ class CubeEpilogue:
             out_bytes=out_bytes,
             fixpipe_bytes=4,
             copies=STREAM_COPIES,
+            block=self.ub_block,
+            in_bytes=full,
         )
 
 

@@ -364,10 +364,14 @@ class _CubeKernel:
         self.copies = e.cost(len(self.p.bs)).copies
         # A chunk's rows, as the tiling counted them (EpilogueCost); an NZ output also
         # holds the zero rows padding the last chunk to whole 16-row fractals.
+        self.out_rows = [round_up(t.rows, FRACTAL) if view.layout == NZ else t.rows for view in e.outputs]
         self.outs = [
-            Copies(b, [(round_up(t.rows, FRACTAL) if view.layout == NZ else t.rows) * self.n_alloc], ty, "ub", f"out{o}")
-            for o, (view, ty) in enumerate(zip(e.outputs, e.output_types))
+            Copies(b, [rows * self.n_alloc], ty, "ub", f"out{o}")
+            for o, (rows, ty) in enumerate(zip(self.out_rows, e.output_types))
         ]
+        # Tiles in column blocks (`CubeEpilogue.ub_block`): block j of a product or
+        # input tile starts j x rows x block elements in, of an output tile j x its rows.
+        self.ub_block = e.ub_block
         self.products = []
         if e.body is not None:
             self.products = [
@@ -689,6 +693,10 @@ class _CubeKernel:
             self._fixpipe(n, r0, rows, n_act, tile)
         return products
 
+    def _block_stride(self, rows: int) -> int:
+        """Elements between the column blocks of a UB tile of `rows` rows (0: row-major)."""
+        return rows * self.ub_block
+
     def _row_chunk(
         self, offsets, out_offsets, row0: Index, r0: Index, rows: int, last: bool, n0, n_act: int, parity: int, inputs,
         drained: bool = False,
@@ -697,9 +705,9 @@ class _CubeKernel:
         b, e = self.b, self.p.epilogue
         outs = [Tile(bufs[parity], 0, self.n_alloc) for bufs in self.outs]
         pads = [view.padded_rows - view.rows if last and view.layout == NZ else 0 for view in e.outputs]
-        for view, out, pad_rows in zip(e.outputs, outs, pads):
+        for view, out, pad_rows, out_rows in zip(e.outputs, outs, pads, self.out_rows):
             if view.layout == NZ:
-                self._zero_padding(out, rows, pad_rows, n_act, view.block)
+                self._zero_padding(out, rows, pad_rows, n_act, view.block, self._block_stride(out_rows))
         if e.body is None:
             self._fixpipe(0, r0, rows, n_act, outs[0])
         else:
@@ -709,23 +717,73 @@ class _CubeKernel:
                 products = self._fixpipe_products(r0, rows, n_act, parity)
             if inputs is None:
                 inputs = self._load_inputs(offsets, row0, rows, n0, n_act, parity)
-            self.scratch.reset()
             try:
-                e.body(EpilogueTiles(self.scratch.emitter(rows, n_act), products, inputs, outs))
+                if self.ub_block:
+                    self._blocked_body(rows, n_act, products, inputs, outs)
+                else:
+                    self.scratch.reset()
+                    e.body(EpilogueTiles(self.scratch.emitter(rows, n_act), products, inputs, outs))
             except VectorUnsupported as error:
                 raise self.k.unsupported(str(error)) from None
-        for view, out, off, pad_rows, scratch in zip(e.outputs, outs, out_offsets, pads, self.out_scratch):
+        for view, out, off, pad_rows, scratch, out_rows in zip(
+            e.outputs, outs, out_offsets, pads, self.out_scratch, self.out_rows
+        ):
             if view.layout == NZ and not view.transposed:
                 padded = round_up(n_act, view.block)
-                view.store_from_ub(b, off, row0, rows + pad_rows, n0, padded, out.buffer, self.n_alloc)
+                view.store_from_ub(b, off, row0, rows + pad_rows, n0, padded, out.buffer, self.n_alloc,
+                                   ub_block_stride=self._block_stride(out_rows))
             else:
                 view.store_from_ub(b, off, row0, rows, n0, n_act, out.buffer, self.n_alloc, scratch)
 
-    def _zero_padding(self, out: Tile, rows: int, pad_rows: int, n_act: int, block: int) -> None:
+    def _blocked_body(self, rows: int, n_act: int, products: list[Tile], inputs: list[Operand], outs: list[Tile]) -> None:
+        """The body once per column block of tiles in blocks (`CubeEpilogue.ub_block`):
+        an scf.for over the whole blocks, then the part of a block that ends the
+        columns. A block of a tile is a (rows x block) row-major tile; a bias row's
+        block and the products' (row-major as the fixpipe leaves them: it moves
+        whole fractals of L0C) are their columns there; per-row values and
+        scalars are the same for every block."""
+        b, k, e = self.b, self.ub_block, self.p.epilogue
+        out_strides = [self._block_stride(r) for r in self.out_rows]
+
+        def at(j: Index, cols: int) -> None:
+            def block(tile: Tile, stride: int) -> Tile:
+                return Tile(tile.buffer, b.add(tile.offset, b.mul(j, stride)), k, tile.col_stride)
+
+            def columns(tile: Tile) -> Tile:
+                return Tile(tile.buffer, b.add(tile.offset, b.mul(j, k)), tile.row_stride, tile.col_stride)
+
+            ins = []
+            for inp, tile in zip(e.inputs, inputs):
+                if isinstance(tile, float) or inp.role in (Role.COL, Role.SCALAR):
+                    ins.append(tile)
+                elif inp.role == Role.ROW:
+                    ins.append(columns(tile))
+                else:
+                    ins.append(block(tile, self._block_stride(self.t.rows)))
+            self.scratch.reset()
+            e.body(EpilogueTiles(
+                self.scratch.emitter(rows, cols),
+                [columns(t) for t in products], ins, [block(t, s) for t, s in zip(outs, out_strides)],
+            ))
+
+        whole, part = divmod(n_act, k)
+        with b.loop(0, whole, name="cblk") as j:
+            at(j, k)
+        if part:
+            at(whole, part)
+
+    def _zero_padding(self, out: Tile, rows: int, pad_rows: int, n_act: int, block: int, block_stride: int = 0) -> None:
         """The padding of an NZ output tile is zeros: the column block holding the
         end of the columns (before the real data lands on part of it) and the rows
-        after the last one."""
+        after the last one (`block_stride`: the tile is in column blocks)."""
         b, padded = self.b, round_up(n_act, block)
+        if block_stride:
+            if n_act % block:
+                b.emit(npu.VDupOp, out.buffer, (padded // block - 1) * block_stride, cols=rows * block, value=0.0)
+            if pad_rows:
+                b.emit(npu.VDupOp, out.buffer, rows * block, rows=padded // block, cols=pad_rows * block,
+                       strides=[block_stride], value=0.0)
+            return
         if n_act % block:
             b.emit(npu.VDupOp, out.buffer, padded - block, rows=rows, cols=block, strides=[self.n_alloc], value=0.0)
         if pad_rows:
@@ -750,7 +808,8 @@ class _CubeKernel:
             elif role == Role.FULL:
                 buf = home[parity]
                 scratch = self.in_scratch.get(id(inp))
-                inp.view.load_to_ub(b, offsets[id(inp)], row0, rows, n0, n_act, buf, self.n_alloc, scratch)
+                inp.view.load_to_ub(b, offsets[id(inp)], row0, rows, n0, n_act, buf, self.n_alloc, scratch,
+                                    ub_block_stride=self._block_stride(self.t.rows))
                 tiles.append(Tile(buf, 0, self.n_alloc))
             elif role == Role.COL:
                 buf = home[parity]

@@ -231,7 +231,7 @@ class MatrixView:
 
     def load_to_ub(
         self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, ub, ub_stride: int, scratch=None,
-        ub_base: Index = 0, written_out: bool = False,
+        ub_base: Index = 0, written_out: bool = False, ub_block_stride: int = 0,
     ) -> None:
         """MTE2: the logical tile (broadcast dims of size 1 read once) into a
         row-major UB tile with row stride `ub_stride`, from element `ub_base` of
@@ -239,24 +239,29 @@ class MatrixView:
         `transpose_scratch` elements) and transposed by the vector unit.
         `written_out`: an NZ tile's copies (one per 16-column block) are written
         out rather than looped over, so that npu-prefetch-constants may move a
-        constant's before the phase's barrier (it moves top-level copies only)."""
+        constant's before the phase's barrier (it moves top-level copies only).
+        `ub_block_stride`: an NZ tile lands in UB in its column blocks, this many
+        elements apart (`CubeEpilogue.ub_block`), one run per block."""
         r0, nr = (0, 1) if self.rows == 1 else (r0, nr)
         c0, nc = (0, 1) if self.cols == 1 else (c0, nc)
         if not self.transposed:
-            self._move(b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm=False, ub_base=ub_base, written_out=written_out)
+            self._move(b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm=False, ub_base=ub_base, written_out=written_out,
+                       ub_block_stride=ub_block_stride)
             return
         stride = round_up(nr, FRACTAL)
         self._move(b, batch_offset, c0, nc, r0, nr, scratch, stride, to_gm=False)
         b.emit(npu.VTransposeOp, scratch, 0, ub, ub_base, rows=nc, cols=nr, strides=[stride, ub_stride])
 
     def store_from_ub(
-        self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, ub, ub_stride: int, scratch=None
+        self, b: KernelBuilder, batch_offset: Index, r0: Index, nr: int, c0: Index, nc: int, ub, ub_stride: int, scratch=None,
+        ub_block_stride: int = 0,
     ) -> None:
         """MTE3: a row-major UB tile into the logical tile (r0.. +nr, c0.. +nc). NZ
         outputs are written in whole 16-column blocks: `nc` is rounded up. A
-        transposed view is transposed by the vector unit into `scratch` first."""
+        transposed view is transposed by the vector unit into `scratch` first.
+        `ub_block_stride`: the NZ tile is in UB in its column blocks (`load_to_ub`)."""
         if not self.transposed:
-            self._move(b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm=True)
+            self._move(b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm=True, ub_block_stride=ub_block_stride)
             return
         stride = round_up(nr, FRACTAL)
         b.emit(npu.VTransposeOp, ub, 0, scratch, 0, rows=nr, cols=nc, strides=[ub_stride, stride])
@@ -272,7 +277,8 @@ class MatrixView:
         return self.row_stride // self.block if self.layout == NZ and not self.transposed else self.rows
 
     def _move(
-        self, b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm: bool, ub_base: Index = 0, written_out: bool = False
+        self, b, batch_offset, r0, nr, c0, nc, ub, ub_stride, to_gm: bool, ub_base: Index = 0, written_out: bool = False,
+        ub_block_stride: int = 0,
     ) -> None:
         def copy(gm_offset: Index, ub_offset: Index, rows: int, cols: int, gm_stride: int, local_stride: int) -> None:
             strides = None if rows == 1 else ([local_stride, gm_stride] if to_gm else [gm_stride, local_stride])
@@ -287,6 +293,9 @@ class MatrixView:
             copy(start, 0, nr, nc, self.row_stride, ub_stride)
             return
         k = self.block
+        if ub_block_stride:  # blocks in UB too: a run of the tile's rows per block
+            copy(start, 0, -(-nc // k), nr * k, self.row_stride, ub_block_stride)
+            return
         if nc == 1 and self.cols == 1:  # one column of an NZ matrix: every k-th element
             copy(start, 0, nr, 1, k, 1)
             return

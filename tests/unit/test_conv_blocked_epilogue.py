@@ -1,0 +1,81 @@
+"""A cube epilogue whose outputs (and full-size inputs) are NZ views keeps its UB
+tiles in their column blocks (`CubeEpilogue.ub_block`): an NC1HWC0 residual is
+loaded, and the result stored, in one run per channel block instead of one
+32-byte run per pixel and block, and the tiling's estimate counts those moves
+(and the residual's loads) as they run."""
+
+from __future__ import annotations
+
+import re
+
+from cube_lowering_testing import check_lowering, main_module, parse, tensor
+
+from gecomp.dialects import npu
+from gecomp.lowering.fused_to_npu.templates.cube_epilogue import CubeEpilogue
+from gecomp.simulator.npu.plots import task_bounds
+
+
+def expand_module(c: int, h: int, o: int, dtype: str = "f32", act: str = "relu") -> str:
+    """A ResNet expand: a 1x1 convolution of an NC1HWC0 image with bias, an NC1HWC0
+    residual and an activation, its NC1HWC0 result read back by a second 1x1."""
+    xt, wt, yt = tensor((1, c, h, h), dtype, "NC1HWC0"), tensor((o, c, 1, 1), dtype, "FRACTAL_Z"), tensor((1, o, h, h), dtype, "NC1HWC0")
+    bt = tensor((o,), dtype)
+    w2, zt = tensor((4, o, 1, 1), dtype, "FRACTAL_Z"), tensor((1, 4, h, h), dtype)
+    lines = [
+        f"%w = ge.const #ge.random<normal, seed = 2, mean = 0.0, std = 0.3> : {wt}",
+        f"%x = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 1.0> : {xt}",
+        f"%res = ge.const #ge.random<normal, seed = 4, mean = 0.0, std = 1.0> : {yt}",
+        f'%y = fused.conv2d_bias_act %x, %w bias %bias residual %res {{strides = [1, 1], pads = [0, 0, 0, 0], '
+        f'dilations = [1, 1], groups = 1, act = "{act}"}} : ({xt}, {wt}, {bt}, {yt}) -> {yt}',
+        f"%w2 = ge.const #ge.random<normal, seed = 3, mean = 0.0, std = 0.3> : {w2}",
+        f"%z = ge.conv2d %y, %w2 : ({yt}, {w2}) -> {zt}",
+    ]
+    return main_module([f'%bias: {bt} {{ge.name = "bias"}}'], lines, "%z", zt)
+
+
+def _conv_kernel_cycles(simulation) -> int:
+    return next(cycles for name, _, cycles in task_bounds(simulation.report) if name.startswith("k0_"))
+
+
+def test_blocked_epilogue_moves_a_run_per_channel_block(capsys):
+    """64 -> 256 channels at 28x28, fp32 (8-channel blocks), on ascend910: numerics
+    against the reference; the residual's loads and the result's stores of the
+    convolution's kernel each move whole blocks of the row chunk; the estimate is
+    within a fifth of the simulated kernel, which runs faster than with row-major
+    tiles (5,431 cycles before: a copy per block of 32-byte runs, each run paying
+    its descriptor)."""
+    module = parse(expand_module(64, 28, 256))
+    simulation = check_lowering(module, "ascend910", pipeline="ge-lower-to-npu{hw=ascend910 debug=true}")
+    kernel = next(op for op in module.walk() if isinstance(op, npu.KernelOp))
+    args = {arg.name_hint: arg for arg in kernel.body.block.args}
+    moves = [op for op in kernel.walk() if isinstance(op, npu.CopyOp) and {args.get("res"), args.get("y")} & set(op.operands)]
+    assert moves, "the residual is loaded and the result stored by npu.copy"
+    for op in moves:
+        a = op.attr_values()
+        assert a.rows <= 256 // 8 and a.cols >= 16 * 8, a  # a run of the chunk's pixels (16 or more) per block
+    cycles = _conv_kernel_cycles(simulation)
+    notes = capsys.readouterr().err
+    estimate = int(re.search(r"@k0_y: cube .* estimated (\d+) cycles", notes).group(1))
+    assert cycles < 4500, cycles
+    assert abs(estimate - cycles) <= cycles / 5, (estimate, cycles)
+
+
+def test_blocked_epilogue_takes_nz_views_of_one_block_width():
+    """Row-major tiles for anything else: an ND output, a transposed or ND full
+    input, or a plain cast (the fixpipe moves whole fractals of L0C)."""
+    from gecomp.lowering.fused_to_npu.templates.cube_epilogue import EpilogueInput
+    from gecomp.lowering.fused_to_npu.templates.cube_operands import ND, NZ, MatrixView
+    from gecomp.lowering.fused_to_npu.context import GmTensor
+    from xdsl.dialects.builtin import TensorType, f32
+
+    t = GmTensor(None, TensorType(f32, [64, 64]), None)
+    nz8 = MatrixView(t, 64, 64, NZ, False, 512, block=8)
+    nz16 = MatrixView(t, 64, 64, NZ, False, 1024)
+    nd = MatrixView(t, 64, 64, ND, False, 64)
+    body = lambda tiles: None  # noqa: E731
+    assert CubeEpilogue([nz8], [EpilogueInput(nz8)], body).ub_block == 8
+    assert CubeEpilogue([nz16], [], body).ub_block == 16
+    assert CubeEpilogue([nz8], [EpilogueInput(nd)], body).ub_block == 0
+    assert CubeEpilogue([nz8], [EpilogueInput(nz16)], body).ub_block == 0
+    assert CubeEpilogue([nd], [], body).ub_block == 0
+    assert CubeEpilogue([nz8], [], None).ub_block == 0
