@@ -7,9 +7,16 @@ has been issued (start = max(issue time, pipe free)). Transfers stream: the
 pipe is free for the next transfer once this one's bursts are issued (its data
 cycles), and its data lands its path's latency later, like a DMA queue with
 requests in flight. Whatever must see that data waits for it to land: any other
-instruction of the pipe (a vector op after a fixpipe into UB), and its
-`set_flag` and `pipe_barrier` (which then hold the pipe, as an in-order queue
-does). No pipe's transfers read what an earlier transfer of the same pipe
+instruction of the pipe (a vector op after a fixpipe into UB) and its
+`pipe_barrier` (which then hold the pipe, as an in-order queue does), and its
+`set_flag`, which fires once they have landed but does not hold the pipe: it
+is a marker that retires in order behind the transfers, while the transfers
+issued after it stream on ([OFF tool] hicann/pypto's A2A3 pipe model,
+framework/src/cost_model/simulation_ca/A2A3/model/pipe.cpp: a SET_FLAG enters
+the pipe's in-flight queue one cycle after the instruction before it issued,
+releases its flag when it retires after that one's end, and the next
+instruction issues behind it at once; a pipe barrier waits for the queue to
+empty). No pipe's transfers read what an earlier transfer of the same pipe
 writes, so streaming never reorders a pipe's own data. Timing is computed eagerly,
 instruction by instruction, except where a pipe waits:
 

@@ -355,9 +355,12 @@ class InstructionDecoder:
         cost = self.hw.scalar_instruction_cycles
 
         def execute(core, issued: int, scalar_clock, args) -> None:
+            # It fires once the pipe's earlier work has landed; the pipe goes on
+            # streaming behind it (a marker in its queue, core.py).
             drained = core.drained(src)
             start = issued if issued > drained else drained
-            core.pipe_free[src] = start
+            if issued > core.pipe_free[src]:
+                core.pipe_free[src] = issued
             if core.hz is not None:
                 core.learn_scalar(src, scalar_clock)
             core.fire(flag, start, op)
