@@ -98,6 +98,26 @@ class Accesses:
             yield space, Record(lo, lo + span_bytes, pipe, clock, writes, op, pattern, base, itemsize, o, contiguous, slot)
 
 
+def _meeting(grouped: list[tuple]) -> tuple:
+    """The pairs of `grouped` accesses, (lo, hi, group, slot, entry, access), to
+    different slots of one group whose byte ranges meet: (entry, access, entry,
+    access, distance in bytes from the first's start to the second's), the
+    earlier entry first. A sweep over their starts: each access meets those of
+    the accesses started before it that are still open."""
+    if len(grouped) < 2:
+        return ()
+    grouped.sort()
+    pairs, open_ = [], []
+    for lo, hi, group, slot, n, i in grouped:
+        open_ = [a for a in open_ if a[1] > lo]
+        for a_lo, _, a_group, a_slot, a_n, a_i in open_:
+            if a_group == group and a_slot != slot:
+                (n1, i1, lo1), (n2, i2, lo2) = sorted(((a_n, a_i, a_lo), (n, i, lo)))
+                pairs.append((n1, i1, n2, i2, lo2 - lo1))
+        open_.append((lo, hi, group, slot, n, i))
+    return tuple(sorted(pairs))
+
+
 def describe(op: Operation) -> str:
     where = location_of(op)
     return f"'{op.name}' at {where}" if where is not None else f"'{op.name}'"
@@ -226,61 +246,31 @@ class Hazards:
         return None
 
     def _segment_key(self, log: list[tuple]) -> tuple:
-        """The segment as `segments.py` compares it: a GM access's place is counted
-        from the first access to its slot ("slot" form) or, when accesses to slots
-        sharing bytes (a group of `gm_groups`) come near each other, from the first
-        access to its group, named with that access's slot ("group" form)."""
+        """The segment as `segments.py` compares it: per instruction its accesses'
+        places (a GM access's counted in bytes from the first access to its slot)
+        and clock, and the pairs of GM accesses to different slots sharing bytes in
+        this launch (a group of `gm_groups`) whose byte ranges meet, with their
+        distance."""
         groups, bases = self.gm_groups, self.bases
         firsts: dict[int, int] = {}  # GM slot -> the byte of its first access
-        anchors: dict[int, tuple[int, int]] = {}  # GM group -> (slot, byte) of its first access
-        hulls: dict[int, list[int]] = {}  # GM slot of a group -> [lowest, highest) byte it touches
-        for accesses, offsets, _, _ in log:
-            for i in accesses.gm:
-                _, _, _, itemsize, span_bytes, _, slot = accesses.operands[i]
-                lo = bases[slot] + offsets[i] * itemsize
-                if slot not in firsts:
-                    firsts[slot] = lo
-                    group = groups.get(slot, slot)
-                    if group not in anchors:
-                        anchors[group] = (slot, lo)
-                if slot in groups:
-                    hull = hulls.get(slot)
-                    if hull is None:
-                        hulls[slot] = [lo, lo + span_bytes]
-                    else:
-                        if lo < hull[0]:
-                            hull[0] = lo
-                        if lo + span_bytes > hull[1]:
-                            hull[1] = lo + span_bytes
-        if self._apart(hulls):
-            form, places = "slot", {slot: (slot, byte) for slot, byte in firsts.items()}
-        else:
-            form, places = "group", {slot: anchors[groups.get(slot, slot)] for slot in firsts}
+        grouped: list[tuple] = []  # (lo, hi, group, slot, entry, access) of GM accesses to grouped slots
         base = self.base_clock
         entries = []
-        for accesses, offsets, clock, _ in log:
+        for n, (accesses, offsets, clock, _) in enumerate(log):
             where = tuple(offsets)
             if accesses.gm:
                 where = list(where)
                 for i in accesses.gm:
-                    _, _, _, itemsize, _, _, slot = accesses.operands[i]
-                    anchor, byte = places[slot]
-                    where[i] = (anchor, bases[slot] + offsets[i] * itemsize - byte)
+                    _, _, _, itemsize, span_bytes, _, slot = accesses.operands[i]
+                    lo = bases[slot] + offsets[i] * itemsize
+                    first = firsts.setdefault(slot, lo)
+                    where[i] = (slot, lo - first)
+                    group = groups.get(slot)
+                    if group is not None:
+                        grouped.append((lo, lo + span_bytes, group, slot, n, i))
                 where = tuple(where)
             entries.append((id(accesses), where, tuple(map(sub, clock, base))))
-        return (form, tuple(entries))
-
-    def _apart(self, hulls: dict[int, list[int]]) -> bool:
-        """Whether the byte ranges that the slots of each group touch are disjoint."""
-        by_group: dict[int, list[list[int]]] = {}
-        for slot, hull in hulls.items():
-            by_group.setdefault(self.gm_groups[slot], []).append(hull)
-        for ranges in by_group.values():
-            ranges.sort()
-            for (_, end), (start, _) in zip(ranges, ranges[1:]):
-                if start < end:
-                    return False
-        return True
+        return (tuple(entries), _meeting(grouped))
 
     def _check_log(self, log) -> None:
         """Check the accesses of `log` as `access` would have when they were made: each

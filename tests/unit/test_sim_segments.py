@@ -96,8 +96,9 @@ def test_gm_buffers_sharing_bytes_are_compared_by_place(racing):
     reads z, unordered, at the next block's offset; the last block reads its own
     (racing) or the first block's. Counted from each slot's first access, every
     block's segment reads alike, but only the racing last block's read meets its
-    store: segments whose slots sharing bytes come near each other are compared by
-    their places in the group instead, so the race is found."""
+    store: a segment's description lists the accesses to slots sharing bytes that
+    meet (with their distance), so that block's segment is checked and the race
+    is found."""
     text = kernel(
         "  %o1 = arith.addi %o, %n : index",
         f"  %o2 = arith.select %last, {'%o' if racing else '%c0'}, %o1 : index",
@@ -115,3 +116,29 @@ def test_gm_buffers_sharing_bytes_are_compared_by_place(racing):
     assert isinstance(fast, str) == racing
     if racing:
         assert "race: 'npu.copy' on pipe MTE2 reads gm" in fast
+
+
+def test_blocks_meeting_alike_in_slots_sharing_bytes_are_checked_once(monkeypatch):
+    """y is passed three times (as y, z and w, twice as long as the blocks' share):
+    each block reads z at its own offset and writes y there (ordered by flags: they
+    meet), and first reads w at one place all blocks share, beyond what anyone
+    writes. Counted from the first access of their group, the blocks' accesses lie
+    at distances that move with the block (each block's segment was checked); they
+    meet alike, so one check serves all (test_gm_buffers_sharing_bytes_are_compared_
+    by_place: a meeting that differs is still checked)."""
+    text = kernel(
+        f"  %far = arith.constant {N * BLOCKS} : index",
+        "  npu.copy %w[%far], %v[%c0] {cols = 1024}",
+        "  npu.copy %z[%o], %u[%c0] {cols = 1024}",
+        MTE2_TO_V,
+        "  npu.vexp %u[%c0], %u[%c0] {cols = 1024}",
+        V_TO_MTE3,
+        "  npu.copy %u[%c0], %y[%o] {cols = 1024}",
+        launch="npu.launch @k(%x, %y, %y, %y)",
+        outputs={"y": gm(2 * N * BLOCKS), "z": gm(2 * N * BLOCKS), "w": gm(2 * N * BLOCKS)},
+    )
+    made = counted(monkeypatch)
+    fast = outcome(text, True)
+    assert isinstance(fast, tuple) and fast == outcome(text, False)
+    (verified,) = [v for v in made if v.checked]
+    assert verified.checked == 1 and verified.matched == BLOCKS - 1
