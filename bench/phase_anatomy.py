@@ -18,6 +18,9 @@ arrival at the next barrier) and what the slowest block and the barrier add
 
 The columns add up to the phase's cycles. Everything but "work" is time a phase
 pays for being a phase: what overlapping it with its neighbours could win.
+"pipe bound" is the most one pipe of one block works in the phase (and which
+pipe): the phase cannot take less; "over it" is the rest, the time its pipes
+wait on each other and on latencies rather than work.
 """
 
 from __future__ import annotations
@@ -51,15 +54,18 @@ def main(argv=None) -> None:
     phases = phase_anatomy(report)
     width = max([len("phase"), *(len(p.name) for p in phases)])
     print(f"{args.file} compiled with {args.pipeline} for {preset.name}: cycles per phase (typical block)")
-    print(f"{'phase':<{width}}{'cycles':>8}" + "".join(f"{c:>9}" for c in COLUMNS) + f"{'not work':>10}{'MTE2 busy':>11}")
+    print(f"{'phase':<{width}}{'cycles':>8}" + "".join(f"{c:>9}" for c in COLUMNS)
+          + f"{'not work':>10}{'MTE2 busy':>11}{'pipe bound':>16}{'over it':>9}")
     for p in phases:
         cells = "".join(f"{getattr(p, c):>9}" for c in COLUMNS)
         share = p.around_work / p.cycles if p.cycles else 0
-        print(f"{p.name:<{width}}{p.cycles:>8}{cells}{share:>10.0%}{p.mte2_busy:>11.0%}")
+        bound = f"{p.pipe_bound} {p.bound_pipe}"
+        print(f"{p.name:<{width}}{p.cycles:>8}{cells}{share:>10.0%}{p.mte2_busy:>11.0%}{bound:>16}{p.cycles - p.pipe_bound:>9}")
     total = sum(p.cycles for p in phases)
     sums = "".join(f"{sum(getattr(p, c) for p in phases):>9}" for c in COLUMNS)
     around = sum(p.around_work for p in phases)
-    print(f"{'phases':<{width}}{total:>8}{sums}{around / total if total else 0:>10.0%}")
+    bounds = sum(p.pipe_bound for p in phases)
+    print(f"{'phases':<{width}}{total:>8}{sums}{around / total if total else 0:>10.0%}{'':>11}{bounds:>16}{total - bounds:>9}")
     kernels = sum(k.cycles for k in report.kernels)
     print(
         f"module: {report.total_cycles} cycles, its kernels {kernels} (the first starts at "

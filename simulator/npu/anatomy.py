@@ -29,22 +29,36 @@ The columns take the median block ("typical") and add up to the phase's cycles:
 
 Loads that `npu-prefetch-constants` moved before a barrier belong to the phase
 they run in (MTE2 is not a column: its transfers are whatever the others wait
-for). A phase in which a block computes nothing (a pure copy) counts its fill up
+for).
+
+Beside the columns, each phase's *pipe bound*: the most work one pipe of one
+block has in the phase (its instructions' cycles, flag waits and the barrier's
+flag store and read left out), and that pipe. No block ends before its busiest
+pipe has worked, so the phase takes at least that; what it takes beyond is
+what its pipes wait on each other and on latencies (fill, the tail after the
+last load, the barrier), which finer pipelining or overlapping phases could win,
+and not what a faster unit would. On the BERT layer (examples/bert_layer.mlir,
+ascend910, at 41af691) the phases take 34.8k cycles against bounds summing to
+23.9k (MTE2, the cores' GM ports, in five of seven): from 228 over (LN1, its
+MTE2 busy with the FFN weights it prefetches) to 3,354 (the FFN-out partials:
+MTE1-bound L0 steps, then the epilogue with nothing to overlap it). A phase in which a block computes nothing (a pure copy) counts its fill up
 to its last work.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .hazards import PIPE_INDEX
+from .hazards import PIPE_INDEX, PIPE_NAMES, S
 from .report import SimulationReport
 
 COMPUTE_PIPES = frozenset({PIPE_INDEX["M"], PIPE_INDEX["V"]})
 WORK_PIPES = COMPUTE_PIPES | {PIPE_INDEX["MTE3"]}
 FLAG_STORE = ": flag store"
 """How the simulator traces a block's barrier flag store (`instructions.store_flag`)."""
+FLAG_ACCESS = ": flag "
+"""In the trace name of a barrier's flag store or read (`instructions.store_flag`, `release`)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +72,8 @@ class PhaseAnatomy:
     spread: int
     barrier: int
     mte2_busy: float  # MTE2's busy share of the blocks' time in the phase, as `ge-sim --report` gives it
+    pipe_bound: int = 0  # the most cycles one pipe of one block works in the phase (module docstring)
+    bound_pipe: str = ""  # that pipe
 
     @property
     def cycles(self) -> int:
@@ -74,6 +90,7 @@ class _Block:
     first_compute: int | None = None
     last_work: int | None = None
     arrival: int | None = None
+    busy: dict[int, int] = field(default_factory=dict)  # pipe -> cycles of own work in the phase
 
 
 def _is_own_work(pipe: int, name: str) -> bool:
@@ -89,7 +106,10 @@ def _block_marks(events, start: int, end: int, block_end: int) -> _Block:
             continue
         if name.endswith(FLAG_STORE):
             marks.arrival = t0 if marks.arrival is None else min(marks.arrival, t0)
-        elif _is_own_work(pipe, name):
+            continue
+        if pipe != S and name != "npu.wait_flag" and FLAG_ACCESS not in name:
+            marks.busy[pipe] = marks.busy.get(pipe, 0) + t1 - t0
+        if _is_own_work(pipe, name):
             if pipe in COMPUTE_PIPES and (marks.first_compute is None or t0 < marks.first_compute):
                 marks.first_compute = t0
             marks.last_work = t1 if marks.last_work is None else max(marks.last_work, t1)
@@ -131,8 +151,9 @@ def _anatomy(name: str, start: int, end: int, blocks: list[_Block], mte2_busy: f
     last = max(_median([b.last_work for b in blocks]), first)
     arrival = max(_median([b.arrival for b in blocks]), last)
     latest = max(max(b.arrival for b in blocks), arrival)
+    bound, pipe = max(((cycles, pipe) for b in blocks for pipe, cycles in b.busy.items()), default=(0, S))
     return PhaseAnatomy(
         name, start, end,
         fill=first - start, work=last - first, drain=arrival - last, spread=latest - arrival, barrier=end - latest,
-        mte2_busy=mte2_busy,
+        mte2_busy=mte2_busy, pipe_bound=bound, bound_pipe=PIPE_NAMES[pipe],
     )

@@ -10,6 +10,7 @@ from gecomp.simulator.hardware import load_preset
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.npu.anatomy import phase_anatomy
 from gecomp.simulator.npu.costs import sync_all_transfers
+from gecomp.simulator.npu.hazards import PIPE_INDEX
 from npu_testing import MATMUL_THEN_NORM, compiled_graph
 
 HW = load_preset("ascend910")
@@ -61,3 +62,19 @@ def test_a_kernel_that_is_not_merged_is_one_phase():
 def test_an_untraced_simulation_is_refused():
     with pytest.raises(ValueError, match="traced simulation"):
         phase_anatomy(simulated("ge-compile", trace=False))
+
+
+def test_the_pipe_bound_is_a_block_s_busiest_pipe(merged):
+    # No block ends before its busiest pipe has worked: a phase takes at least its
+    # bound, and the busiest block's pipe works at least the blocks' mean on it.
+    # (The report's busy cycles also count the barrier's flag store and read.)
+    kernel = merged.kernels[0]
+    blocks = len(kernel.block_spans)
+    store, poll = sync_all_transfers(HW)
+    for p, record in zip(phase_anatomy(merged), kernel.phases):
+        assert 0 < p.pipe_bound <= p.cycles
+        flags = blocks * (store.data_cycles + poll.data_cycles)
+        assert p.pipe_bound * blocks >= record.busy[PIPE_INDEX[p.bound_pipe]] - flags
+    cube, norm = phase_anatomy(merged)
+    assert cube.bound_pipe in ("MTE2", "MTE1", "M")
+    assert norm.bound_pipe in ("MTE2", "V")
