@@ -146,7 +146,11 @@ def activate(v: VectorEmitter, act: str, x: Tile) -> None:
 
 def bias_act_epilogue(outputs: list, inputs: list[EpilogueInput], act: str) -> CubeEpilogue:
     """act(product + each input) (the fixpipe's cast alone when there is nothing to
-    add or apply). Without an activation the sum is rounded as the unfused ops
+    add or apply, unless the outputs are NZ views whose UB tiles can be kept in
+    their column blocks, `CubeEpilogue.ub_block`: the fixpipe moves whole L0C
+    fractals into a row-major tile, and a vector copy per block then saves the
+    store a 32-byte run per row and block, as a split-K convolution's fp32
+    partials had). Without an activation the sum is rounded as the unfused ops
     round it (`add_rounded_terms`: what a norm of it needs, no dearer than fp32);
     an activation's input stays fp32, rounded once after it."""
 
@@ -159,8 +163,10 @@ def bias_act_epilogue(outputs: list, inputs: list[EpilogueInput], act: str) -> C
         activate(t.v, act, acc)
         t.v.cast(acc, t.outputs[0])
 
-    plain = not inputs and act == "none"
-    return CubeEpilogue(outputs, inputs, None if plain else body)
+    epilogue = CubeEpilogue(outputs, inputs, body)
+    if inputs or act != "none" or epilogue.ub_block:
+        return epilogue  # a cast alone too, per block, where the outputs can be kept in blocks (`ub_block`)
+    return CubeEpilogue(outputs, inputs, None)
 
 
 def add_norm_epilogue(outputs: list, x: SimpleNamespace, layer: bool, epsilon: float) -> CubeEpilogue:
