@@ -165,11 +165,18 @@ def _mla_kernel(body: str, n: int, dtype: str) -> str:
     dict(c=960, h=2, w=2, dtype="f32", act="relu6", strides=(1, 1), pads=(1, 1, 1, 1), kh=3, kw=3),
     dict(c=672, h=4, w=4, dtype="f16", act="silu", strides=(2, 2), pads=(2, 2, 2, 2), kh=5, kw=5),
     dict(c=576, h=4, w=5, dtype="f32", act=None, strides=(1, 1), pads=(1, 0, 1, 1), kh=3, kw=3),
-], ids=["960x2x2", "672x4x4-5x5-s2", "576x4x5-odd-pads"])
+    dict(c=1152, h=2, w=2, dtype="f32", act="silu", strides=(1, 1), pads=(2, 2, 2, 2), kh=5, kw=5, y_format=None),
+    dict(c=480, h=3, w=5, dtype="f16", act="relu6", strides=(1, 1), pads=(1, 1, 1, 1), kh=3, kw=3, y_format=None, n=2),
+    dict(c=672, h=4, w=4, dtype="f32", act=None, strides=(2, 2), pads=(2, 1, 2, 1), kh=5, kw=5, y_format=None),
+], ids=["960x2x2", "672x4x4-5x5-s2", "576x4x5-odd-pads", "1152x2x2-nchw-out", "2x480x3x5-f16-nchw-out",
+        "672x4x4-s2-nchw-out"])
 def test_small_planes_share_a_tile_and_match_the_reference(params, capsys):
     """Many small planes (MobileNetV2's and EfficientNet-B0's last stages): several
-    whole planes per tile, the numbers those of the reference."""
-    full = dict(n=1, o=params["c"], groups=params["c"], bias=True, x_format="NC1HWC0", y_format="NC1HWC0", **params)
+    whole planes per tile, the numbers those of the reference; an NCHW result
+    (EfficientNet's, for its squeeze-and-excitation) too, its planes' channel
+    rows stored in one copy."""
+    full = dict(n=1, o=params["c"], groups=params["c"], bias=True, x_format="NC1HWC0", y_format="NC1HWC0")
+    full = {**full, **params, "o": params["c"], "groups": params["c"]}
     check_lowering(_compiled(full, "ascend910"), "ascend910", pipeline="ge-lower-to-npu{hw=ascend910 debug=true}")
     note = next(line for line in capsys.readouterr().err.splitlines() if "depthwise conv" in line)
     assert int(re.search(r"(\d+) plane\(s\) per tile", note).group(1)) > 1, note

@@ -179,7 +179,7 @@ class DepthwiseKernel(_PoolKernel):
             if "in32" in buffers:
                 buffers["in32"] = (tile, self.acc_type)
         planes = self.planes  # whole planes side by side: every tile buffer once per plane
-        for name in ("in", "in32", "out", "out32"):
+        for name in ("in", "in32", "out", "out32", "planes_out"):
             if name in buffers:
                 buffers[name] = (buffers[name][0] * planes, buffers[name][1])
         out_elements *= planes
@@ -222,12 +222,15 @@ class DepthwiseKernel(_PoolKernel):
         self._choose_planes(capacity)
 
     def _choose_planes(self, capacity: int) -> None:
-        """Whole planes in NC1HWC0, of full channel blocks: the number of planes
-        per tile of least estimate (a dividing one: every tile one body). A tile of
-        several planes loads and stores them together, its instructions' heads and
-        its transfers' latencies shared."""
+        """Whole planes of an NC1HWC0 input, of full channel blocks: the number of
+        planes per tile of least estimate (a dividing one: every tile one body). A
+        tile of several planes loads and stores them together, its instructions'
+        heads and its transfers' latencies shared. An NCHW (ND) result takes them
+        too: each plane's pixels are transposed to its channels' rows, and the
+        planes' channels, consecutive, are one store (a squeeze-and-excitation
+        block's depthwise conv feeds its pooling and scaling in ND)."""
         rows, cols = self.rows, self.cols
-        if rows.count > 1 or cols.count > 1 or self.nchw_in or self.nchw_out or self.c % self.lanes:
+        if rows.count > 1 or cols.count > 1 or self.nchw_in or self.c % self.lanes:
             return
         best = (self._estimate(rows, cols), 1)
         for planes in range(2, self.blocks + 1):
@@ -335,10 +338,31 @@ class DepthwiseKernel(_PoolKernel):
         self._format_channel_values(planes * lanes)
         acc = self._convolve(rs, cs, 0, planes)
         self._epilogue(acc, rs, cs, planes)
+        if self.nchw_out:
+            self._store_channel_rows(image, block, planes)
+            return
         oh, ow = rows.out, cols.out
         dst = b.mul(b.add(b.mul(image, self.blocks), block), oh * ow * lanes)
         b.emit(npu.CopyOp, self.buf["out"], 0, self.out.value, dst, rows=planes * oh, cols=ow * lanes,
                **copy_strides(planes * oh, ow * lanes, self.out_pitch * lanes, ow * lanes))
+
+    def _store_channel_rows(self, image: Index, block: Index, planes: int) -> None:
+        """Whole output planes into an NCHW result: each plane's pixels (whole
+        rows at the output pitch) made compact and transposed into its C0
+        channels' rows, then the planes' channels, consecutive in GM, in one copy."""
+        b, lanes, rows, cols = self.b, self.lanes, self.rows, self.cols
+        oh, ow = rows.out, cols.out
+        pixels, width, row = oh * ow, ow * lanes, self.out_pitch * lanes
+        stride = round_up(pixels, 32 // dtypes.byte_width(self.dtype))
+        plane_out, compact, channel_rows = rows.tile * row, self.buf["compact"], self.buf["planes_out"]
+        for p in range(planes):
+            b.emit(npu.VCopyOp, self.buf["out"], p * plane_out, compact, 0, rows=oh, cols=width,
+                   **copy_strides(oh, width, row, width))
+            b.emit(npu.VTransposeOp, compact, 0, channel_rows, p * lanes * stride, rows=pixels, cols=lanes,
+                   strides=[lanes, stride])
+        channel = b.add(b.mul(image, self.c), b.mul(block, lanes))
+        b.emit(npu.CopyOp, channel_rows, 0, self.out.value, b.mul(channel, pixels), rows=planes * lanes, cols=pixels,
+               **copy_strides(planes * lanes, pixels, stride, pixels))
 
     def _load_moving(self, image: Index, block: Index, channels: int, rs: _Span, cs: _Span, first_row: Index,
                      first_col: Index) -> Index:
