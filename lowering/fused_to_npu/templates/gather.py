@@ -88,22 +88,27 @@ def _estimate(k: KernelContext, p: int, rows: int, q: int, n: int, ti: int, cols
     store = transfer_cycles(hw, "ub_to_gm", ti, cols * itemsize)
     if from_slab:
         load = transfer_cycles(hw, "gm_to_ub", 1, rows * q * itemsize)
-        fetch = ti * vector_cycles(hw, "data_movement", cols * itemsize)
+        fetch, landing = ti * vector_cycles(hw, "data_movement", cols * itemsize), 0  # vcopies from the slab
         hbm = min(tiles, hw.core_count) * rows * q * itemsize * p
     else:
         load = 0
         # The row copies stream on MTE2: each holds it for its data, the latency
         # of one overlaps the next, so only the last one's landing is waited for.
         row = cols * itemsize
-        fetch = transfer_cycles(hw, "gm_to_ub", 1, row) + (ti - 1) * stream_cycles(hw, "gm_to_ub", 1, row)
+        fetch = ti * stream_cycles(hw, "gm_to_ub", 1, row)
+        landing = transfer_cycles(hw, "gm_to_ub", 1, row) - stream_cycles(hw, "gm_to_ub", 1, row)
         hbm = p * n * q * itemsize
     scalar = ti * 6 * hw.scalar_instruction_cycles
     once = load if p == 1 else 0  # one slab: loaded once per core, before the tiles
-    # One tile buffer: a tile's rows land, it is stored, and only then do the next
-    # tile's rows overwrite it, so a tile's fetch and store add up.
-    per_tile = max(fetch, scalar) + store + (load - once)
+    # The tiles are double-buffered, and the flag handing a tile's rows to MTE3 does
+    # not hold MTE2 (simulator/npu/core.py): the next tile's rows are fetched while
+    # this one's land and are stored. A tile's fetch (with its slab, several slabs)
+    # issues in `issue`; every tile after the second reuses the buffer of the one
+    # two before, once that one is stored.
+    issue = max(fetch, scalar) + (load - once)
+    period = issue if per_core <= 2 else max(issue, (issue + landing + store) / 2)
     hbm += p * n * q * itemsize
-    return max(once + per_core * per_tile, hbm / hw.hbm_bytes_per_cycle)
+    return max(once + issue + landing + store + (per_core - 1) * period, hbm / hw.hbm_bytes_per_cycle)
 
 
 class _GatherWriter:
