@@ -882,6 +882,13 @@ class AttentionShape:
     dv: int
     mask_bytes: int = 0  # element size of a mask tile (0: no mask tile per block)
     in_bytes: int = 2
+    causal_offset: int | None = None  # query row i sees keys j <= i + offset only (None: every key)
+
+    def visible_keys(self, q0: int, rows: int) -> int:
+        """The keys the rows q0.. q0 + rows - 1 see: a prefix of the key sequence."""
+        if self.causal_offset is None:
+            return self.sk
+        return max(1, min(self.sk, q0 + rows + self.causal_offset))
 
 
 @dataclass(frozen=True)
@@ -902,7 +909,51 @@ class AttentionTiling:
             f"{self.mq} query rows ({self.items} items, {self.per_core} per core on {self.block_dim} cores), key / "
             f"value blocks of {self.sk} rows with the online softmax in UB; the largest key blocks that fit, the "
             f"query rows giving the least work per core; bytes used: {buffers}"
+            + (
+                ""
+                if s.causal_offset is None
+                else f"; causal (offset {s.causal_offset}): the key blocks above the diagonal skipped, query tiles "
+                f"taken in pairs (i, n-1-i) to balance the cores, {causal_work(s, self.mq, self.sk):.0%} of the blocks"
+            )
         )
+
+
+def causal_tile_order(q_tiles: int) -> list[int]:
+    """The query tiles of a (batch, head) in the order items walk them under a causal
+    mask: 0, n-1, 1, n-2, ...: consecutive items pair a short row of key blocks
+    with a long one, so a core's contiguous items have about the same work."""
+    order = []
+    for i in range(q_tiles // 2):
+        order += [i, q_tiles - 1 - i]
+    return order + ([q_tiles // 2] if q_tiles % 2 else [])
+
+
+def item_blocks(s: AttentionShape, mq: int, sk: int, qi: int) -> int:
+    """Key blocks query tile qi computes (all of them unless causal)."""
+    rows = min(mq, s.sq - qi * mq)
+    return -(-s.visible_keys(qi * mq, rows) // sk)
+
+
+def causal_work(s: AttentionShape, mq: int, sk: int) -> float:
+    """The share of the key blocks a causal kernel computes."""
+    q_tiles = -(-s.sq // mq)
+    return sum(item_blocks(s, mq, sk, qi) for qi in range(q_tiles)) / (q_tiles * -(-s.sk // sk))
+
+
+def attention_core_work(hw: HardwarePreset, s: AttentionShape, mq: int, sk: int) -> float:
+    """The most work a core gets, in query rows x key blocks (an item's fixed cost
+    worth ITEM_OVERHEAD_ROWS rows): per_core contiguous items, each (mq +
+    overhead) x its blocks; under a causal mask the items walk `causal_tile_order`
+    and the blocks above the diagonal are not computed."""
+    q_tiles = -(-s.sq // mq)
+    items = s.batch * q_tiles
+    per_core = -(-items // hw.core_count)
+    order = causal_tile_order(q_tiles)
+    weight = [(mq + ITEM_OVERHEAD_ROWS) * item_blocks(s, mq, sk, qi) for qi in order]
+    return max(
+        sum(weight[u % q_tiles] for u in range(start, min(items, start + per_core)))
+        for start in range(0, items, per_core)
+    )
 
 
 def attention_buffers(s: AttentionShape, mq: int, sk: int) -> dict[str, int]:
@@ -935,7 +986,7 @@ cycles when this was measured) beat 1 item of 64 rows on 24 cores (4843)."""
 
 def choose_attention_tiling(hw: HardwarePreset, s: AttentionShape) -> AttentionTiling:
     """The largest key blocks that fit, then the query rows that give the least work
-    per core (`per_core x (mq + ITEM_OVERHEAD_ROWS)`). ValueError if none fits."""
+    per core (`attention_core_work`). ValueError if none fits."""
     sq16, sk16 = round_up(s.sq, FRACTAL), round_up(s.sk, FRACTAL)
     for sk in [c for c in (256, 128, 64, 32, 16) if c < sk16] if sk16 > 256 else [sk16, *[c for c in (128, 64, 32, 16) if c < sk16]]:
         fitting = [
@@ -945,7 +996,7 @@ def choose_attention_tiling(hw: HardwarePreset, s: AttentionShape) -> AttentionT
         ]
         if not fitting:
             continue
-        mq = min(fitting, key=lambda m: (-(-s.batch * -(-s.sq // m) // hw.core_count) * (m + ITEM_OVERHEAD_ROWS), -m))
+        mq = min(fitting, key=lambda m: (attention_core_work(hw, s, m, sk), -m))
         items = s.batch * -(-s.sq // mq)
         per_core = -(-items // hw.core_count)
         return AttentionTiling(

@@ -16,6 +16,13 @@ Two layouts, as CANN's FlashAttentionScore / FusedInferAttentionScore have:
 The mask broadcasts to the scores: (*batch, Sq, Sk) in BNSD, (*batch, N, Sq, Sk)
 in BSH. An i1 mask keeps the scores where true and puts `mask_value` elsewhere;
 a float mask is added. Dropout is the identity at inference.
+
+`causal = true` states that the mask is lower-triangular: query row i sees the
+keys j <= i + `causal_offset` and no other, in every (batch, head), and a hidden
+score vanishes in the softmax (`lowering/graph_to_fused/causal_mask.py` proves
+it from the mask's values). The mask still defines the result; the attribute
+lets the kernel skip the key blocks above the diagonal and leave the blocks
+below it unmasked.
 """
 
 from __future__ import annotations
@@ -95,6 +102,8 @@ class FlashAttentionOp(FusedOp):
     scale = attr(Kind.FLOAT, 1.0)
     mask_value = attr(Kind.FLOAT, 0.0)
     dropout = attr(Kind.FLOAT, 0.0)
+    causal = attr(Kind.BOOL, False)
+    causal_offset = attr(Kind.INT, 0)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     @classmethod
@@ -110,6 +119,8 @@ class FlashAttentionOp(FusedOp):
             raise fail("num_heads applies to layout BSH only")
         scores = _bnsd_shapes(q, k, v)
         require_mask(operand(t, "mask"), scores, element_type)
+        if a.causal and (operand(t, "mask") is None or a.causal_offset < 0):
+            raise fail("causal needs a mask and causal_offset >= 0")
         out = (*q[:-1], v[-1])
         if a.layout == "BSH":
             out = (*out[:-3], out[-2], out[-3] * out[-1])

@@ -26,6 +26,7 @@ from xdsl.ir import Operation, SSAValue
 from ...dialects import ge
 from ...dialects.ge.formats import Format, format_of
 from ...dialects.fused import FlashAttentionOp
+from .causal_mask import causal_offset
 from .chains import mask_step, scale_step, transparent_tail
 from .graph import producer, shape, skip_back, skip_forward, sole_user, splat_constant, through_format_changes
 from .pattern import FusionPattern, Match
@@ -127,6 +128,7 @@ class _Attention:
     mask: SSAValue | None = None
     mask_value: float = 0.0
     dropout: float = 0.0
+    scores: tuple[int, ...] = ()  # (*batch, Sq, Sk), as the mask sees them
 
 
 def _prescaled(value: SSAValue, ops: list[Operation]) -> tuple[SSAValue, float]:
@@ -161,6 +163,7 @@ def _attention_chain(bmm1: ge.BatchMatmulOp) -> _Attention | None:
         v, a.scale = skip_forward(s.op.results[0], ops), a.scale * s.scale
     if (m := mask_step(sole_user(v), v)) is not None:
         ops.append(m.op)
+        a.scores = shape(v)
         v, a.mask, a.mask_value = skip_forward(m.op.results[0], ops), m.mask, m.mask_value
     softmax = sole_user(v)
     rank = len(shape(v))
@@ -195,6 +198,9 @@ class FlashAttentionPattern(FusionPattern):
         if a is None:
             return None
         attrs = {"scale": a.scale, "mask_value": a.mask_value, "dropout": a.dropout}
+        offset = causal_offset(a.mask, a.mask_value, a.scores)
+        if offset is not None:
+            attrs |= {"causal": True, "causal_offset": offset}
         bsh = self._bsh(a)
         if bsh is not None:
             q, k, v, out = bsh

@@ -59,7 +59,7 @@ from xdsl.dialects.builtin import f32
 
 from ....dialects import fused, npu
 from ....dialects.ge.formats import Format
-from ...tiling import FRACTAL, AttentionShape, AttentionTiling, choose_attention_tiling, round_up
+from ...tiling import FRACTAL, AttentionShape, AttentionTiling, causal_tile_order, choose_attention_tiling, round_up
 from ..context import GmTensor, KernelContext
 from .registry import kernel_for
 from ..kernel_builder import Index
@@ -123,7 +123,8 @@ def lower_flash_attention(op: fused.FlashAttentionOp, k: KernelContext) -> None:
         raise k.unsupported(str(e)) from None
     batch = math.prod(size for size, _ in o.batches.dims)
     mask_bytes = 0 if mask is None or mask.role == Role.SCALAR else mask.view.itemsize
-    shape = AttentionShape(batch, q.rows, kt.cols, q.cols, v.cols, mask_bytes, t.query.itemsize)
+    causal = a.causal_offset if a.causal and mask is not None else None
+    shape = AttentionShape(batch, q.rows, kt.cols, q.cols, v.cols, mask_bytes, t.query.itemsize, causal)
     try:
         tiling = choose_attention_tiling(k.hw, shape)
     except ValueError as e:
@@ -150,16 +151,32 @@ class _KvBlocks:
     """The key / value blocks of sk rows over `length` keys: every block full but a
     shorter last one. Block 0 and 1 are written out (the first starts the running
     values, the second accumulates the first's product); the blocks after them
-    that are full walk in pairs (`looped_pairs`), the rest are written out."""
+    that are full walk in pairs (`looped_pairs`), the rest are written out.
 
-    def __init__(self, length: int, sk: int):
+    Under a causal mask `length` is the keys the item's last row sees (the blocks
+    above the diagonal are not there at all) and `unmasked` the leading blocks
+    that every row of the item sees whole: they are not masked, and only they
+    walk in the loop, so whether a block is masked is known when it is written."""
+
+    def __init__(self, length: int, sk: int, unmasked: int | None = None):
         self.length, self.sk = length, sk
         self.full = length // sk
         self.count = -(-length // sk)
-        self.looped_pairs = max(0, self.full - 2) // 2
+        self.causal = unmasked is not None
+        self.unmasked = min(unmasked, self.count) if self.causal else 0
+        self.looped_pairs = max(0, (min(self.full, self.unmasked) if self.causal else self.full) - 2) // 2
 
     def size(self, j: int) -> int:
         return min(self.sk, self.length - j * self.sk)
+
+    def masked(self, j: Index) -> bool:
+        """Whether block j is masked (a looped block, j not a constant, is masked
+        unless causal)."""
+        return not self.causal or (isinstance(j, int) and j >= self.unmasked)
+
+    @property
+    def any_masked(self) -> bool:
+        return not self.causal or self.unmasked < self.count
 
     def written_out(self, j: int) -> bool:
         """Whether block j is written out (not a block of the looped pairs)."""
@@ -172,6 +189,7 @@ class _AttentionKernel:
         self.element_type = q.tensor.element_type
         self.q, self.kt, self.v, self.o, self.mask, self.a = q, kt, v, o, mask, attrs
         self.boolean_mask = boolean
+        self.causal = t.shape.causal_offset  # None: every key block computed and masked
         s = t.shape
         self.d16, self.dv16, self.sk16 = round_up(s.d, FRACTAL), round_up(s.dv, FRACTAL), round_up(t.sk, FRACTAL)
         self.q_tiles = -(-s.sq // t.mq)
@@ -242,7 +260,7 @@ class _AttentionKernel:
         """Whether every core has the same number of items (more than one) and every
         item the same rows: then an item's end can be written into the next one."""
         t = self.t
-        return t.per_core > 1 and t.items == t.per_core * t.block_dim and self._uniform_ends()
+        return t.per_core > 1 and t.items == t.per_core * t.block_dim and self._uniform_ends() and self.causal is None
 
     def _pipelined_items(self) -> None:
         """The core's items, each one's end (`_ItemEnd`) written into the next
@@ -294,6 +312,9 @@ class _AttentionKernel:
         def rows(q0: Index, mq: int, ends: bool) -> None:
             self._rows(batch, q0, mq, ends).finish()
 
+        if self.causal is not None:
+            self._causal_item(batch, qi, tail)
+            return
         if self._uniform_ends():
             rows(b.mul(qi, t.mq), self._uniform_mq(), True)
             return
@@ -305,6 +326,35 @@ class _AttentionKernel:
             rows(b.mul(qi, t.mq), t.mq, False)
         with b.when(b.equals(qi, self.q_tiles - 1)):
             rows((self.q_tiles - 1) * t.mq, tail, True)
+
+    def _causal_item(self, batch: Index, position: Index, tail: int) -> None:
+        """Under a causal mask an item's key blocks depend on its query rows: one
+        body per query tile, each with its own blocks, chosen by an scf.if. The
+        item at `position` of its (batch, head) takes tile `causal_tile_order`
+        [position] (tiles paired short with long, so contiguous items balance)."""
+        b, last = self.b, self.q_tiles - 1
+        for at, qi in enumerate(causal_tile_order(self.q_tiles)):
+            if isinstance(position, int) and position != at:
+                continue
+
+            def body(qi=qi) -> None:
+                self._rows(batch, qi * self.t.mq, tail if qi == last else self.t.mq, qi == last).finish()
+
+            if isinstance(position, int):
+                body()
+            else:
+                with b.when(b.equals(position, at)):
+                    body()
+
+    def _blocks(self, q0: Index, mq: int) -> _KvBlocks:
+        """The item's key blocks: under a causal mask those its last row sees, the
+        leading ones its first row sees whole unmasked (q0 is then a constant)."""
+        s, sk = self.t.shape, self.t.sk
+        if self.causal is None:
+            return _KvBlocks(s.sk, sk)
+        length = s.visible_keys(q0, mq)
+        whole = s.visible_keys(q0, 1)  # the first row's keys: every row sees them
+        return _KvBlocks(length, sk, _KvBlocks(length, sk).count if whole == length else whole // sk)
 
     def _offsets(self, batch: Index) -> SimpleNamespace:
         b = self.b
@@ -331,16 +381,16 @@ class _AttentionKernel:
         def load_q() -> None:
             self.q.load_to_l0(b, self.q_l1, q_stride, 0, mq, 0, s.d, self.q_l0, self.d16)
 
-        blocks = _KvBlocks(s.sk, self.t.sk)
+        blocks = self._blocks(q0, mq)
         own_v = []
         if blocks.count == 1 and self._last_v_with_k(blocks):
             own_v.append(lambda: self._stage_v(offsets.v, 0, blocks.size(0), parity))
-        mask = [lambda: self._load_item_mask(offsets, q0, mq)] if self.mask_whole else []
+        mask = [lambda: self._load_item_mask(offsets, q0, mq, blocks.length)] if self.mask_whole and blocks.any_masked else []
         previous_v = [] if before is None else [before.stage_v]  # nothing if that item staged it
         self._head(offsets, mq, 0, blocks.size(0), parity, load_q, own_v, before_k=mask, with_k=previous_v)
         if before is not None:
             before.start(v_staged=True)
-        self._softmax(offsets, q0, mq, 0, blocks.size(0), parity, first=True)
+        self._softmax(offsets, q0, mq, 0, blocks.size(0), parity, first=True, masked=blocks.masked(0))
         if before is not None:
             before.finish(started=True)
         if blocks.count > 1:
@@ -386,7 +436,7 @@ class _AttentionKernel:
             stages.append(lambda: self._stage_v(offsets.v, k0, size, parity))  # the last block's V, with its K landed
         self._head(offsets, mq, k0, size, parity, v_stages=stages)
         self._product(mq, sk, 1 - parity)
-        self._softmax(offsets, q0, mq, k0, size, parity)
+        self._softmax(offsets, q0, mq, k0, size, parity, masked=blocks.masked(j))
         self._accumulate(mq, 1 - parity, first=isinstance(j, int) and j == 1)
 
     def _head(
@@ -432,15 +482,17 @@ class _AttentionKernel:
     def _v_stride(self) -> int:
         return self.v.l1_stride(self.t.sk, self.t.shape.dv)
 
-    def _softmax(self, offsets, q0: Index, mq: int, k0: Index, size: int, parity: int, first: bool = False) -> None:
-        """The block's scores to UB, scaled and masked, through the online softmax:
-        P in UB, a_j in its copy `parity`."""
+    def _softmax(
+        self, offsets, q0: Index, mq: int, k0: Index, size: int, parity: int, first: bool = False, masked: bool = True
+    ) -> None:
+        """The block's scores to UB, scaled and (if `masked`) masked, through the
+        online softmax: P in UB, a_j in its copy `parity`."""
         b, sk16 = self.b, self.sk16
         b.emit(npu.FixpipeOp, self.s_l0c, 0, self.s_ub, 0, rows=mq, cols=size, strides=[sk16, sk16])
         self.scratch.reset()
         v = self.scratch.emitter(mq, size)
         scores = Tile(self.s_ub, 0, sk16)
-        self._scale_and_mask(v, offsets, q0, mq, k0, size, scores)
+        self._scale_and_mask(v, offsets, q0, mq, k0, size, scores, masked)
         alpha = None if first else per_row(self.alphas[parity])
         self._online_softmax(v, scores, Tile(self.p_ub, 0, sk16), alpha)
 
@@ -467,11 +519,11 @@ class _AttentionKernel:
         acc.instr(npu.VMulOp, acc_tile, per_row(self.alphas[parity]), acc_tile)
         acc.instr(npu.VAddOp, acc_tile, Tile(self.pv_ub, 0, dv16), acc_tile)
 
-    def _scale_and_mask(self, v: VectorEmitter, offsets, q0, mq: int, k0, size: int, scores: Tile) -> None:
+    def _scale_and_mask(self, v: VectorEmitter, offsets, q0, mq: int, k0, size: int, scores: Tile, masked: bool) -> None:
         a = self.a
         if a.scale != 1.0:
             v.instr(npu.VMulsOp, scores, scores, scalar=float(a.scale))
-        if self.mask is None:
+        if self.mask is None or not masked:
             return
         mask = self._load_mask(offsets, q0, mq, k0, size)
         if not self.boolean_mask:
@@ -482,13 +534,14 @@ class _AttentionKernel:
         elif not mask:  # a splat false mask: every score is mask_value
             v.fill(scores, float(a.mask_value))
 
-    def _load_item_mask(self, offsets, q0, mq: int) -> None:
+    def _load_item_mask(self, offsets, q0, mq: int, keys: int) -> None:
         """The item's mask for all its keys (`mask_whole`), read by every block. Its
         copies are written out: a constant mask (a causal one) then loads before
         the phase's barrier (npu-prefetch-constants; GPT-2's attention loaded its
-        eight 16-column blocks between Q and the first K)."""
-        m, keys = self.mask, self.t.shape.sk
-        stride = round_up(keys, FRACTAL)
+        eight 16-column blocks between Q and the first K). `keys`: those the item
+        computes (fewer under a causal mask)."""
+        m = self.mask
+        stride = round_up(self.t.shape.sk, FRACTAL)  # as _load_mask reads it
         if m.role == Role.FULL:
             m.view.load_to_ub(self.b, offsets.mask, q0, mq, 0, keys, self.mask_home, stride, written_out=True)
         elif m.role == Role.ROW:
