@@ -11,10 +11,16 @@ the vector unit (`vcopy` of 16-column strips), so every GM transfer stays one
 * a tile of whole matrices (a view row = one or more whole (M x N) matrices,
   or t a multiple of M) is contiguous in GM, padding rows included.
 
-On the way out, the staging buffer is zeroed first, so the padding of the NZ
-image (columns N..N1*16 of the last block, rows M..M1*16) is written as zeros,
-as the cube relies on. The strips are moved by a loop over the shorter of
-(blocks x matrices) and (blocks x rows), each instruction covering the other.
+On the way out, a staging buffer whose tile has padding (columns N..N1*16 of
+the last block, rows M..M1*16) is zeroed first, so the padding of the NZ image
+is written as zeros, as the cube relies on; a tile without padding is not.
+
+A strip move is one `vcopy` over one of the tile's three dims (matrices, rows
+of a matrix, 16-column blocks), looped over the other two: the dim with the
+most strips is the one an instruction covers, so a tile of a few rows of a wide
+matrix takes a few instructions of N1 strips each (one per row), not N1
+instructions of a few rows each; the looped dims must step by whole aligned
+units in UB (a vector instruction starts aligned).
 """
 
 from __future__ import annotations
@@ -77,7 +83,7 @@ class NzRows:
 
     def tile_rows_ok(self, rows: int) -> bool:
         """Whether a tile of `rows` view rows can be converted: the layout's rule
-        (`period`) and strips that start aligned in UB (`_strip_steps`)."""
+        (`period`) and strip moves that start aligned in UB (`_moves`)."""
         if not self._strips_aligned(rows):
             return False
         if not self.matrix_rows:
@@ -86,23 +92,39 @@ class NzRows:
             return rows % self.m == 0
         return rows % self.m == 0 or self.m % rows == 0
 
-    def _strip_steps(self, rows: int) -> tuple[int, tuple[int, int], tuple[int, tuple[int, int]]]:
-        """(outer count, (tile, staging) outer steps, (inner count, steps)) of the strip
-        moves of a tile of `rows` (see `_strips`)."""
+    def _dims(self, rows: int, blocks: int) -> tuple[_Dim, _Dim, _Dim]:
+        """The (matrices, rows of a matrix, `blocks` column blocks) of a tile of
+        `rows`, with their (tile, staging) steps: element (matrix g, row m, column
+        j*n0 + c) is at g*M*N + m*N + j*n0 + c in the tile, ((g*J + j)*S + m)*n0 + c
+        staged."""
         matrices, per_matrix, staged = self._geometry(rows)
-        matrix = (self.m * self.n, self.blocks * staged * self.n0)
-        row = (self.n, self.n0)
-        if per_matrix >= matrices:  # an instruction covers a matrix's rows
-            return matrices, matrix, (per_matrix, row)
-        return per_matrix, row, (matrices, matrix)
+        return (
+            _Dim(matrices, self.m * self.n, self.blocks * staged * self.n0),
+            _Dim(per_matrix, self.n, self.n0),
+            _Dim(blocks, self.n0, staged * self.n0),
+        )
+
+    def _moves(self, rows: int, blocks: int) -> tuple[int, list[int]] | None:
+        """(the dim an instruction covers, the looped dims) of the strip moves over
+        `blocks` column blocks, the fewest instructions whose looped dims step by
+        aligned units; None if no arrangement starts every move aligned (e.g.
+        several 31 x 8 fp16 matrices in one tile, 496 bytes apart, and 31 rows)."""
+        dims = self._dims(rows, blocks)
+        align = UB_ALIGN_BYTES // dtypes.byte_width(self.tensor.element_type)
+        best = None
+        for covered in range(3):
+            looped = [d for d in range(3) if d != covered and dims[d].count > 1]
+            if any(dims[d].tile % align or dims[d].staging % align for d in looped):
+                continue
+            moves = math.prod(dims[d].count for d in looped)
+            if best is None or moves < best[0]:
+                best = (moves, covered, looped)
+        return None if best is None else best[1:]
 
     def _strips_aligned(self, rows: int) -> bool:
-        """Every strip move of the tile starts on a UB alignment boundary (a loop of
-        them steps by whole aligned units), else the vector unit cannot address it:
-        e.g. several 31 x 8 fp16 matrices in one tile, 496 bytes apart."""
-        outer, steps, _ = self._strip_steps(rows)
-        align = UB_ALIGN_BYTES // dtypes.byte_width(self.tensor.element_type)
-        return outer <= 1 or all(step % align == 0 for step in steps)
+        """Every strip move of the tile can start aligned in UB (`_moves`)."""
+        full, partial = divmod(self.n, self.n0)
+        return all(self._moves(rows, count) is not None for count in (full, 1 if partial else 0) if count)
 
     def _geometry(self, rows: int) -> tuple[int, int, int]:
         """(matrices, rows per matrix, staged rows per matrix) of a tile of `rows`."""
@@ -127,10 +149,16 @@ class NzRows:
         self._strips(b, rows, staging, tile, to_nz=False)
 
     def store(self, b: KernelBuilder, row0: Index, rows: int, staging, tile: Tile) -> None:
-        count = self.staging_elements(rows)
-        b.emit(npu.VDupOp, staging, 0, cols=count, value=0.0)
+        if self._padded(rows):
+            b.emit(npu.VDupOp, staging, 0, cols=self.staging_elements(rows), value=0.0)
         self._strips(b, rows, staging, tile, to_nz=True)
         self._gm_copy(b, row0, rows, staging, to_ub=False)
+
+    def _padded(self, rows: int) -> bool:
+        """Whether the NZ image of a tile of `rows` has padding (columns past N in
+        its last block, or rows past M in its matrices)."""
+        _, per_matrix, staged = self._geometry(rows)
+        return self.n % self.n0 != 0 or staged != per_matrix
 
     def _gm_copy(self, b: KernelBuilder, row0: Index, rows: int, staging, to_ub: bool) -> None:
         matrices, per_matrix, staged = self._geometry(rows)
@@ -153,26 +181,44 @@ class NzRows:
 
     def _strips(self, b: KernelBuilder, rows: int, staging, tile: Tile, to_nz: bool) -> None:
         """Move the 16-column strips between the row tile (contiguous rows of N) and
-        the NZ staging: element (matrix g, row m, column j*n0 + c) is at
-        g*M*N + m*N + j*n0 + c in the tile, ((g*J + j)*S + m)*n0 + c staged."""
-        _, _, staged = self._geometry(rows)
-        n0, n = self.n0, self.n
-        outer, outer_step, (inner, inner_step) = self._strip_steps(rows)
-        assert self._strips_aligned(rows), "tile rows the tiler should not have chosen (tile_rows_ok)"
+        the NZ staging (`_dims`): the full blocks, then the partial last block."""
+        full, partial = divmod(self.n, self.n0)
+        for first, blocks, cols in ((0, full, self.n0), (full, 1 if partial else 0, partial)):
+            if blocks:
+                self._strip_moves(b, rows, staging, tile, to_nz, first, blocks, cols)
 
-        def strips(j: Index, cols: int) -> None:
-            with b.loop(0, outer, name="strip") as i:
-                at_tile = b.add(tile.offset, b.add(b.mul(i, outer_step[0]), b.mul(j, n0)))
-                at_staging = b.add(b.mul(i, outer_step[1]), b.mul(j, staged * n0))
-                if to_nz:
-                    operands, strides = (tile.buffer, at_tile, staging, at_staging), list(inner_step)
-                else:
-                    operands, strides = (staging, at_staging, tile.buffer, at_tile), inner_step[::-1]
-                b.emit(npu.VCopyOp, *operands, rows=inner, cols=cols, strides=list(strides))
+    def _strip_moves(self, b: KernelBuilder, rows: int, staging, tile: Tile, to_nz: bool,
+                     first: int, blocks: int, cols: int) -> None:
+        """The moves of `blocks` column blocks from block `first`, `cols` columns each:
+        one instruction over the covered dim, in loops over the others (`_moves`)."""
+        moves = self._moves(rows, blocks)
+        assert moves is not None, "tile rows the tiler should not have chosen (tile_rows_ok)"
+        covered, looped = moves
+        dims = self._dims(rows, blocks)
+        step = dims[covered]
 
-        full, partial = divmod(n, n0)
-        if full:
-            with b.loop(0, full, name="block") as j:
-                strips(j, n0)
-        if partial:
-            strips(full, partial)
+        def emit(at_tile: Index, at_staging: Index, rest: list[int]) -> None:
+            if rest:
+                d, *rest = rest
+                with b.loop(0, dims[d].count, name=_LOOP_NAMES[d]) as i:
+                    emit(b.affine(at_tile, (i, dims[d].tile)), b.affine(at_staging, (i, dims[d].staging)), rest)
+                return
+            if to_nz:
+                operands, strides = (tile.buffer, at_tile, staging, at_staging), [step.tile, step.staging]
+            else:
+                operands, strides = (staging, at_staging, tile.buffer, at_tile), [step.staging, step.tile]
+            b.emit(npu.VCopyOp, *operands, rows=step.count, cols=cols, strides=strides)
+
+        emit(b.affine(tile.offset, (first, dims[2].tile)), first * dims[2].staging, looped)
+
+
+_LOOP_NAMES = ("matrix", "strip", "block")
+
+
+@dataclass(frozen=True)
+class _Dim:
+    """One dim of a tile's strips: how many, and its (tile, staging) steps in elements."""
+
+    count: int
+    tile: int
+    staging: int

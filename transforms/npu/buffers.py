@@ -29,7 +29,7 @@ from xdsl.dialects import scf
 from xdsl.ir import Block, Operation, SSAValue
 
 from ...dialects import npu
-from .affine import AffineCache, Interval, induction_range, trip_count
+from .affine import AffineCache, Interval, constant_bounds, induction_range, loop_of_induction_variable, trip_count
 
 SYNC_OPS = (npu.SetFlagOp, npu.WaitFlagOp, npu.PipeBarrierOp)
 
@@ -105,7 +105,8 @@ class PrivacyCheck:
     """Which of `candidates` are overwritten before being read in every iteration of
     `loop`: walks one iteration in program order, tracking the elements certainly
     written so far (constant offsets, unconditional writes; a nested loop's writes
-    count after it only if it certainly runs)."""
+    count after it only if it certainly runs, and so do its sweeps: writes whose
+    offsets move with its induction variables only, every iteration's)."""
 
     def __init__(self, loop: scf.ForOp, candidates: Iterable[npu.AllocOp], affine: AffineCache):
         self.affine = affine
@@ -127,6 +128,7 @@ class PrivacyCheck:
                 self._block(op.body.block, inner)
                 if (trip_count(op) or 0) >= 1:
                     written.update(inner)
+                    self._sweeps(op, op, written)
             elif isinstance(op, scf.IfOp):
                 for region in (op.true_region, op.false_region):
                     if region.blocks:
@@ -145,6 +147,23 @@ class PrivacyCheck:
                 for lo, hi in _runs(access.pattern, offset.const):
                     written[alloc].add(lo, hi)
 
+    def _sweeps(self, loop: scf.ForOp, region_op: Operation, written: dict[npu.AllocOp, ElementSet]) -> None:
+        """Adds the elements the unconditional writes nested in `region_op` (inside
+        `loop`, through loops that certainly run) cover over all their iterations,
+        when their offsets are affine in those loops' induction variables only:
+        e.g. the strips of a tile moved one row per iteration into a staging buffer."""
+        for op in region_op.body.block.ops if isinstance(region_op, scf.ForOp) else ():
+            if isinstance(op, scf.ForOp) and (trip_count(op) or 0) >= 1:
+                self._sweeps(loop, op, written)
+            elif isinstance(op, npu.InstructionOp) and not isinstance(op, SYNC_OPS):
+                for access in op.accesses(op.attr_values()):
+                    alloc = root_alloc(op.operands[access.operand])
+                    if not access.writes or alloc not in self.candidates or alloc in self.failed:
+                        continue
+                    for start in _swept_offsets(self.affine(op.operands[access.operand + 1]), op, loop):
+                        for lo, hi in _runs(access.pattern, start):
+                            written[alloc].add(lo, hi)
+
     def _covered(self, alloc: npu.AllocOp, pattern, offset, written: ElementSet) -> bool:
         if offset.is_constant:
             return all(written.covers(lo, hi) for lo, hi in _runs(pattern, offset.const))
@@ -155,6 +174,27 @@ class PrivacyCheck:
                 return written.covers(0, npu.base.element_count(alloc.result.type))
             span = span + values.scaled(coeff)
         return written.covers(span.lo, span.hi + pattern.span)
+
+
+_MOST_SWEPT = 4096
+"""Sweeps of more iterations are not enumerated (their writes are not counted):
+the check stays proportional to the kernel's text."""
+
+
+def _swept_offsets(offset, op: Operation, loop: scf.ForOp) -> list[int]:
+    """Every value `offset` takes while `loop` runs, if its terms are induction
+    variables of loops from `loop` to `op` with constant bounds (else none)."""
+    starts = [offset.const]
+    for atom, coeff in offset.terms.items():
+        owner = loop_of_induction_variable(atom)
+        if owner is None or not (owner is loop or is_inside(owner, loop)) or not is_inside(op, owner):
+            return []
+        lb, _, step = constant_bounds(owner)
+        trips = trip_count(owner)
+        if len(starts) * trips > _MOST_SWEPT:
+            return []
+        starts = [s + coeff * (lb + step * i) for s in starts for i in range(trips)]
+    return starts
 
 
 def iteration_private(
