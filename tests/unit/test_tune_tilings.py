@@ -115,12 +115,13 @@ def test_the_tuned_module_takes_the_fastest_time_simulated(capsys, text):
 
 
 def test_tuning_finds_a_faster_tiling_than_the_estimate():
-    """On this matmul the estimate's second choice runs faster on the simulator
-    (its narrower items share the HBM better), so tuning pins it."""
+    """On this matmul one of the estimate's next two choices runs faster on the
+    simulator (4534 cycles against 4628 for its first; the second was faster
+    while a set_flag held MTE2 until its copies landed), so tuning pins it."""
     untuned = parse(MATMUL_RELU)
     compile_module(untuned, "ge-compile")
     module = parse(MATMUL_RELU)
-    compile_module(module, "ge-compile{tune=2}")
+    compile_module(module, "ge-compile{tune=3}")
     assert simulated_cycles(module, MATMUL_RELU) < simulated_cycles(untuned, MATMUL_RELU)
 
 
