@@ -385,7 +385,7 @@ class _AttentionKernel:
         own_v = []
         if blocks.count == 1 and self._last_v_with_k(blocks):
             own_v.append(lambda: self._stage_v(offsets.v, 0, blocks.size(0), parity))
-        mask = [lambda: self._load_item_mask(offsets, q0, mq, blocks.length)] if self.mask_whole and blocks.any_masked else []
+        mask = [lambda: self._load_item_mask(offsets, q0, mq, blocks)] if self.mask_whole and blocks.any_masked else []
         previous_v = [] if before is None else [before.stage_v]  # nothing if that item staged it
         self._head(offsets, mq, 0, blocks.size(0), parity, load_q, own_v, before_k=mask, with_k=previous_v)
         if before is not None:
@@ -534,18 +534,20 @@ class _AttentionKernel:
         elif not mask:  # a splat false mask: every score is mask_value
             v.fill(scores, float(a.mask_value))
 
-    def _load_item_mask(self, offsets, q0, mq: int, keys: int) -> None:
+    def _load_item_mask(self, offsets, q0, mq: int, blocks: _KvBlocks) -> None:
         """The item's mask for all its keys (`mask_whole`), read by every block. Its
         copies are written out: a constant mask (a causal one) then loads before
         the phase's barrier (npu-prefetch-constants; GPT-2's attention loaded its
-        eight 16-column blocks between Q and the first K). `keys`: those the item
-        computes (fewer under a causal mask)."""
+        eight 16-column blocks between Q and the first K). Under a causal mask,
+        only the columns of the masked blocks (`blocks`), where they are read."""
         m = self.mask
         stride = round_up(self.t.shape.sk, FRACTAL)  # as _load_mask reads it
+        first = blocks.unmasked * blocks.sk
+        keys = blocks.length - first
         if m.role == Role.FULL:
-            m.view.load_to_ub(self.b, offsets.mask, q0, mq, 0, keys, self.mask_home, stride, written_out=True)
+            m.view.load_to_ub(self.b, offsets.mask, q0, mq, first, keys, self.mask_home, stride, ub_base=first, written_out=True)
         elif m.role == Role.ROW:
-            m.view.load_to_ub(self.b, offsets.mask, 0, 1, 0, keys, self.mask_home, stride)
+            m.view.load_to_ub(self.b, offsets.mask, 0, 1, first, keys, self.mask_home, stride, ub_base=first)
         else:
             m.view.load_to_ub(self.b, offsets.mask, q0, mq, 0, 1, self.mask_home, 1)
 
