@@ -12,7 +12,11 @@ onnxruntime (max abs error, and relative to the largest output), ge-compile
 (default preset ascend910, through the pass driver with verification after every
 pass, as `ge-opt -p ge-compile`), the simulated outputs against onnxruntime
 (worst error over the tolerance of the precision compiled: <= 1 passes, as
-`ge-sim --check` judges), kernels (each phase of a merged launch counted) and
+`ge-sim --check` judges); only when that fails, the float64 truth (the model
+computed in double by onnx.reference) and the simulator's and onnxruntime's
+worst errors against it (x tol), and the judge that passed the row: "ort"
+(within tolerance of onnxruntime), "f64" (no further from the truth than
+onnxruntime is: bench/models/judge.py) or "fail"; kernels (each phase of a merged launch counted) and
 launches (npu.launch ops: npu-merge-launches joins a stream's run), simulated cycles, the
 module's roofline cycles and roofline / cycles, and the seconds spent importing,
 compiling and simulating.
@@ -40,6 +44,9 @@ COLUMNS = [
     ("ref_rel", "rel"),
     ("compiles", "compiles"),
     ("sim_check", "sim vs ort (x tol)"),
+    ("sim_f64", "sim vs f64"),
+    ("ort_f64", "ort vs f64"),
+    ("judge", "judge"),
     ("kernels", "kernels"),
     ("launches", "launches"),
     ("cycles", "cycles"),
@@ -60,7 +67,7 @@ def measure(name: str, compile_too: bool, hw: str, precision: str | None = None)
     the one under way ("" when done): the parent keeps the last line it got, so a
     step that runs out of time leaves the earlier ones and is named."""
     from gecomp.bench import models
-    from gecomp.bench.models import run
+    from gecomp.bench.models import float64, judge, run
 
     row = {"model": name}
 
@@ -102,8 +109,23 @@ def measure(name: str, compile_too: bool, hw: str, precision: str | None = None)
     emit(
         sim_check=sim.worst_ratio, kernels=sim.kernels, launches=sim.launches, cycles=sim.cycles, roofline=sim.roofline_cycles,
         ratio=sim.roofline_cycles / sim.cycles if sim.cycles else None,
-        t_simulate=time.perf_counter() - start, note=sim.worst if sim.worst_ratio > 1 else "", step="",
+        t_simulate=time.perf_counter() - start, step="" if sim.worst_ratio <= 1 else "f64 truth",
     )
+    verdict = judge.judge(want, sim.outputs, sim.floor, sim.worst_ratio, lambda: float64.truth(proto, inputs))
+    emit(
+        judge=verdict.judge, sim_f64=verdict.candidate_vs_truth, ort_f64=verdict.oracle_vs_truth,
+        note=_judge_note(verdict, sim.worst), step="",
+    )
+
+
+def _judge_note(verdict, worst_vs_ort: str) -> str:
+    """Why a row failed (its worst element against onnxruntime, and against the
+    truth), or the absolute errors against the truth of a row the f64 judge passed."""
+    if verdict.judge == "ort":
+        return ""
+    if verdict.judge == "f64":
+        return f"vs f64 max abs: sim {verdict.candidate_abs:.3g}, ort {verdict.oracle_abs:.3g}"
+    return "; ".join(part for part in (worst_vs_ort, verdict.note) if part)
 
 
 def _why(e: BaseException) -> str:
@@ -163,7 +185,7 @@ def _cell(key: str, value) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if key in ("ref_err", "ref_rel", "sim_check"):
+    if key in ("ref_err", "ref_rel", "sim_check", "sim_f64", "ort_f64"):
         return f"{value:.2g}"
     if key == "ratio":
         return f"{value:.1%}"
@@ -193,8 +215,11 @@ def summary(rows: list[dict], compile_too: bool) -> str:
     text = f"{len(rows)} models: {imported} import, {matched} match onnxruntime on the reference interpreter"
     if compile_too:
         compiled = sum(r.get("compiles") == "ok" for r in rows)
-        checked = sum(isinstance(r.get("sim_check"), float) and r["sim_check"] <= 1 for r in rows)
+        checked = sum(r.get("judge") in ("ort", "f64") for r in rows)
+        by_truth = sum(r.get("judge") == "f64" for r in rows)
         text += f", {compiled} compile, {checked} simulate within tolerance"
+        if by_truth:
+            text += f" ({by_truth} of them no further from the float64 truth than onnxruntime: judge f64)"
     unfinished = [r["model"] for r in rows if "did not finish" in str(r.get("note", ""))]
     if unfinished:
         text += f"; did not finish in the budget: {', '.join(unfinished)}"

@@ -76,6 +76,7 @@ class Simulated:
     launches: int  # npu.launch ops (npu-merge-launches makes one of a stream's run)
     worst_ratio: float  # worst |error| / tolerance over the outputs (> 1 fails)
     worst: str  # the worst element, as ge-sim --check prints it ("" if identical)
+    floor: np.dtype | None = None  # the least precise float type computed in (the tolerance's)
 
 
 def simulate(compiled, inputs: Sequence[np.ndarray], want: Sequence[np.ndarray], hw: str = "ascend910") -> Simulated:
@@ -103,4 +104,5 @@ def simulate(compiled, inputs: Sequence[np.ndarray], want: Sequence[np.ndarray],
         launches=len(launches),
         worst_ratio=worst.ratio if worst else 0.0,
         worst=str(worst) if worst else "",
+        floor=floor,
     )
