@@ -47,6 +47,8 @@ def to_float64(model):
     _graph(out.graph, opsets)
     for function in out.functions:
         local = {o.domain or "": o.version for o in function.opset_import} or opsets
+        for info in function.value_info:
+            _type(info.type)
         _nodes(function.node, local, function.name)
     return out
 

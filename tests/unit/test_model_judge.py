@@ -173,3 +173,31 @@ def test_an_op_that_cannot_compute_in_double_is_refused_by_name():
     del model.graph.node[0].output[1]  # without its f32-only mean output, it computes in double
     del model.graph.output[1]
     onnx.checker.check_model(float64.to_float64(model), full_check=True)
+
+
+def test_local_functions_and_f32_defaults_are_made_double():
+    """A local function's body (Constant value_float) and ConstantOfShape's unset
+    value (an f32 zero) compute in double too."""
+    body = [
+        helper.make_node("Constant", [], ["k"], value_float=1.0 / 3.0),
+        helper.make_node("Mul", ["a", "k"], ["b"]),
+    ]
+    third = helper.make_function("local", "Third", ["a"], ["b"], body, [helper.make_opsetid("", 17)])
+    shape = numpy_helper.from_array(np.array([1, 3], np.int64), "shape")
+    graph = helper.make_graph(
+        [helper.make_node("Third", ["x"], ["t"], domain="local"),
+         helper.make_node("ConstantOfShape", ["shape"], ["z"]),
+         helper.make_node("Add", ["t", "z"], ["y"])], "calls",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])], [shape],
+    )
+    model = helper.make_model(
+        graph, functions=[third], opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
+    )
+    exact_model = float64.to_float64(model)
+    onnx.checker.check_model(exact_model, full_check=True)
+    x = np.array([[1.0, 2.0, 3.0]], np.float32)
+    (y,) = float64.truth(model, [x])
+    assert y.dtype == np.float64
+    third_f32 = np.float64(np.float32(1.0 / 3.0))  # the model's constant, widened exactly
+    np.testing.assert_allclose(y, x.astype(np.float64) * third_f32, rtol=1e-15)
