@@ -9,6 +9,8 @@ with ONNX's expected outputs. Prints a table per op and the totals.
     python bench/onnx_conformance.py --suite pytorch-converted    # the onnx wheel's model suites
     python bench/onnx_conformance.py --suite node --backend npu --progress   # each case as it ends
     python bench/onnx_conformance.py --suite node --backend npu --category other   # the non-plain cases
+    python bench/onnx_conformance.py --backend npu --times        # each case's seconds: the slowest, those above 5 s
+    python bench/onnx_conformance.py --backend npu --op MaxPool --times --slow-s 2
 
 --suite runs a whole suite whatever its ops, printing passed / refused (a clean
 one-line UnsupportedError at import, or NoUnitForTypeError from ge-compile for an
@@ -22,6 +24,10 @@ model suites shipped in the onnx wheel.
 
 Without --op it also checks that every node test case of an unsupported op is
 refused at import with a one-line error (`run_refusals`).
+
+--times measures every case (CPU seconds of this process, and wall seconds:
+the machine may be shared) and prints the slowest cases and every one above
+--slow-s (issue 35: no single node test above 5 s), then the seconds per op.
 
 `--backend` picks an entry of `gecomp.frontend.conformance.BACKENDS`: `reference`
 (the reference interpreter), `npu` (ge-compile, then the NPU simulator: it works
@@ -41,6 +47,7 @@ from gecomp.frontend.conformance import (
     SUITES,
     UNSUPPORTED,
     format_table,
+    node_cases,
     pass_rates,
     refusals_by_kind,
     run_conformance,
@@ -71,17 +78,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--function-ops", action="store_true",
                    help="the cases of ops without a converter that ONNX defines by a function body "
                         "(Attention, RotaryEmbedding, the losses...), which the importer expands")
+    p.add_argument("--times", action="store_true",
+                   help="time every case: print the slowest, each above --slow-s, and the seconds per op")
+    p.add_argument("--slow-s", type=float, default=5.0, metavar="S",
+                   help="with --times, list every case above S CPU seconds (default 5)")
+    p.add_argument("--slowest", type=int, default=10, metavar="N", help="with --times, list at least the N slowest")
     args = p.parse_args(argv)
     if args.suite:
         return _run_suite(args)
     if args.function_ops:
         return _run_function_ops(args)
+    if args.times:
+        node_cases(args.ops)  # ONNX's cases are generated once (seconds): not the first case's time
+    clock = CaseClock() if args.times else None
     start = time.perf_counter()
-    results = _run_or_report(run_conformance, args.backend, args.ops, not (args.no_multi_node or args.ops))
+    results = _run_or_report(run_conformance, args.backend, args.ops, not (args.no_multi_node or args.ops),
+                             clock.lap if clock else None)
     if results is None:
         return 1
     rows = summarize(results, args.ops)
     print(format_table(rows, markdown=args.markdown))
+    if clock is not None:
+        print("\n" + clock.table(args.slow_s, args.slowest))
     total = total_row(rows)
     overall, in_scope = pass_rates(total)
     print(
@@ -131,6 +149,38 @@ def _run_suite(args) -> int:
     _print_refusals(results)
     _list_failures(args, results)
     return 0
+
+
+class CaseClock:
+    """Each case's CPU and wall seconds, from the end of the previous case to its
+    own end (`lap` is `run_conformance`'s progress callback)."""
+
+    def __init__(self):
+        self.cpu, self.wall = time.process_time(), time.perf_counter()
+        self.laps: list[tuple[float, float, object]] = []  # (cpu s, wall s, result)
+
+    def lap(self, result) -> None:
+        cpu, wall = time.process_time(), time.perf_counter()
+        self.laps.append((cpu - self.cpu, wall - self.wall, result))
+        self.cpu, self.wall = cpu, wall
+
+    def table(self, slow_s: float, slowest: int) -> str:
+        """The cases above `slow_s` CPU seconds (at least the `slowest` ones), slowest
+        first, then the CPU seconds per op, most first."""
+        laps = sorted(self.laps, key=lambda lap: -lap[0])
+        above = sum(cpu > slow_s for cpu, _, _ in laps)
+        lines = [f"{'case':<56}{'op':<24}{'status':<13}{'CPU s':>8}{'wall s':>8}"]
+        for cpu, wall, r in laps[: max(above, slowest)]:
+            lines.append(f"{r.name:<56}{r.op_type:<24}{r.status:<13}{cpu:>8.2f}{wall:>8.2f}")
+        total = sum(cpu for cpu, _, _ in laps)
+        lines.append(f"{above} of {len(laps)} cases above {slow_s:g} CPU s; all cases {total:.1f} CPU s")
+        per_op: dict[str, list[float]] = {}
+        for cpu, _, r in laps:
+            per_op.setdefault(r.op_type, []).append(cpu)
+        lines.append("\nCPU s per op (cases, slowest case): " + "; ".join(
+            f"{op} {sum(t):.1f} ({len(t)}, {max(t):.1f})"
+            for op, t in sorted(per_op.items(), key=lambda item: -sum(item[1]))))
+        return "\n".join(lines)
 
 
 def _print_refusals(results) -> None:
