@@ -61,7 +61,7 @@ import copy
 import heapq
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple, Protocol
 
 from ..core import memo
@@ -900,6 +900,7 @@ class AttentionTiling:
     per_core: int
     block_dim: int
     buffers: tuple[tuple[str, int], ...]
+    note: str = ""
 
     def explain(self) -> str:
         s = self.shape
@@ -915,6 +916,7 @@ class AttentionTiling:
                 else f"; causal (offset {s.causal_offset}): the key blocks above the diagonal skipped, query tiles "
                 f"taken in pairs (i, n-1-i) to balance the cores, {causal_work(s, self.mq, self.sk):.0%} of the blocks"
             )
+            + self.note
         )
 
 
@@ -986,7 +988,19 @@ cycles when this was measured) beat 1 item of 64 rows on 24 cores (4843)."""
 
 def choose_attention_tiling(hw: HardwarePreset, s: AttentionShape) -> AttentionTiling:
     """The largest key blocks that fit, then the query rows that give the least work
-    per core (`attention_core_work`). ValueError if none fits."""
+    per core (`attention_core_work`). Under a causal mask, the causal schedule
+    only if it lowers the busiest core's work (with one item per core, the core
+    with the last rows computes every block either way, and the per-tile bodies
+    cost their dispatch): else every block, masked. ValueError if none fits."""
+    if s.causal_offset is None:
+        return _attention_tiling(hw, s)
+    causal, full = _attention_tiling(hw, s), _attention_tiling(hw, replace(s, causal_offset=None))
+    if attention_core_work(hw, s, causal.mq, causal.sk) < attention_core_work(hw, full.shape, full.mq, full.sk):
+        return causal
+    return replace(full, note="; the mask is causal, but skipping its blocks would not lower the busiest core's work")
+
+
+def _attention_tiling(hw: HardwarePreset, s: AttentionShape) -> AttentionTiling:
     sq16, sk16 = round_up(s.sq, FRACTAL), round_up(s.sk, FRACTAL)
     for sk in [c for c in (256, 128, 64, 32, 16) if c < sk16] if sk16 > 256 else [sk16, *[c for c in (128, 64, 32, 16) if c < sk16]]:
         fitting = [

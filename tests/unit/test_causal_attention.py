@@ -207,3 +207,18 @@ def test_the_attribute_needs_a_mask():
     )
     with pytest.raises(CompileError, match="causal needs a mask"):
         parse(text)
+
+
+def test_the_causal_schedule_only_where_it_lowers_the_busiest_cores_work():
+    """GPT-2's 4 heads x 128 tokens on 32 cores: one item of 16 rows per core, the
+    core with the last rows computes every key either way: every block computed,
+    masked (the kernel without per-tile bodies); 8 heads x 256 tokens: causal."""
+    from gecomp.lowering.tiling import AttentionShape, choose_attention_tiling
+    from gecomp.simulator.hardware import load_preset
+
+    hw = load_preset("ascend910")
+    one_each = choose_attention_tiling(hw, AttentionShape(4, 128, 128, 64, 64, 1, 2, 0))
+    assert one_each.shape.causal_offset is None and "would not lower" in one_each.explain()
+    several = choose_attention_tiling(hw, AttentionShape(8, 256, 256, 64, 64, 1, 2, 0))
+    assert several.shape.causal_offset == 0
+    check_lowering(fused_module((), 128, 128, 64, 0, layout="BSH", heads=4), "ascend910")
