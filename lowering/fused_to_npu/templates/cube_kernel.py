@@ -416,6 +416,9 @@ class _CubeKernel:
             if self._scalar_per_batch(inp, home) is False:
                 b.emit(npu.CopyOp, inp.view.value, inp.view.base, home[0], 0, cols=1)
         blocks, per_core = t.items // self.turns, t.per_core // self.turns
+        if self._epilogues_deferred():
+            self._deferred_items()
+            return
         if not t.a_resident:
             for_core_items(b, blocks, per_core, t.block_dim, self._block)
             return
@@ -424,6 +427,64 @@ class _CubeKernel:
         if per_core > 1:
             with b.loop(1, per_core, name="item") as u:
                 self._block(b.add(start, u), stage_a=False, slot=u, flip=1)
+
+    def _epilogues_deferred(self) -> bool:
+        """Whether each item's epilogue is written after the next item's staging
+        (`_deferred_items`): items of one K chunk, several per core (every core as
+        many), all of one size (no tail block, no padding rows), one product, A
+        not resident."""
+        t, s = self.t, self.p.shape
+        if t.a_resident or self.turns > 1 or t.per_core < 2 or t.items != t.per_core * t.block_dim:
+            return False
+        if s.m % t.mb or s.n % t.n_block or k_schedule(s.k, t.kc, t.l1_copies).count != 1:
+            return False
+        return all(view.padded_rows == view.rows for view in self.p.epilogue.outputs if view.layout == NZ)
+
+    def _deferred_items(self) -> None:
+        """The core's items, each epilogue written after the next item's staging
+        (in the hook right after it, `_k_loop`'s `after_last_staging`) and before
+        that item's L0 steps, the last one's at the end; the items' chunks in L1
+        copies 0 and 1 in turn (a loop over pairs, {npu.pipelined}). Pipes run
+        their instructions in order: written after its own L0 steps, an epilogue
+        (fixpipe and vector work) held back the next item's staging wherever that
+        uses the vector unit too (an NCHW image's transposes, a strided window's
+        de-interleaving), so items ran back to back (ResNet's 7x7 stem: four
+        items a core, each its fill, gathers, K loop and epilogue in turn). The
+        next item's L0 steps overwrite L0C only after the epilogue's fixpipes
+        have read it (npu-insert-sync orders them)."""
+        b, t = self.b, self.t
+        start = b.mul(b.block_idx(), t.per_core) if t.block_dim > 1 else 0
+        self._staged_item(start, 0, None)
+        pairs, odd = divmod(t.per_core - 1, 2)
+        with b.loop(0, pairs, name="ipair", pipelined=True) as u:
+            first = b.add(start, b.add(b.mul(u, 2), 1))
+            self._staged_item(first, 1, b.sub(first, 1))
+            self._staged_item(b.add(first, 1), 0, first)
+        if odd:
+            self._staged_item(b.add(start, t.per_core - 1), 1, b.add(start, t.per_core - 2))
+        self._item_epilogue(b.add(start, t.per_core - 1))
+
+    def _item_place(self, block: Index) -> tuple[Index, Index, Index]:
+        """(batch, m0, n0) of item `block` (as `_block` decodes it)."""
+        b, s, t = self.b, self.p.shape, self.t
+        j = b.rem(block, self.n_tiles)
+        rest = b.floordiv(block, self.n_tiles)
+        i = b.rem(rest, self.m_tiles)
+        batch = b.floordiv(rest, self.m_tiles) if s.batch > 1 else 0
+        return batch, b.mul(i, t.mb), b.mul(j, t.n_block)
+
+    def _staged_item(self, block: Index, flip: int, previous: Index | None) -> None:
+        """Item `block`'s chunk staged in L1 copy `flip`, then item `previous`'s
+        epilogue (if any), then the L0 steps."""
+        b, p, t = self.b, self.p, self.t
+        batch, m0, n0 = self._item_place(block)
+        hook = None if previous is None else (lambda: self._item_epilogue(previous))
+        self._k_loop(p.a.batches.offset(b, batch), [x.batches.offset(b, batch) for x in p.bs], m0, n0, t.mb,
+                     t.n_block, True, None, flip, hook)
+
+    def _item_epilogue(self, block: Index) -> None:
+        batch, m0, n0 = self._item_place(block)
+        self._epilogue(batch, self._input_offsets(batch), m0, n0, self.t.mb, self.t.n_block, False, None)
 
     def _scalars_per_batch(self) -> bool:
         return any(self._scalar_per_batch(inp, home) for inp, home in zip(self.p.epilogue.inputs, self.homes))
