@@ -25,9 +25,10 @@ def i1_const(name: str, mask: np.ndarray) -> str:
     return f'%{name} = ge.const dense<"0x{hexa}"> : {tensor(mask.shape, "i1")}'
 
 
-def fused_module(batch, sq, sk, d, offset, dtype="f16", layout="BNSD", heads=1, additive=False, causal=True) -> str:
+def fused_module(batch, sq, sk, d, offset, dtype="f16", layout="BNSD", heads=1, additive=False, causal=True, nz=False) -> str:
     """`fused.flash_attention` with a constant causal mask (boolean, or additive:
-    0 where seen, -30000 elsewhere, computed by a ge.where)."""
+    0 where seen, -30000 elsewhere, computed by a ge.where; `nz`: then in
+    FRACTAL_NZ, as exported GPT-2 / LLaMA masks reach the kernel)."""
     if layout == "BNSD":
         q, k, out = (*batch, sq, d), (*batch, sk, d), (*batch, sq, d)
     else:
@@ -42,6 +43,10 @@ def fused_module(batch, sq, sk, d, offset, dtype="f16", layout="BNSD", heads=1, 
             f"%fm = ge.where %m, %zero, %hide : ({mask_type}, {tensor((), dtype)}, {tensor((), dtype)}) -> {tensor((sq, sk), dtype)}",
         ]
         mask, mask_type = "%fm", tensor((sq, sk), dtype)
+        if nz:
+            nz_type = tensor((sq, sk), dtype, "FRACTAL_NZ")
+            lines.append(f'%fmn = ge.transdata %fm {{src_format = "ND", dst_format = "FRACTAL_NZ"}} : ({mask_type}) -> {nz_type}')
+            mask, mask_type = "%fmn", nz_type
     attrs = f'layout = "{layout}", num_heads = {heads}, scale = 0.125, mask_value = -30000.0'
     if causal:
         attrs += f", causal = true, causal_offset = {offset}"
@@ -51,18 +56,19 @@ def fused_module(batch, sq, sk, d, offset, dtype="f16", layout="BNSD", heads=1, 
 
 
 @pytest.mark.parametrize(
-    "batch,sq,sk,d,offset,dtype,layout,heads,additive",
+    "batch,sq,sk,d,offset,dtype,layout,heads,additive,nz",
     [
-        ((2,), 200, 200, 32, 0, "f16", "BNSD", 1, False),  # 13 tiles of 16 rows, the last short; blocks of 64
-        ((1,), 130, 330, 16, 200, "f16", "BNSD", 1, False),  # queries at the end of longer keys: offset 200
-        ((2, 2), 70, 90, 16, 20, "f32", "BNSD", 1, True),  # batch x heads, fp32, an additive mask
-        ((), 96, 96, 16, 0, "f16", "BSH", 3, False),  # heads split from the hidden dim
-        ((2,), 45, 45, 16, 3, "f32", "BSH", 2, False),
-        ((3,), 33, 150, 16, 140, "f16", "BNSD", 1, True),  # the first rows see whole blocks only
+        ((2,), 200, 200, 32, 0, "f16", "BNSD", 1, False, False),  # 13 tiles of 16 rows, the last short; blocks of 64
+        ((1,), 130, 330, 16, 200, "f16", "BNSD", 1, False, False),  # queries at the end of longer keys: offset 200
+        ((2, 2), 70, 90, 16, 20, "f32", "BNSD", 1, True, False),  # batch x heads, fp32, an additive mask
+        ((), 96, 96, 16, 0, "f16", "BSH", 3, False, False),  # heads split from the hidden dim
+        ((2,), 45, 45, 16, 3, "f32", "BSH", 2, False, False),
+        ((3,), 33, 150, 16, 140, "f16", "BNSD", 1, True, False),  # the first rows see whole blocks only
+        ((2,), 200, 200, 32, 0, "f16", "BNSD", 1, True, True),  # an additive FRACTAL_NZ mask
     ],
 )
-def test_causal_attention_matches_the_reference(batch, sq, sk, d, offset, dtype, layout, heads, additive):
-    check_lowering(fused_module(batch, sq, sk, d, offset, dtype, layout, heads, additive), HW)
+def test_causal_attention_matches_the_reference(batch, sq, sk, d, offset, dtype, layout, heads, additive, nz):
+    check_lowering(fused_module(batch, sq, sk, d, offset, dtype, layout, heads, additive, nz=nz), HW)
 
 
 def test_causal_attention_on_ascend910():
