@@ -41,7 +41,7 @@ cost formulas the simulator uses (`simulator/npu/costs.py`): per item the
 busiest of cube, MTE2, MTE1 and the epilogue (they overlap), plus what cannot
 overlap (filling the pipeline, draining L0C before the next item may
 accumulate). MTE2's time is the core's port's, or the shared HBM's when every
-core streams its weights at once (`_weights_hbm_cycles`).
+core streams its weights at once (`_weights_streamed`).
 `CubeTiling.explain()` says what was chosen and why; `ge-to-npu{debug=true}`
 prints it. An op may instead pin another tiling that
 fits by its place in the estimate's ranking (`npu.tiling_rank`, which
@@ -321,52 +321,129 @@ def _search_key(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple | None:
     return (memo.stand_in(hw), shape, keys, epilogue, first_b_prefetched)
 
 
-def _fitting(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[_Scoring, list[tuple], list[tuple[int, int]]]:
-    """The search's scoring, every candidate that fits, with its epilogue's row
-    chunk and the UB its operands reserve: (candidate, rows, reserved), in the order
-    `_candidates` makes them, and the runs of that list that share an item size
-    and L0 step, as (start, end) (`_best` bounds a run at once). Raises ValueError
-    if none fits. What fits, and every part of a score but the estimate's prefetch
-    term, do not depend on `first_b_prefetched`: they are remembered for the search
-    of the other value (a merged kernel's phase searches with it what fusion's
-    scratch build searched without it)."""
-    found = _memoised(_FITS, _fit, hw, shape, a, bs, epilogue, None)
-    scoring, fits, runs = found
-    return scoring.prefetching(first_b_prefetched), fits, runs
+def _fitting(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[_Scoring, _Fits]:
+    """The search's scoring and the candidates that fit (`_Fits`: by runs of one item
+    size and L0 step, each counted, its candidates made when asked). Raises
+    ValueError if none fits. What fits, and every part of a score but the
+    estimate's prefetch term, do not depend on `first_b_prefetched`: they are
+    remembered for the search of the other value (a merged kernel's phase
+    searches with it what fusion's scratch build searched without it)."""
+    scoring, fits = _memoised(_FITS, _fit, hw, shape, a, bs, epilogue, None)
+    return scoring.prefetching(first_b_prefetched), fits
 
 
-def _fit(hw, shape, a, bs, epilogue, _) -> tuple[_Scoring, list[tuple], list[tuple[int, int]]]:
+class _Run(NamedTuple):
+    """Consecutive candidates of one item size and L0 step: those of `chunks` (the K
+    chunks in the order tried, up to the first whose L1 does not fit) whose
+    epilogue fits, each followed by its A-resident twin when `resident` and it fits
+    L1. `start`: the index of its first candidate among all that fit."""
+
+    mb: int
+    n_block: int
+    nb: int
+    kb: int
+    chunks: tuple[int, ...]
+    resident: bool
+    start: int
+    count: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.count
+
+
+class _Fits:
+    """Every candidate that fits one search's buffers, in the order `_runs` makes
+    them (ties of the estimate go to the earliest), as runs of one item size and
+    L0 step: each run is counted when the search starts (the count is part of
+    the answer), its candidates, (candidate, epilogue row chunk, UB its operands
+    reserve), are made the first time `members` asks (`_best` asks only those
+    of the runs whose bound may still beat the best estimate)."""
+
+    def __init__(self, scoring: _Scoring) -> None:
+        self.scoring = scoring  # without the prefetch term: what fits does not depend on it
+        self.capacity = scoring.hw.capacity("l1")
+        self.runs: list[_Run] = []
+        self.count = 0
+        self._members: dict[int, list[tuple]] = {}
+        self._epilogues: dict[tuple, tuple] = {}  # (mb, n_block, nb, kc): (rows, reserved)
+        self._rows: dict[tuple, int | None] = {}  # (mb, n_block, nb, UB reserved): rows
+        self._counts: dict[tuple, int] = {}  # (mb, n_block, nb, chunks): candidates
+
+    def add(self, mb: int, n_block: int, nb: int, kb: int, chunks: tuple[int, ...], resident: bool) -> None:
+        key = (mb, n_block, nb, chunks)
+        count = self._counts.get(key)
+        if count is None:
+            count = self._counts[key] = self._count(mb, n_block, nb, chunks, resident)
+        if count:
+            self.runs.append(_Run(mb, n_block, nb, kb, chunks, resident, self.count, count))
+            self.count += count
+
+    def members(self, r: int) -> list[tuple]:
+        """The candidates of run `r`, in order: (candidate, rows, reserved) each."""
+        found = self._members.get(r)
+        if found is None:
+            run = self.runs[r]
+            found = self._members[r] = list(self._candidates(run.mb, run.n_block, run.nb, run.kb, run.chunks, run.resident))
+        return found
+
+    def all(self) -> list[tuple]:
+        """Every candidate that fits, in order."""
+        return [member for r in range(len(self.runs)) for member in self.members(r)]
+
+    def _count(self, mb: int, n_block: int, nb: int, chunks: tuple[int, ...], resident: bool) -> int:
+        """How many candidates `_candidates` makes, without making them."""
+        l1, capacity, epilogue = self.scoring.l1_bytes, self.capacity, self._epilogue
+        count = 0
+        for kc in chunks:
+            if l1(mb, n_block, kc, False) > capacity:
+                break
+            if epilogue(mb, n_block, nb, kc)[0] is not None:
+                count += 2 if resident and l1(mb, n_block, kc, True) <= capacity else 1
+        return count
+
+    def _candidates(self, mb: int, n_block: int, nb: int, kb: int, chunks: tuple[int, ...], resident: bool):
+        l1, capacity = self.scoring.l1_bytes, self.capacity
+        for kc in chunks:
+            if l1(mb, n_block, kc, False) > capacity:
+                break
+            rows, reserved = self._epilogue(mb, n_block, nb, kc)
+            if rows is None:
+                continue
+            yield _Candidate(mb, n_block, nb, kb, kc), rows, reserved
+            if resident and l1(mb, n_block, kc, True) <= capacity:
+                yield _Candidate(mb, n_block, nb, kb, kc, True), rows, reserved
+
+    def _epilogue(self, mb: int, n_block: int, nb: int, kc: int) -> tuple:
+        key = (mb, n_block, nb, kc)
+        found = self._epilogues.get(key)
+        if found is None:
+            scoring = self.scoring
+            reserved = scoring.reserved(mb, kc, n_block)
+            rows_key = (mb, n_block, nb, reserved[0] + reserved[1])  # what the rows depend on
+            rows = self._rows.get(rows_key, _Fits)
+            if rows is _Fits:
+                rows = self._rows[rows_key] = _epilogue_rows(scoring.hw, _Candidate(mb, n_block, nb, 0, kc), scoring.e, rows_key[3])
+            found = self._epilogues[key] = (rows, reserved)
+        return found
+
+
+def _fit(hw, shape, a, bs, epilogue, _) -> tuple[_Scoring, _Fits]:
     a, bs = _KnownCosts(a), [_KnownCosts(b) for b in bs]
     scoring = _Scoring(hw, shape, a, bs, epilogue, False)
-    fits = []
-    runs = []
-    run = None  # (mb, n_block, nb, kb) of the run under way
-    epilogues: dict[tuple, tuple] = {}  # (mb, n_block, nb, kc): what the rows depend on
-    for cand in _candidates(hw, shape, a, bs, scoring.l1_bytes):
-        mb, n_block, nb, kb, kc, _ = cand
-        key = (mb, n_block, nb, kc)
-        found = epilogues.get(key)
-        if found is None:
-            reserved = scoring.reserved(mb, kc, n_block)
-            rows = _epilogue_rows(hw, cand, epilogue, reserved[0] + reserved[1])
-            found = epilogues[key] = (rows, reserved)
-        rows, reserved = found
-        if rows is not None:
-            if run != (mb, n_block, nb, kb):
-                run = (mb, n_block, nb, kb)
-                runs.append([len(fits), len(fits)])
-            fits.append((cand, rows, reserved))
-            runs[-1][1] = len(fits)
-    if not fits:
+    fits = _Fits(scoring)
+    for run in _runs(hw, shape, a, bs):
+        fits.add(*run)
+    if not fits.count:
         raise ValueError(
             f"no tiling of ({shape.m} x {shape.k}) @ ({shape.k} x {shape.n}) fits the buffers of preset '{hw.name}'"
         )
-    return scoring, fits, [tuple(r) for r in runs]
+    return scoring, fits
 
 
 def _search(hw, shape, a, bs, epilogue, first_b_prefetched) -> list[CubeTiling]:
-    scoring, fits, _ = _fitting(hw, shape, a, bs, epilogue, first_b_prefetched)
-    return [scoring.score(cand, rows, reserved) for cand, rows, reserved in fits]
+    scoring, fits = _fitting(hw, shape, a, bs, epilogue, first_b_prefetched)
+    return [scoring.score(cand, rows, reserved) for cand, rows, reserved in fits.all()]
 
 
 def _best(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[CubeTiling, int]:
@@ -374,39 +451,45 @@ def _best(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[CubeTiling, i
     lower bound of its estimate is first its run's (`_Scoring.bound` of its item size
     and L0 step, one per run), then, once that comes first, the larger of it and
     `_Scoring.staging_bound` of its item size, K chunk and residency (computed only
-    then: the staging bounds of runs whose step bound rounds above the best
-    estimate are never needed), and the candidate is estimated when that bound
-    comes first. The search stops when a bound rounds above the best estimate
-    found: no candidate left can rank first (`rank_key` compares rounded
+    then, with the run's candidates: those of runs whose step bound rounds above
+    the best estimate are never made), and the candidate is estimated when that
+    bound comes first. The search stops when a bound rounds above the best
+    estimate found: no candidate left can rank first (`rank_key` compares rounded
     estimates first). Ties are broken by the candidates' order, as `min` over
     `_search`'s list breaks them, so the tiling is the same as estimating every
     candidate."""
-    scoring, fits, runs = _fitting(hw, shape, a, bs, epilogue, first_b_prefetched)
+    scoring, fits = _fitting(hw, shape, a, bs, epilogue, first_b_prefetched)
     # (bound, index, run or -1): a run by its step bound and its first candidate's
     # index, a candidate by the larger bound (-1).
-    heap = [(scoring.bound(fits[start][0]), start, r) for r, (start, _) in enumerate(runs)]
+    heap = [(scoring.bound(run), run.start, r) for r, run in enumerate(fits.runs)]
     heapq.heapify(heap)
     chunks: dict[tuple, float] = {}
+    made: dict[int, tuple] = {}  # index: (candidate, rows, reserved) of the runs made
     best = None
     while heap:
         bound, index, run = heapq.heappop(heap)
         if best is not None and round(bound) > best[0][0]:
             break
         if run >= 0:
-            start, end = runs[run]
-            for i in range(start, end):
-                cand = fits[i][0]
+            for i, member in enumerate(fits.members(run), index):
+                made[i] = member
+                cand = member[0]
                 key = (cand.mb, cand.n_block, cand.kc, cand.a_resident)
                 chunk = chunks.get(key)
                 if chunk is None:
                     chunk = chunks[key] = scoring.staging_bound(cand)
-                heapq.heappush(heap, (bound if bound >= chunk else chunk, i, -1))
+                if best is None or round(chunk) <= best[0][0]:  # else it cannot rank first: not pushed
+                    heapq.heappush(heap, (bound if bound >= chunk else chunk, i, -1))
             continue
-        cand, rows, _ = fits[index]
+        cand, rows, _ = made[index]
         key = (scoring.rank_key(cand, rows), index)
         if best is None or key < best:
             best = key
-    return scoring.score(*fits[best[1]]), len(fits)
+    return scoring.score(*made[best[1]]), fits.count
+
+
+def _no_ub_bytes(rows: int, cols: int) -> int:
+    return 0
 
 
 class _KnownCosts:
@@ -419,6 +502,8 @@ class _KnownCosts:
         self._answers: dict[tuple, int] = {}
         if hasattr(operand, "ub_bytes"):  # optional (`ub_reserved`)
             self.ub_bytes = self._ub_bytes
+        else:  # `ub_reserved`'s default, without asking the operand at every call
+            self.ub_bytes = _no_ub_bytes
 
     def __getattr__(self, name: str):
         return getattr(self._operand, name)
@@ -484,24 +569,29 @@ def with_count(t: CubeTiling, count: int, rank: int = 0) -> CubeTiling:
     return CubeTiling(**{**t.__dict__, "candidates": count, "rank": rank})
 
 
-def _candidates(hw, shape: GemmShape, a, bs, l1):
-    """Every (mb, n_block, nb, kb, kc, a_resident) whose L0 and L1 buffers fit;
-    `l1(mb, n_block, kc, a_resident)` gives the L1 bytes (`l1_bytes`)."""
+def _runs(hw, shape: GemmShape, a, bs):
+    """Every (mb, n_block, nb, kb, K chunks, A may stay resident) whose L0 buffers fit,
+    in the order the candidates are tried (`_Fits` makes a run's candidates, those
+    whose L1 and UB fit)."""
     size = shape.in_bytes
-    l0c, l0a, l0b, l1_capacity = (hw.capacity(space) for space in ("l0c", "l0a", "l0b", "l1"))
+    l0c, l0a, l0b = (hw.capacity(space) for space in ("l0c", "l0a", "l0b"))
     limit = max(TILE_CANDIDATES)
     n_step = max(granule(b, "mn_granule") for b in bs)
     n_blocks = [round_up(shape.n, FRACTAL)] if shape.whole_rows else _sizes(limit, shape.n, n_step)
     mbs = _sizes(limit, shape.m, granule(a, "mn_granule"), getattr(a, "mn_small_tiles", False))
     k_step = max(granule(x, "k_granule") for x in (a, *bs))
     k16 = round_up(shape.k, FRACTAL)
+    steps = [kb for kb in STEP_CANDIDATES if kb <= k16 or kb == STEP_CANDIDATES[0]]
+    chunks = {}  # kb: its K chunks, one tuple per distinct list (a run's count is keyed on it)
+    for kb in steps:
+        found = tuple(_chunks(kb, shape.k, k_step))
+        chunks[kb] = next((c for c in chunks.values() if c == found), found)
     for mb in mbs:
         for n_block in n_blocks:
             if shape.products * mb * round_up(n_block, FRACTAL) * 4 > l0c:
                 continue
-            for kb in STEP_CANDIDATES:
-                if kb > k16 and kb != STEP_CANDIDATES[0]:
-                    continue
+            resident = None
+            for kb in steps:
                 if 2 * round_up(mb, FRACTAL) * kb * size > l0a:
                     continue
                 nb = min(round_up(n_block, FRACTAL), (l0b // (2 * kb * size)) // FRACTAL * FRACTAL)
@@ -510,13 +600,9 @@ def _candidates(hw, shape: GemmShape, a, bs, l1):
                 nb = _even_split(n_block, nb)
                 if shape.products * mb * -(-n_block // nb) * nb * 4 > l0c:
                     continue
-                resident = _a_can_stay(hw, shape, a, mb, n_block)
-                for kc in _chunks(kb, shape.k, k_step):
-                    if l1(mb, n_block, kc, False) > l1_capacity:
-                        break
-                    yield _Candidate(mb, n_block, nb, kb, kc)
-                    if resident and l1(mb, n_block, kc, True) <= l1_capacity:
-                        yield _Candidate(mb, n_block, nb, kb, kc, True)
+                if resident is None:
+                    resident = _a_can_stay(hw, shape, a, mb, n_block)
+                yield mb, n_block, nb, kb, chunks[kb], resident
 
 
 def l1_copies(per_core: int, k: int, kc: int) -> int:
@@ -612,7 +698,13 @@ class _Scoring:
         self.hbm = (shape.batch * (shape.m * shape.k + shape.weights * shape.k * shape.n) * shape.in_bytes) / hw.hbm_bytes_per_cycle
         self._l1: dict[tuple, int] = {}
         self._reserved: dict[tuple, tuple[int, int]] = {}
-        self._staging: dict[tuple, tuple[float, float]] = {}
+        self._a_reserved: dict[tuple, int] = {}
+        self._b_reserved: dict[tuple, int] = {}
+        self._staging_a: dict[tuple, float] = {}  # (mb, size)
+        self._staging_b: dict[tuple, float] = {}  # (n_block, size)
+        self._items_a: dict[tuple, float] = {}  # (mb, kc)
+        self._items_b: dict[tuple, float] = {}  # (n_block, kc)
+        self._streamed: dict[tuple, float] = {}  # (n_block, cores, mb)
         self._items: dict[tuple, tuple] = {}
         self._chunks: dict[tuple, tuple] = {}
         self._steps: dict[tuple, tuple] = {}
@@ -641,19 +733,49 @@ class _Scoring:
         key = (mb, kc, n_block)
         found = self._reserved.get(key)
         if found is None:
-            found = self._reserved[key] = (
-                ub_reserved(self.a, mb, kc),
-                sum(ub_reserved(b, kc, n_block) for b in self.bs),
-            )
+            a_key, b_key = (mb, kc), (kc, n_block)  # A's depends on these, the Bs' on those
+            a = self._a_reserved.get(a_key)
+            if a is None:
+                a = self._a_reserved[a_key] = ub_reserved(self.a, mb, kc)
+            b = self._b_reserved.get(b_key)
+            if b is None:
+                b = self._b_reserved[b_key] = sum(ub_reserved(b, kc, n_block) for b in self.bs)
+            found = self._reserved[key] = (a, b)
         return found
 
     def staging(self, mb: int, n_block: int, size: int) -> tuple[float, float]:
         """(A, B and the landing) cycles of staging a chunk of `size` (of a full item)."""
-        key = (mb, n_block, size)
-        found = self._staging.get(key)
+        return self._a_stage(mb, size), self._b_stage(n_block, size)
+
+    # A's staging depends on its rows, the Bs' on their columns: each is remembered on
+    # its own, so that items of every shape share them.
+
+    def _a_stage(self, mb: int, size: int):
+        key = (mb, size)
+        found = self._staging_a.get(key)
         if found is None:
-            b_cycles = sum(b.stage_cycles(self.hw, size, n_block) for b in self.bs) + self.gm_latency
-            found = self._staging[key] = (self.a.stage_cycles(self.hw, mb, size), b_cycles)
+            found = self._staging_a[key] = self.a.stage_cycles(self.hw, mb, size)
+        return found
+
+    def _b_stage(self, n_block: int, size: int):
+        key = (n_block, size)
+        found = self._staging_b.get(key)
+        if found is None:
+            found = self._staging_b[key] = sum(b.stage_cycles(self.hw, size, n_block) for b in self.bs) + self.gm_latency
+        return found
+
+    def _a_item(self, mb: int, kc: int):
+        key = (mb, kc)
+        found = self._items_a.get(key)
+        if found is None:
+            found = self._items_a[key] = _item_staging(lambda size: self._a_stage(mb, size), self.shape.k, kc)
+        return found
+
+    def _b_item(self, n_block: int, kc: int):
+        key = (n_block, kc)
+        found = self._items_b.get(key)
+        if found is None:
+            found = self._items_b[key] = _item_staging(lambda size: self._b_stage(n_block, size), self.shape.k, kc)
         return found
 
     def item(self, mb: int, n_block: int) -> tuple:
@@ -680,8 +802,12 @@ class _Scoring:
             chunks = -(-k // c.kc)
             kc = min(c.kc, k)
             stage_a, stage_b = self.staging(mb, n_block, kc)
-            a_item, b_item = _item_staging(lambda size: self.staging(mb, n_block, size), k, kc)
-            b_hbm = _weights_hbm_cycles(self.hw, self.shape, self.bs, k, n_block, block_dim, c.mb, chunks)
+            a_item, b_item = self._a_item(mb, kc), self._b_item(n_block, kc)
+            streamed_key = (n_block, block_dim, c.mb)
+            streamed = self._streamed.get(streamed_key)
+            if streamed is None:
+                streamed = self._streamed[streamed_key] = _weights_streamed(self.hw, self.shape, self.bs, k, n_block, block_dim, c.mb)
+            b_hbm = streamed + chunks * self.gm_latency
             found = self._chunks[key] = (chunks, kc, stage_a, stage_b, a_item, b_item, b_hbm)
         return found
 
@@ -838,30 +964,29 @@ class _Scoring:
         )
 
 
-def _item_staging(staging, k: int, kc: int) -> tuple[float, float]:
-    """(A, B) cycles of staging an item's K chunks: `k // kc` full chunks and the
-    tail, `staging(size)` each. Whole cycles (as every operand's are) are
-    multiplied out; others are summed chunk by chunk, as they always were."""
+def _item_staging(staging, k: int, kc: int) -> float:
+    """Cycles of staging an item's K chunks of one operand (A, or the Bs together):
+    `k // kc` full chunks and the tail, `staging(size)` each. Whole cycles (as
+    every operand's are) are multiplied out; others are summed chunk by chunk,
+    as they always were."""
     full, tail = divmod(k, kc)
-    a_full, b_full = staging(kc)
-    a_tail, b_tail = staging(tail) if tail else (0, 0)
-    if all(isinstance(x, int) for x in (a_full, b_full, a_tail, b_tail)):
-        return full * a_full + a_tail, full * b_full + b_tail
-    sizes = [kc] * full + ([tail] if tail else [])
-    a_item, b_item = (sum(side) for side in zip(*(staging(size) for size in sizes)))
-    return a_item, b_item
+    whole = staging(kc)
+    rest = staging(tail) if tail else 0
+    if isinstance(whole, int) and isinstance(rest, int):
+        return full * whole + rest
+    return sum(staging(size) for size in [kc] * full + ([tail] if tail else []))
 
 
-def _weights_hbm_cycles(hw, shape: GemmShape, bs, k: int, n_block: int, block_dim: int, mb: int, chunks: int) -> float:
+def _weights_streamed(hw, shape: GemmShape, bs, k: int, n_block: int, block_dim: int, mb: int) -> float:
     """MTE2 cycles of an item's B panels (K x n_block each) when every core streams its
-    own at once: the HBM serves the distinct panels (the cores of one column block,
-    one per row block, read the same one: the first brings it into the L2) at its
-    bandwidth shared by all, plus a landing per chunk. Weights come from the HBM on
-    their first touch; when all cores stage only B (the later items of a resident
-    A) this, not the core's port, bounds the item."""
+    own at once, before their landings (a landing per chunk, which `chunk` adds): the
+    HBM serves the distinct panels (the cores of one column block, one per row block,
+    read the same one: the first brings it into the L2) at its bandwidth shared by
+    all. Weights come from the HBM on their first touch; when all cores stage only B
+    (the later items of a resident A) this, not the core's port, bounds the item."""
     sharing = min(-(-shape.m // mb), block_dim)
     panels = sum(b.l1_elements(k, n_block) for b in bs) * shape.in_bytes
-    return panels * block_dim / sharing / hw.hbm_bytes_per_cycle + chunks * hw.paths["gm_to_l1"].latency
+    return panels * block_dim / sharing / hw.hbm_bytes_per_cycle
 
 
 def ub_bytes(e: EpilogueCost, rows: int, cols: int, row_slots: int = 1) -> int:

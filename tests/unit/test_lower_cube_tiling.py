@@ -263,13 +263,15 @@ def test_bounded_search_picks_what_estimating_every_tiling_picks(hw, prefetched)
             best, count = best_cube_tiling(preset, shape, a, bs, PLAIN, prefetched)
         assert best == min(every, key=rank_key) and count == len(every)
         skipped += len(every) - len(estimated)
-        scoring, fits, runs = tiling._fitting(preset, shape, a, bs, PLAIN, prefetched)
-        for (cand, rows, reserved), t in zip(fits, every):
+        scoring, fits = tiling._fitting(preset, shape, a, bs, PLAIN, prefetched)
+        members = fits.all()
+        for (cand, rows, reserved), t in zip(members, every, strict=True):
             assert scoring.bound(cand) <= t.estimate and scoring.staging_bound(cand) <= t.estimate
             assert scoring.score(cand, rows, reserved) == t
         # The runs cover the candidates in order, each of one item size and L0 step
-        # (what `_best` bounds at once).
-        assert [i for start, end in runs for i in range(start, end)] == list(range(len(fits)))
-        for start, end in runs:
-            assert len({(c.mb, c.n_block, c.nb, c.kb) for c, _, _ in fits[start:end]}) == 1
+        # (what `_best` bounds at once), counted as many as it makes.
+        assert [i for run in fits.runs for i in range(run.start, run.end)] == list(range(len(members))) == list(range(fits.count))
+        for r, run in enumerate(fits.runs):
+            assert len(fits.members(r)) == run.count > 0
+            assert {(c.mb, c.n_block, c.nb, c.kb) for c, _, _ in fits.members(r)} == {(run.mb, run.n_block, run.nb, run.kb)}
     assert skipped > 0
