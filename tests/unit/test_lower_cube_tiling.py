@@ -275,3 +275,37 @@ def test_bounded_search_picks_what_estimating_every_tiling_picks(hw, prefetched)
             assert len(fits.members(r)) == run.count > 0
             assert {(c.mb, c.n_block, c.nb, c.kb) for c, _, _ in fits.members(r)} == {(run.mb, run.n_block, run.nb, run.kb)}
     assert skipped > 0
+
+
+class FractionalOperand(Operand):
+    """An operand whose staging is not whole cycles: its item is summed chunk by chunk."""
+
+    def stage_cycles(self, hw, rows, cols):
+        return 200.1 + rows * cols * 2 / 73 + rows / 3
+
+
+@pytest.mark.parametrize("a_type, b_type", [(FractionalOperand, Operand), (Operand, FractionalOperand)])
+def test_item_staging_of_each_operand_is_summed_as_its_chunks_are(a_type, b_type):
+    """The search remembers A's and the Bs' staging apart (A's on its rows, the Bs' on
+    their columns): an item's staging of each is its `k // kc` full chunks and the
+    tail, multiplied out when whole cycles and summed chunk by chunk (in order, as
+    floats add) otherwise, whatever the other operand's cycles are."""
+    hw = load_preset("ascend910")
+    shape = GemmShape(1, 300, 200, 1000)
+    a, bs = a_type(), [b_type()]
+    scoring = tiling._Scoring(hw, shape, a, bs, PLAIN, False)
+    latency = hw.paths["gm_to_l1"].latency
+    multiplied_out_differs = False
+    for mb, n_block, kc in [(48, 64, 96), (304, 208, 256), (16, 16, 1000), (64, 128, 144), (32, 48, 16), (16, 32, 48)]:
+        a_item, b_item = scoring.chunk(tiling._Candidate(mb, n_block, 16, 16, kc))[4:6]
+        rows, cols = min(mb, 304), min(n_block, 208)
+        sizes = [kc] * (shape.k // kc) + ([shape.k % kc] if shape.k % kc else [])
+        want_a = sum(a.stage_cycles(hw, rows, size) for size in sizes)
+        want_b = sum(bs[0].stage_cycles(hw, size, cols) + latency for size in sizes)
+        assert (a_item, b_item) == (want_a, want_b)
+        full, tail = divmod(shape.k, kc)
+        fractional = a if a_type is FractionalOperand else bs[0]
+        x, y = fractional.stage_cycles(hw, 16, kc), fractional.stage_cycles(hw, 16, tail) if tail else 0
+        multiplied_out_differs |= full * x + y != sum([x] * full + [y])
+        assert type(a_item) is type(a.stage_cycles(hw, rows, kc)) and type(b_item) is type(bs[0].stage_cycles(hw, kc, cols) + latency)
+    assert multiplied_out_differs  # the cases tell summing from multiplying out
