@@ -128,9 +128,9 @@ class CubeEpilogue:
 
     @property
     def ub_block(self) -> int:
-        """Columns per block of its UB tiles when they are laid out as its NZ outputs
+        """Columns per block of its UB tiles when they may be laid out as its NZ outputs
         store them, block by block (`[column block][row][column]`), 0 for row-major
-        tiles. A row-major tile of an NZ output moves a short run per row and block
+        tiles only (the tiling's estimate chooses the form: `CubeTiling.ub_block`). A row-major tile of an NZ output moves a short run per row and block
         between GM and UB (32 bytes: 8 fp32 channels of an NC1HWC0 pixel): a
         blocked one moves a run per block. Taken when every output and every input
         with a tile per row chunk is an NZ view in blocks of one width that divides

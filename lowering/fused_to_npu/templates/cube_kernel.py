@@ -369,9 +369,10 @@ class _CubeKernel:
             Copies(b, [rows * self.n_alloc], ty, "ub", f"out{o}")
             for o, (rows, ty) in enumerate(zip(self.out_rows, e.output_types))
         ]
-        # Tiles in column blocks (`CubeEpilogue.ub_block`): block j of a product or
-        # input tile starts j x rows x block elements in, of an output tile j x its rows.
-        self.ub_block = e.ub_block
+        # Tiles in column blocks (`CubeEpilogue.ub_block`, where the tiling's estimate
+        # found them faster: `CubeTiling.ub_block`): block j of a product or input
+        # tile starts j x rows x block elements in, of an output tile j x its rows.
+        self.ub_block = t.ub_block
         self.products = []
         if e.body is not None:
             self.products = [
