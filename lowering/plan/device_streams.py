@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.dialects.builtin import AnyFloat, FunctionType, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from ...dialects import ge
@@ -174,8 +174,11 @@ def _timing_constant(const: ge.ConstOp, seed: int) -> ge.ConstOp:
     slice) becomes random values of its type, seeded by its position in the run:
     two weights must stay two (with one seed, CSE would merge the Q / K / V
     slices' products into one and the run would be timed with a third of its
-    work), while every device's run still prints alike."""
-    if isinstance(const.value, ge.RandomAttr) or const.is_splat():
+    work), while every device's run still prints alike. A boolean or integer
+    constant (a mask, indices) is kept: its values can change the kernel (a
+    causal mask's blocks are skipped, `fused.flash_attention`'s causal)."""
+    element = const.result.type.element_type
+    if isinstance(const.value, ge.RandomAttr) or const.is_splat() or not isinstance(element, AnyFloat):
         return const.clone()
     return ge.ConstOp.from_value(ge.RandomAttr.normal(seed, 0.0, 0.02), const.result.type)
 

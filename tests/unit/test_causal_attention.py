@@ -228,3 +228,33 @@ def test_the_causal_schedule_only_where_it_lowers_the_busiest_cores_work():
     several = choose_attention_tiling(hw, AttentionShape(8, 256, 256, 64, 64, 1, 2, 0))
     assert several.shape.causal_offset == 0
     check_lowering(fused_module((), 128, 128, 64, 0, layout="BSH", heads=4), "ascend910")
+
+
+def test_a_device_run_is_timed_with_its_causal_mask():
+    """The multi-device simulator times each compute run as a module of its own,
+    float weights replaced by random ones; a boolean mask is kept (its values
+    decide which blocks the attention kernel computes), so the run's attention
+    is still recognised causal."""
+    from gecomp.core.parsing import parse_module
+    from gecomp.dialects.context import make_context
+    from gecomp.lowering.plan.device_streams import device_tasks, segment_module
+    from cube_lowering_testing import compile_module
+
+    s, k = tensor((2, 16, 16)), tensor((2, 16, 16))
+    text = f"""builtin.module attributes {{ge.devices = 2 : i64}} {{
+  func.func @device0(%q: {k}, %k: {k}, %v: {k}) -> {k} attributes {{ge.device = 0 : i64}} {{
+    {i1_const("m", causal_mask(16, 16, 0))}
+    %s = ge.batch_matmul %q, %k {{transpose_b = true}} : ({k}, {k}) -> {s}
+    %fill = ge.const dense<-10000.0> : tensor<f16>
+    %ms = ge.where %m, %s, %fill : ({tensor((16, 16), "i1")}, {s}, tensor<f16>) -> {s}
+    %p = ge.softmax %ms : ({s}) -> {s}
+    %o = ge.batch_matmul %p, %v : ({s}, {k}) -> {k}
+    %r = ge.all_reduce %o {{devices = 2}} : ({k}) -> {k}
+    func.return %r : {k}
+  }}
+}}"""
+    module = parse_module(make_context(), text, "<test>")
+    run = device_tasks(next(iter(module.ops)), 0)[0]
+    segment = compile_module(segment_module(run), "ge-pattern-fuse")
+    (op,) = [op for op in segment.walk() if isinstance(op, fused.FlashAttentionOp)]
+    assert op.attr_values().causal
