@@ -17,22 +17,30 @@ from gecomp.lowering.fused_to_npu.templates.cube_epilogue import CubeEpilogue
 from gecomp.simulator.npu.plots import task_bounds
 
 
-def expand_module(c: int, h: int, o: int, dtype: str = "f32", act: str = "relu") -> str:
-    """A ResNet expand: a 1x1 convolution of an NC1HWC0 image with bias, an NC1HWC0
-    residual and an activation, its NC1HWC0 result read back by a second 1x1."""
-    xt, wt, yt = tensor((1, c, h, h), dtype, "NC1HWC0"), tensor((o, c, 1, 1), dtype, "FRACTAL_Z"), tensor((1, o, h, h), dtype, "NC1HWC0")
+def conv_module(c: int, h: int, o: int, window: int, dtype: str, act: str, w_std: float, residual: bool) -> str:
+    """A stride-1 `window` x `window` convolution (bias, `act`, optionally an NC1HWC0
+    residual) of an NC1HWC0 image, its NC1HWC0 result read back by a second 1x1."""
+    pad = window // 2
+    xt, wt, yt = tensor((1, c, h, h), dtype, "NC1HWC0"), tensor((o, c, window, window), dtype, "FRACTAL_Z"), tensor((1, o, h, h), dtype, "NC1HWC0")
     bt = tensor((o,), dtype)
     w2, zt = tensor((4, o, 1, 1), dtype, "FRACTAL_Z"), tensor((1, 4, h, h), dtype)
+    res = f"%res = ge.const #ge.random<normal, seed = 4, mean = 0.0, std = 1.0> : {yt}"
+    operands, types = ("%x, %w bias %bias residual %res", f"{xt}, {wt}, {bt}, {yt}") if residual else ("%x, %w bias %bias", f"{xt}, {wt}, {bt}")
     lines = [
-        f"%w = ge.const #ge.random<normal, seed = 2, mean = 0.0, std = 0.3> : {wt}",
+        f"%w = ge.const #ge.random<normal, seed = 2, mean = 0.0, std = {w_std}> : {wt}",
         f"%x = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 1.0> : {xt}",
-        f"%res = ge.const #ge.random<normal, seed = 4, mean = 0.0, std = 1.0> : {yt}",
-        f'%y = fused.conv2d_bias_act %x, %w bias %bias residual %res {{strides = [1, 1], pads = [0, 0, 0, 0], '
-        f'dilations = [1, 1], groups = 1, act = "{act}"}} : ({xt}, {wt}, {bt}, {yt}) -> {yt}',
+        *([res] if residual else []),
+        f"%y = fused.conv2d_bias_act {operands} {{strides = [1, 1], pads = [{pad}, {pad}, {pad}, {pad}], "
+        f'dilations = [1, 1], groups = 1, act = "{act}"}} : ({types}) -> {yt}',
         f"%w2 = ge.const #ge.random<normal, seed = 3, mean = 0.0, std = 0.3> : {w2}",
         f"%z = ge.conv2d %y, %w2 : ({yt}, {w2}) -> {zt}",
     ]
     return main_module([f'%bias: {bt} {{ge.name = "bias"}}'], lines, "%z", zt)
+
+
+def expand_module(c: int, h: int, o: int, dtype: str = "f32", act: str = "relu") -> str:
+    """A ResNet expand: a 1x1 convolution with bias, an NC1HWC0 residual and an activation."""
+    return conv_module(c, h, o, 1, dtype, act, 0.3, residual=True)
 
 
 def _conv_kernel_cycles(simulation) -> int:
@@ -85,18 +93,7 @@ def test_blocked_epilogue_takes_nz_views_of_one_block_width():
 
 def conv3x3_module(c: int, h: int, dtype: str = "f32") -> str:
     """A 3x3 stride-1 convolution (bias, ReLU) of an NC1HWC0 image, read back by a 1x1."""
-    xt, wt, yt = tensor((1, c, h, h), dtype, "NC1HWC0"), tensor((c, c, 3, 3), dtype, "FRACTAL_Z"), tensor((1, c, h, h), dtype, "NC1HWC0")
-    bt = tensor((c,), dtype)
-    w2, zt = tensor((4, c, 1, 1), dtype, "FRACTAL_Z"), tensor((1, 4, h, h), dtype)
-    lines = [
-        f"%w = ge.const #ge.random<normal, seed = 2, mean = 0.0, std = 0.1> : {wt}",
-        f"%x = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 1.0> : {xt}",
-        f'%y = fused.conv2d_bias_act %x, %w bias %bias {{strides = [1, 1], pads = [1, 1, 1, 1], '
-        f'dilations = [1, 1], groups = 1, act = "relu"}} : ({xt}, {wt}, {bt}) -> {yt}',
-        f"%w2 = ge.const #ge.random<normal, seed = 3, mean = 0.0, std = 0.3> : {w2}",
-        f"%z = ge.conv2d %y, %w2 : ({yt}, {w2}) -> {zt}",
-    ]
-    return main_module([f'%bias: {bt} {{ge.name = "bias"}}'], lines, "%z", zt)
+    return conv_module(c, h, c, 3, dtype, "relu", 0.1, residual=False)
 
 
 def test_split_k_partials_are_stored_a_run_per_block():
