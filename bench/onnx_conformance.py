@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --times, list every case above S CPU seconds (default 5)")
     p.add_argument("--slowest", type=int, default=10, metavar="N", help="with --times, list at least the N slowest")
     args = p.parse_args(argv)
+    if args.slow_s < 0 or args.slowest < 0:
+        p.error(f"--slow-s and --slowest must not be negative (got {args.slow_s:g} and {args.slowest})")
     if args.suite:
         return _run_suite(args)
     if args.function_ops:
