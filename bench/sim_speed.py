@@ -8,6 +8,7 @@ checking and numerics together, on kernels of many small tiles, and on models.
     python bench/sim_speed.py --models                 # plus every model of the set (compiles each: slow)
     python bench/sim_speed.py --models zoo.resnet50    # plus the models named
     python bench/sim_speed.py --mlir compiled.mlir     # plus npu-level modules already compiled
+    python bench/sim_speed.py --approx --mlir a.mlir   # plus the approximate simulation's columns
 
 Every row simulates twice: the full simulation (`shortcuts=False`, `ge-sim
 --exact`; "full s") and the default one ("s", "cpu s": wall and CPU seconds of
@@ -19,6 +20,14 @@ which is not timed) and checks its outputs against numpy. "instructions" counts
 the npu instructions the cores executed (copies, loads, mmad, vector ops,
 set/wait flags, barriers); the scalar unit's arith / scf work is simulated too
 but not counted. The target of issue 5 is 20,000 instructions/s.
+
+With `--approx` each row also runs the approximate simulation (`simulate(...,
+approx=True)`, `ge-sim --approx`: outputs exact, cycles from a few timed blocks
+per launch) and adds: "approx cpu s", "approx instr/cpu s" (the instructions the
+simulation executes, which the approximate one counts exactly, per CPU second:
+instructions per second equivalent), "x default" (default CPU s / approximate
+CPU s) and "cycle err%" (approximate cycles / simulated cycles - 1); a row whose
+outputs or instruction count differ says "OUTPUTS DIFFER".
 """
 
 from __future__ import annotations
@@ -203,11 +212,13 @@ CASES = [
 ]
 
 
-def run_case(text: str, hw: str, expect, check_races: bool = True, trace: bool = False, shortcuts: bool = True):
+def run_case(text: str, hw: str, expect, check_races: bool = True, trace: bool = False, shortcuts: bool = True,
+             approx: bool = False):
     module = parse_module(make_context(), text, "<bench>")
     verify_module(module)
     inputs = random_inputs(input_specs(main_function(module)), seed=0)
-    result, wall, _ = timed_simulation(module, inputs, hw, check_races=check_races, trace=trace, shortcuts=shortcuts)
+    result, wall, _ = timed_simulation(module, inputs, hw, check_races=check_races, trace=trace, shortcuts=shortcuts,
+                                       approx=approx)
     for got, want in zip(result.outputs, expect(inputs)):
         np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-2, atol=2e-2)
     return result, wall
@@ -239,15 +250,35 @@ HEADER = (
 )
 
 
-def row(label: str, fast, wall: float, cpu: float, full, full_wall: float) -> str:
+APPROX_HEADER = f"{'approx cpu s':>13}{'approx instr/cpu s':>19}{'x default':>10}{'cycle err%':>11}"
+
+
+def row(label: str, fast, wall: float, cpu: float, full, full_wall: float, approximate=None) -> str:
     n = fast.report.instructions
-    return (
+    text = (
         f"{label:<44}{n:>13}{fast.report.total_cycles:>11}{full_wall:>9.2f}{wall:>8.2f}{cpu:>8.2f}"
         f"{n / wall:>10.0f}{n / cpu:>12.0f}{full_wall / wall:>9.2f}{'yes' if identical(fast, full) else 'NO':>6}{peak_rss_mib():>9.0f}"
     )
+    if approximate is not None:
+        text += approx_columns(fast, cpu, *approximate)
+    return text
 
 
-def model_rows(names: list[str], hw: str) -> None:
+def approx_columns(fast, cpu: float, approximate, approx_cpu: float) -> str:
+    """The approximate simulation's columns (module docstring) against the default's."""
+    n = fast.report.instructions
+    error = 100 * (approximate.report.total_cycles / fast.report.total_cycles - 1)
+    exact = approximate.report.instructions == n and all(
+        x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+        for x, y in zip(approximate.outputs, fast.outputs)
+    )
+    return (
+        f"{approx_cpu:>13.2f}{n / approx_cpu:>19.0f}{cpu / approx_cpu:>10.2f}{error:>+11.2f}"
+        + ("" if exact else "  OUTPUTS DIFFER")
+    )
+
+
+def model_rows(names: list[str], hw: str, approx: bool = False) -> None:
     """Compile each model of the set (ge-compile, not timed) and simulate it with
     the full simulation and the default one."""
     from gecomp.bench import models
@@ -257,23 +288,27 @@ def model_rows(names: list[str], hw: str) -> None:
         module = run.import_proto(models.load(name))
         run.compile_module(module, hw)
         inputs = [np.asarray(x) for x in models.inputs(name)]
-        print(file_row(name, module, inputs, hw), flush=True)
+        print(file_row(name, module, inputs, hw, approx), flush=True)
 
 
-def file_row(label: str, module, inputs, hw: str) -> str:
+def file_row(label: str, module, inputs, hw: str, approx: bool = False) -> str:
     full, full_wall, _ = timed_simulation(module, inputs, hw, shortcuts=False)
     fast, wall, cpu = timed_simulation(module, inputs, hw)
-    return row(label, fast, wall, cpu, full, full_wall)
+    approximate = None
+    if approx:
+        result, _, approx_cpu = timed_simulation(module, inputs, hw, approx=True)
+        approximate = (result, approx_cpu)
+    return row(label, fast, wall, cpu, full, full_wall, approximate)
 
 
-def mlir_rows(paths: list[str], hw: str) -> None:
+def mlir_rows(paths: list[str], hw: str, approx: bool = False) -> None:
     """Simulate npu-level .mlir files (random inputs, seed 0), both ways."""
     from gecomp.core.parsing import load_module
 
     for path in paths:
         module = load_module(make_context(), path)
         inputs = random_inputs(input_specs(main_function(module)), seed=0)
-        print(file_row(path.rsplit("/", 1)[-1], module, inputs, hw), flush=True)
+        print(file_row(path.rsplit("/", 1)[-1], module, inputs, hw, approx), flush=True)
 
 
 def main() -> None:
@@ -283,20 +318,29 @@ def main() -> None:
                         help="also compile and simulate these models of the set (none named: all of them)")
     parser.add_argument("--mlir", nargs="+", metavar="FILE", default=[], help="also simulate these npu-level modules")
     parser.add_argument("--hw", default="ascend910", help="preset of the model and --mlir rows (default ascend910)")
+    parser.add_argument("--approx", action="store_true", help="also run the approximate simulation: its columns")
+    parser.add_argument("--no-cases", action="store_true", help="only the --mlir and --models rows")
     args = parser.parse_args()
-    print(HEADER)
-    print("-" * len(HEADER))
-    for label, make, hw, expect in CASES:
+    header = HEADER + (APPROX_HEADER if args.approx else "")
+    print(header)
+    print("-" * len(header))
+    for label, make, hw, expect in [] if args.no_cases else CASES:
         text = make()
         full, full_wall = run_case(text, hw, expect, shortcuts=False)
         start = time.process_time()
         fast, wall = run_case(text, hw, expect)
-        print(row(f"{label} ({hw})", fast, wall, time.process_time() - start, full, full_wall), flush=True)
-    mlir_rows(args.mlir, args.hw)
+        cpu = time.process_time() - start
+        approximate = None
+        if args.approx:
+            start = time.process_time()
+            result, _ = run_case(text, hw, expect, approx=True)
+            approximate = (result, time.process_time() - start)
+        print(row(f"{label} ({hw})", fast, wall, cpu, full, full_wall, approximate), flush=True)
+    mlir_rows(args.mlir, args.hw, args.approx)
     if args.models is not None:
         from gecomp.bench import models
 
-        model_rows(args.models or models.names(), args.hw)
+        model_rows(args.models or models.names(), args.hw, args.approx)
     if args.profile:
         label, make, hw, expect = CASES[0]
         profiler = cProfile.Profile()

@@ -37,19 +37,22 @@ def module_level(module: ModuleOp) -> str:
 
 def execute(
     module: ModuleOp, inputs: Sequence[np.ndarray], hw: str | None = None, trace: bool = False, shortcuts: bool = True,
-    check_races: bool = True,
+    check_races: bool = True, approx: bool = False,
 ) -> Execution:
     """Run @main: the reference interpreter for ge / fused, the NPU simulator for npu
     (then `report` is its `SimulationReport`; `trace` also records the Chrome trace;
     `shortcuts=False` runs the full simulation, as `ge-sim --exact`; `check_races=False`
-    skips the race checker, as `ge-sim --no-race-check`)."""
+    skips the race checker, as `ge-sim --no-race-check`; `approx=True` is the approximate
+    simulation, as `ge-sim --approx`: exact outputs, approximate cycles)."""
     main = main_function(module)
     check_allocatable(module)
     level = module_level(module)
     if level == "npu":
         from .npu import simulate
 
-        simulation = simulate(module, inputs, hw=hw, trace=trace, shortcuts=shortcuts, check_races=check_races)
+        simulation = simulate(
+            module, inputs, hw=hw, trace=trace, shortcuts=shortcuts, check_races=check_races, approx=approx
+        )
         return Execution(input_specs(main), output_specs(main), simulation.outputs, level, simulation.report)
     results = run_reference(module, inputs)
     return Execution(input_specs(main), output_specs(main), results, level)

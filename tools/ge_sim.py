@@ -61,6 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
         "gives the same cycles and outputs, faster; this checks it)",
     )
     p.add_argument(
+        "--approx",
+        action="store_true",
+        help="npu level: the approximate simulation: outputs and instruction count exact, cycles NOT the "
+        "simulation's: each launch's results are computed without timing, and only a few blocks per launch "
+        "(one per group running the same instructions in a phase) are timed, under the HBM load of the blocks "
+        "they stand for; the others get their timing. Faster; the report says how many blocks were timed "
+        "and race-checked (bench/sim_speed.py --approx prints the cycle error)",
+    )
+    p.add_argument(
         "--no-race-check",
         dest="check_races",
         action="store_false",
@@ -119,6 +128,10 @@ _seed = _integer_at_least(0, "seed")
 
 def _check_arguments(args: argparse.Namespace) -> None:
     """Mistakes in the flags are reported before any work is done."""
+    if args.approx and args.exact:
+        raise CompileError("--approx and --exact exclude each other: --exact is the full simulation")
+    if args.approx and (args.trace or args.plot_timeline):
+        raise CompileError("--trace and --plot-timeline need every block's timing: drop --approx")
     if args.collectives is not None and args.devices is None:
         raise CompileError("--collectives applies to a multi-device run: give --devices N")
     if args.hw is not None:
@@ -155,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     pictures = {"timeline": args.plot_timeline, "roofline": args.plot_roofline, "memory": args.plot_memory}
     execution = execute(
         module, inputs, hw=args.hw, trace=bool(args.trace or args.plot_timeline), shortcuts=not args.exact,
-        check_races=args.check_races,
+        check_races=args.check_races, approx=args.approx,
     )
     if execution.report is None and (args.json or args.trace or any(pictures.values())):
         raise CompileError(

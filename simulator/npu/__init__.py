@@ -41,6 +41,7 @@ from ...core.diagnostics import CompileError
 from ..hardware import HardwarePreset, load_preset
 from ...core.signature import input_specs, is_npu_host, main_function
 from .blas import single_threaded_blas
+from .approx import WeightedMemory
 from .l2 import GlobalMemory
 from .plan import HostPlan, run_plan
 from .report import KernelRecord, SimulationReport, planned_arena
@@ -60,6 +61,7 @@ def simulate(
     check_races: bool = True,
     after_launch=None,
     shortcuts: bool = True,
+    approx: bool = False,
 ) -> Simulation:
     """Run `module`'s `@main` host plan on positional `inputs` (the non-output arguments).
     `after_launch(launch)`, if given, sees each launch (`plan.Launch`) once it has run,
@@ -69,7 +71,10 @@ def simulate(
     `segments.py`); the report says so, cycles and outputs are the same.
     `shortcuts=False` is the full simulation (`ge-sim --exact`): every fast path off,
     the same cycles, outputs and errors, slower; tests/unit/test_sim_shortcuts.py
-    compares the two."""
+    compares the two.
+    `approx=True` is the approximate simulation (`ge-sim --approx`, `approx.py`): the
+    same outputs and instruction count, cycles from a few timed blocks per launch
+    (not the simulation's: an error the report and the benches state), faster."""
     preset = hw if isinstance(hw, HardwarePreset) else load_preset(hw)
     single_threaded_blas()
     main = main_function(module)
@@ -78,9 +83,11 @@ def simulate(
     specs = input_specs(main)
     if len(inputs) != len(specs):
         raise CompileError(f"@main takes {len(specs)} inputs, got {len(inputs)}", main)
-    memory = GlobalMemory(preset)
+    if approx and trace:
+        raise CompileError("a trace (--trace, --plot-timeline) needs every block's timing: drop --approx")
+    memory = WeightedMemory(preset) if approx else GlobalMemory(preset)
     with cyclic_gc_paused():  # decoding allocates closures by the hundred thousand too
-        plan = HostPlan(module, main, preset, memory, shortcuts)
+        plan = HostPlan(module, main, preset, memory, shortcuts, approx)
     plan.allocate(list(inputs))
     kernels: list[KernelRecord] = []
     events: list | None = [] if trace else None
@@ -103,6 +110,6 @@ def simulate(
     timeline = memory.bandwidth_timeline() if trace else None
     report = SimulationReport(
         preset, total, kernels, plan.peak_gm_bytes, plan.arena_bytes, events, timeline, **planned_arena(module),
-        races_checked=check_races,
+        races_checked=check_races, approximate=plan.tally if approx else None,
     )
     return Simulation(plan.outputs(), report)

@@ -69,6 +69,11 @@ class Core:
         "phase_marks",
         "regs",
         "bufs",
+        "sig",
+        "sigs",
+        "addresses",
+        "cuts",
+        "weights",
     )
 
     def __init__(self, start: int, hazards: Hazards | None, trace: bool, flag_latency: int, stats_size: int):
@@ -97,6 +102,15 @@ class Core:
         # the block's scalar registers and buffer table (`KernelProgram.run_block`)
         self.regs: list = []
         self.bufs: list = []
+        # the approximate simulation (`approx.py`): the numerics pass's running hash of
+        # the instructions of the phase, one per phase ended, the GM address of each
+        # transfer and how many were made when each phase ended; the timing pass's
+        # (HBM, L2) weights per GM transfer, `sig` counting them
+        self.sig = 0
+        self.sigs: list[int] = []
+        self.addresses: list[int] = []
+        self.cuts: list[int] = []
+        self.weights: list[tuple[float, float]] | None = None
 
     # ---- issuing to pipes -----------------------------------------------------------
 

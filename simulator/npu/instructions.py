@@ -87,7 +87,12 @@ class InstructionDecoder:
             method = _METHOD_OF[cls] = next((m for base, m in _METHODS if issubclass(cls, base)), "_compute")
         if method == "_cross_wait_flag":
             self.cross_waits += 1
-        return getattr(self, method)(op)
+        elif method == "_read_scalar":
+            self.scalar_reads += 1
+        step = getattr(self, method)(op)
+        if self.mode == "numerics" and method in _RELEASES:
+            return _ends_phase(step)
+        return step
 
     # ---- operands -------------------------------------------------------------------
 
@@ -184,6 +189,8 @@ class InstructionDecoder:
     # ---- compute and transfer instructions ---------------------------------------------
 
     def _compute(self, op: npu.InstructionOp) -> Step:
+        if self.mode == "numerics":
+            return self._numerics(op)
         fixed = self.fixed(op)
         a = fixed.a
         pipe = PIPE_INDEX[op.pipe_name()]
@@ -203,6 +210,7 @@ class InstructionDecoder:
             gm_transfer = self._gm_transfer(gm, hazard_specs[gm.access], slots[gm.access])
 
         gm_access = gm.access if gm is not None else 0
+        numerics = self.mode != "timing"
         cross_block = self.own_block_reg() if gm is not None and self.has_cross_flags(op) else None
 
         def execute(core, issued: int, scalar_clock, offsets) -> None:
@@ -230,8 +238,9 @@ class InstructionDecoder:
                         hz.access(space, pipe, record)
                         if space == GM_SPACE:
                             core.meet(start, CrossCore("touch", core.regs[cross_block], record=record))
-            bufs = core.bufs
-            kernel(*[view(bufs[slot], o) for (view, slot), o in zip(operands, offsets)])
+            if numerics:
+                bufs = core.bufs
+                kernel(*[view(bufs[slot], o) for (view, slot), o in zip(operands, offsets)])
             totals = core.stats
             for index, amount in stats:
                 totals[index] += amount
@@ -251,6 +260,49 @@ class InstructionDecoder:
                 queue.append((execute, core.s_time, core.s_clock, offsets))
             else:
                 execute(core, core.s_time, core.s_clock, offsets)
+
+        return issue
+
+    def _numerics(self, op: npu.InstructionOp) -> Step:
+        """The numerics pass's closure (`approx.py`): the offsets checked at issue, the
+        results computed when the pipe runs it (behind its waits, as `_compute`), the
+        instruction counted and hashed into its phase's; no timing, no race check."""
+        fixed = self.fixed(op)
+        pipe = PIPE_INDEX[op.pipe_name()]
+        slots, offset_regs, views, hazard_specs, checks = self._operands(op, fixed, pipe)
+        if fixed.cost is None:
+            fixed.cost, fixed.kernel = self._cost(op, fixed.a), op.kernel(fixed.a)
+        kernel = fixed.kernel
+        gm = fixed.cost[2]
+        check = self._issue_checks(op, checks)
+        operands = tuple(zip(views, slots))
+        self.idents += 1
+        ident = self.idents
+
+        def execute(core, issued: int, scalar_clock, offsets) -> None:
+            bufs = core.bufs
+            kernel(*[view(bufs[slot], o) for (view, slot), o in zip(operands, offsets)])
+
+        if gm is not None:  # its GM address kept, in the order the pipes run transfers
+            compute, bases, gm_slot, gm_access = execute, self.bases, slots[gm.access], gm.access
+            itemsize = hazard_specs[gm.access][3]
+
+            def execute(core, issued: int, scalar_clock, offsets) -> None:
+                core.addresses.append(bases[gm_slot] + offsets[gm_access] * itemsize)
+                compute(core, issued, scalar_clock, offsets)
+
+        def issue(core) -> None:
+            regs = core.regs
+            offsets = [regs[r] for r in offset_regs]
+            if check is not None:
+                check(offsets)
+            core.count += 1
+            core.sig = hash((core.sig, ident))
+            queue = core.pending[pipe]
+            if queue is not None:
+                queue.append((execute, 0, ZERO_CLOCK, offsets))
+            else:
+                execute(core, 0, ZERO_CLOCK, offsets)
 
         return issue
 
@@ -304,7 +356,18 @@ class InstructionDecoder:
             totals[compulsory_index] += compulsory
             return end
 
-        return run
+        if self.mode != "timing":
+            return run
+        weigh, unweighted = memory.weigh, run
+
+        def weighted(core, start: int, offset: int) -> int:
+            """Booked with the weights of the blocks it stands for (`approx.weights`)."""
+            n = core.sig
+            core.sig = n + 1
+            weigh(*core.weights[n])
+            return unweighted(core, start, offset)
+
+        return weighted
 
     # ---- the scalar read ---------------------------------------------------------------
 
@@ -569,6 +632,22 @@ class InstructionDecoder:
             release(core, max(landed, mte2_free), drained, polls[regs[block]], op.name)
 
         return issue
+
+
+_RELEASES = ("_sync_all", "_sync_all_wait", "_cross_wait_flag")
+"""The instructions whose closure ends a phase (`release`)."""
+
+
+def _ends_phase(issue: Step) -> Step:
+    """In the numerics pass: the phase's instruction hash is kept once the phase ends."""
+
+    def ends(core) -> None:
+        issue(core)
+        core.sigs.append(core.sig)
+        core.cuts.append(len(core.addresses))
+        core.sig = 0
+
+    return ends
 
 
 def flags_read(hw, producers: list[int]) -> TransferCost:

@@ -28,6 +28,7 @@ most the core count); launches are simulated one after another.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -38,11 +39,13 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from ...core import dtypes
+from ...core.collector import cyclic_gc_paused
 from ...core.diagnostics import CompileError, op_error
 from ...core.progress import progress
 from ...dialects import npu
 from ..hardware import HardwarePreset
 from ...core.signature import npu_argument_roles
+from . import approx as approx_module
 from .hazards import describe
 from .l2 import GlobalMemory
 from .lockstep import Block, Lockstep
@@ -149,10 +152,16 @@ class HostPlan:
     """The analysed plan of one module (see the module docstring)."""
 
     def __init__(
-        self, module: ModuleOp, main: func.FuncOp, hw: HardwarePreset, memory: GlobalMemory, shortcuts: bool = True
+        self, module: ModuleOp, main: func.FuncOp, hw: HardwarePreset, memory: GlobalMemory, shortcuts: bool = True,
+        approx: bool = False,
     ):
         self.module = module
         self.shortcuts = shortcuts
+        # the approximate simulation (`approx.py`): launches' programs decoded for its
+        # timing pass, the other modes on demand (`variant`)
+        self.approx = approx
+        self.tally = approx_module.Tally()
+        self._variants: dict[tuple[str, str], KernelProgram] = {}
         self.main = main
         self.hw = hw
         self.programs: dict[str, KernelProgram] = {}
@@ -169,8 +178,19 @@ class HostPlan:
     def program(self, kernel: npu.KernelOp) -> KernelProgram:
         name = kernel.sym_name.data
         if name not in self.programs:
-            self.programs[name] = decode_kernel(kernel, self.hw, self.memory, self.shortcuts)
+            mode = "timing" if self.approx else "full"
+            self.programs[name] = decode_kernel(kernel, self.hw, self.memory, self.shortcuts, mode)
         return self.programs[name]
+
+    def variant(self, program: KernelProgram, mode: str) -> KernelProgram:
+        """`program`'s kernel decoded for `mode` ("full", "numerics", "timing"), once."""
+        if program.mode == mode:
+            return program
+        key = (program.name, mode)
+        if key not in self._variants:
+            with cyclic_gc_paused():
+                self._variants[key] = decode_kernel(program.op, self.hw, self.memory, self.shortcuts, mode)
+        return self._variants[key]
 
     def _read_plan(self) -> None:
         arguments = self._arguments()
@@ -457,10 +477,17 @@ def _run_steps(plan: HostPlan, memories, lockstep: Lockstep, check_races: bool, 
             else:
                 ready[step.stream] = max(ready[step.stream], reached[step.event])
             continue
-        step.program.bind_arguments([b.array for b in step.args], [b.address for b in step.args])
         start = ready[step.stream] + hw.kernel_launch_cycles
         lockstep.fair_share = hw.hbm_bytes_per_cycle / min(step.block_dim, hw.core_count)
-        blocks = _run_launch(step, start, cores, memories, lockstep, check_races, trace)
+        if plan.approx and step.block_dim > 1 and approx_module.eligible(step.program):
+            blocks = approx_module.run_launch(plan, step, start, cores, memories, lockstep, check_races, _run_launch,
+                                              plan.tally)
+        else:
+            if plan.approx:
+                plan.tally.full_launches += 1
+                step = dataclasses.replace(step, program=plan.variant(step.program, "full"))
+            step.program.bind_arguments([b.array for b in step.args], [b.address for b in step.args])
+            blocks = _run_launch(step, start, cores, memories, lockstep, check_races, trace)
         ready[step.stream] = max(end for _, _, end, _ in blocks)
         recorder(step, start, blocks)
     return max(ready.values(), default=0)
@@ -478,16 +505,22 @@ def _run_launch(
     lockstep: Lockstep,
     check_races: bool,
     trace: bool,
+    indices: list[int] | None = None,
+    weights: dict | None = None,
 ) -> list[tuple[int, int, int, object]]:
     """Run the blocks of one launch, each on the core that frees first (`cores` is a
     heap of (free cycle, core id), updated), side by side (`lockstep.py`). Returns
-    (core id, start, end, Core) per block, in block order."""
+    (core id, start, end, Core) per block, in block order. The approximate
+    simulation's timing pass (`approx.py`) runs the blocks `indices` only, meeting at
+    barriers among themselves, with their GM transfers' `weights` per block."""
     program = step.program
+    indices = range(step.block_dim) if indices is None else indices
+    parties = len(indices)
 
     def meet(cycle: int, op) -> int:
-        return lockstep.meet(cycle, step.block_dim, op)
+        return lockstep.meet(cycle, parties, op)
 
-    order = iter(range(step.block_dim))
+    order = iter(indices)
     placed: dict[Block, int] = {}  # its block index
     checks = LaunchChecks()
 
@@ -498,7 +531,8 @@ def _run_launch(
         block = Block(
             core_id,
             begin,
-            lambda: program.run_block(block_idx, step.block_dim, begin, memory, check_races, trace, meet, checks),
+            lambda: program.run_block(block_idx, step.block_dim, begin, memory, check_races, trace, meet, checks,
+                                      None if weights is None else weights[block_idx]),
             _nothing,
             _nothing,
         )
@@ -512,7 +546,7 @@ def _run_launch(
 
     first = [place(i) for _, i in zip(range(len(cores)), order)]
     try:
-        if step.block_dim == 1:  # nothing to share the HBM with
+        if parties == 1:  # nothing to share the HBM with
             first[0].enter()
             first[0].result = first[0].run()
             finished(first[0])

@@ -113,6 +113,10 @@ class KernelProgram:
     # the kernel has npu.cross_wait_flag ops: its GM accesses are checked between
     # blocks as they are made, so its race checks are not put off (`segments.py`)
     cross_flags: bool = False
+    # what the closures do (`KernelDecoder.mode`): "full", or for the approximate
+    # simulation (`approx.py`) "numerics" or "timing"
+    mode: str = "full"
+    scalar_reads: int = 0  # npu.read_scalar ops: control flow that depends on data
     # per core's LocalMemory, the buffer table of a block running there (the GM
     # arguments of the launch, the local buffers viewed in that memory): made once
     # per core, so a block's turn in the lockstep (`lockstep.py`) swaps nothing
@@ -176,11 +180,12 @@ class KernelProgram:
 
     def run_block(
         self, block_idx: int, block_dim: int, start: int, memory: LocalMemory, check_races: bool, trace: bool,
-        meet=None, checks: LaunchChecks | None = None,
+        meet=None, checks: LaunchChecks | None = None, weights: list[float] | None = None,
     ) -> Core:
         """Run one block from cycle `start` on the core whose local memory is `memory`;
         `meet` is how its npu.sync_all waits for the launch's other blocks (see Core.meet);
-        `checks` gathers the race checkers of the launch's blocks (`segments.py`)."""
+        `checks` gathers the race checkers of the launch's blocks (`segments.py`);
+        `weights` the HBM weight of each phase in a timing pass (`approx.py`)."""
         memory.poison(self.extents)
         hazards = (
             Hazards(
@@ -200,6 +205,7 @@ class KernelProgram:
         for r in self.block_dim_regs:
             regs[r] = block_dim
         core.bufs = self.bufs_for(memory)
+        core.weights = weights
         if meet is not None:
             core.meet = meet
         self.body(core)
@@ -212,8 +218,14 @@ class KernelProgram:
 class KernelDecoder(ScalarDecoder, InstructionDecoder):
     """Decodes one `npu.kernel` for one preset (see the module docstring)."""
 
-    def __init__(self, hw: HardwarePreset, memory: GlobalMemory, shortcuts: bool = True):
+    def __init__(self, hw: HardwarePreset, memory: GlobalMemory, shortcuts: bool = True, mode: str = "full"):
         self.hw = hw
+        # "full": timing, race checks and numerics (the simulation). For the
+        # approximate one (`approx.py`): "numerics" computes the results and counts
+        # the instructions, with no timing, and hashes each phase's instructions;
+        # "timing" times without computing (GM transfers weighted, `WeightedMemory`)
+        self.mode = mode
+        self.idents = 0  # instructions decoded: each one's identity in a phase's hash
         self.memory = memory
         # The exact fast paths (same cycles, outputs and errors as without them):
         # L2 sectors of a GM transfer from slices or a cached shape, races checked
@@ -236,6 +248,7 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
         self.open_arrive: npu.SyncAllArriveOp | None = None  # decoding between it and its wait
         self.read_between: list[tuple[BufferSlot, Operation]] = []  # GM reads there, checked at the end
         self.cross_waits = 0  # npu.cross_wait_flag ops decoded
+        self.scalar_reads = 0  # npu.read_scalar ops decoded
 
     # ---- registers and buffers --------------------------------------------------------
 
@@ -378,6 +391,8 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
             phases=self.phase + 1,
             shortcuts=self.shortcuts,
             cross_flags=self.cross_waits > 0,
+            mode=self.mode,
+            scalar_reads=self.scalar_reads,
         )
 
 
@@ -398,6 +413,8 @@ def _kind(op: Operation) -> str:
     return kind
 
 
-def decode_kernel(kernel: npu.KernelOp, hw: HardwarePreset, memory: GlobalMemory, shortcuts: bool = True) -> KernelProgram:
-    return KernelDecoder(hw, memory, shortcuts).decode(kernel)
+def decode_kernel(
+    kernel: npu.KernelOp, hw: HardwarePreset, memory: GlobalMemory, shortcuts: bool = True, mode: str = "full"
+) -> KernelProgram:
+    return KernelDecoder(hw, memory, shortcuts, mode).decode(kernel)
 

@@ -185,6 +185,7 @@ class SimulationReport:
     arena_lower_bound_bytes: int | None = None  # recorded by npu-plan-gm, if it ran
     arena_no_reuse_bytes: int | None = None
     races_checked: bool = True  # False: `ge-sim --no-race-check`, the race checker did not run
+    approximate: object = None  # `ge-sim --approx`: what was timed (`approx.Tally`); None: simulated
 
     # ---- totals -----------------------------------------------------------------------
 
@@ -295,9 +296,20 @@ class SimulationReport:
         return "\n".join(lines)
 
     def _race_check_line(self) -> list[str]:
-        if self.races_checked:
-            return []
-        return ["race check: skipped (--no-race-check): no access was checked for a missing sync"]
+        lines = []
+        tally = self.approximate
+        if tally is not None:
+            lines.append(
+                f"approximate (--approx): cycles not simulated for every block: {tally.timed} of the {tally.blocks} "
+                f"blocks of {tally.launches} launch(es) timed, each other block given the timing of one that ran "
+                f"its phase's instructions ({tally.full_launches} launch(es) fully simulated); outputs and "
+                f"instruction count exact"
+            )
+        if not self.races_checked:
+            return lines + ["race check: skipped (--no-race-check): no access was checked for a missing sync"]
+        if tally is not None and tally.timed < tally.blocks:
+            lines.append(f"race check: the {tally.timed} timed blocks only (of {tally.blocks} approximated)")
+        return lines
 
     def _gm_plan_line(self) -> list[str]:
         if self.arena_lower_bound_bytes is None or self.arena_no_reuse_bytes is None:
@@ -342,6 +354,7 @@ class SimulationReport:
         return {
             "total_cycles": self.total_cycles,
             "races_checked": self.races_checked,
+            **({"approximate": self.approximate.as_json()} if self.approximate is not None else {}),
             "time_us": self.time_us,
             "freq_ghz": self.hw.freq_ghz,
             "hw": self.hw.name,

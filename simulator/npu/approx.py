@@ -1,0 +1,235 @@
+"""The approximate simulation (`ge-sim --approx`, `simulate(..., approx=True)`):
+exact outputs, approximate cycles, many times fewer instructions timed.
+
+Why: the blocks of a launch meet the shared HBM and L2 in cycle order
+(`lockstep.py`), so a block's timing depends on every other block's and no
+shortcut can prove it may share another's (bench/sim_shortcut_payoff.py: even
+skipping every provably order-free instruction saves 1.4-1.6x). Most blocks of
+a phase run the same instructions on other data, though; this mode times a few
+of them and gives the others their timing. It is an option, off by default,
+and it says so in the report: its cycles are not the simulation's.
+
+A launch runs in two passes:
+
+1. *Numerics*: every block runs closures that compute the results and count
+   the instructions (`KernelDecoder` mode "numerics": no timing, no race
+   check), pipes still running their instructions behind their waits as in the
+   simulation, the blocks meeting at their `npu.sync_all`s. The outputs and
+   instruction counts are therefore exactly the simulation's. Each block hashes
+   the instructions it executes in each phase (between two releases of a
+   barrier): blocks of equal hash in a phase ran the same instructions there.
+2. *Timing*: a few blocks, chosen so that every group of equal hash of every
+   phase has one (`cover`, greedy), are timed (mode "timing": the simulation's
+   timing and race checker, no numerics), side by side as in the simulation.
+   Each GM transfer of a timed block books the HBM and the L2's bandwidth with
+   the bytes of every block it stands for in that phase (`weights`: its group's
+   size over the group's timed blocks, `WeightedMemory`), so the timed blocks
+   meet the contention the whole launch would cause; the L2's contents follow
+   the timed blocks' addresses only.
+
+Every block is then given, phase by phase, the timing of its group's timed
+block (`shared_timing`): its busy cycles, statistics and phase ends; a launch
+without barriers places its blocks on the cores that free first with their
+representatives' durations. Launches with one block, with cross-core flags
+(`npu.cross_wait_flag`: blocks wait on each other's data) or with
+`npu.read_scalar` (control flow steered by data, which the timing pass does not
+compute) run the full simulation.
+
+The error is measured, not bounded: `bench/time_to_result.py --approx` and
+`bench/sim_speed.py --approx` run both and print the relative cycle error per
+model; tests/unit/test_sim_approx.py bounds it on small cases. The race checker
+checks the timed blocks only (the others run the same instructions of their
+phase at other GM offsets); the report says how many.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..hardware import HardwarePreset
+from .hbm import SharedHbm
+from .l2 import GlobalMemory
+
+
+class _WeightedBandwidth(SharedHbm):
+    """A shared bandwidth whose bookings count `scale` times their bytes."""
+
+    scale = 1
+
+    def transfer(self, start: int, cycles: int, nbytes: int) -> int:
+        return super().transfer(start, cycles, nbytes * self.scale)
+
+
+class WeightedMemory(GlobalMemory):
+    """GlobalMemory whose HBM and L2 bandwidth book each transfer with the weight
+    `weigh` last set (1: as GlobalMemory, which full-simulation launches get)."""
+
+    def __init__(self, hw: HardwarePreset):
+        super().__init__(hw)
+        self.hbm = _WeightedBandwidth(hw.hbm_bytes_per_cycle)
+        if self.l2 is not None:
+            self.l2.bandwidth = _WeightedBandwidth(hw.l2_bytes_per_cycle)
+
+    def weigh(self, hbm: float, l2: float) -> None:
+        self.hbm.scale = hbm
+        if self.l2 is not None:
+            self.l2.bandwidth.scale = l2
+
+
+@dataclass
+class SharedTiming:
+    """What the report reads of a block's `Core`, for a block given its
+    representatives' timing."""
+
+    busy: list
+    stats: list
+    count: int
+    phase_marks: list
+    end: int
+    trace: list = field(default_factory=list)
+
+
+@dataclass
+class Tally:
+    """What the report says of an approximate simulation."""
+
+    blocks: int = 0  # blocks of the launches approximated
+    timed: int = 0  # of which timed
+    launches: int = 0  # launches approximated
+    full_launches: int = 0  # launches run with the full simulation
+
+    def as_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def eligible(program) -> bool:
+    """Whether a launch of `program` may be approximated (module docstring)."""
+    return not program.cross_flags and not program.scalar_reads
+
+
+def cover(signatures: list[list[int]]) -> list[int]:
+    """Blocks such that every (phase, hash) of every block has one of them with
+    that hash in that phase: greedily the block covering most, lowest first."""
+    phases = range(len(signatures[0]))
+    uncovered = {(p, s[p]) for s in signatures for p in phases}
+    timed = []
+    while uncovered:
+        best = max(range(len(signatures)), key=lambda b: (sum((p, signatures[b][p]) in uncovered for p in phases), -b))
+        timed.append(best)
+        uncovered -= {(p, signatures[best][p]) for p in phases}
+    return sorted(timed)
+
+
+def representatives(signatures: list[list[int]], timed: list[int]) -> list[list[int]]:
+    """Per block, per phase: the timed block whose timing it takes (itself if timed)."""
+    first = {}
+    for t in timed:
+        for p, s in enumerate(signatures[t]):
+            first.setdefault((p, s), t)
+    chosen = set(timed)
+    return [
+        [b] * len(sig) if b in chosen else [first[(p, s)] for p, s in enumerate(sig)] for b, sig in enumerate(signatures)
+    ]
+
+
+def weights(signatures: list[list[int]], addresses: list[list[list[int]]], timed: list[int], cores: int) -> dict:
+    """Per timed block, per GM transfer it makes (in the order its pipes run them):
+    the (HBM, L2) weight of its booking. In each phase, a timed block stands for
+    its group's blocks over the group's timed blocks (a launch of more blocks than
+    cores runs `cores` of them at once); on the HBM, for as many of them as read
+    or write distinct addresses there (blocks reading one address share its L2
+    line: one of them crosses the HBM), on the L2's bandwidth for all of them.
+    `addresses`: per block, per phase, its transfers' GM addresses."""
+    blocks = len(signatures)
+    at_once = min(blocks, cores) / blocks
+    result: dict[int, list] = {t: [] for t in timed}
+    for p in range(len(signatures[0])):
+        groups: dict[int, list[int]] = {}
+        for b, sig in enumerate(signatures):
+            groups.setdefault(sig[p], []).append(b)
+        for s, members in groups.items():
+            stand_ins = [t for t in timed if signatures[t][p] == s]
+            share = at_once / len(stand_ins)
+            rows = [addresses[b][p] for b in members]
+            count = len(rows[0])
+            if any(len(r) != count for r in rows):  # equal hashes, unequal runs: weigh every block
+                distinct = [len(members)] * count
+            elif count:
+                ordered = np.sort(np.array(rows, dtype=np.int64), axis=0)
+                distinct = (1 + np.count_nonzero(np.diff(ordered, axis=0), axis=0)).tolist()
+            else:
+                distinct = []
+            for t in stand_ins:
+                result[t].extend((d * share, len(members) * share) for d in distinct)
+    return result
+
+
+def phase_addresses(core) -> list[list[int]]:
+    """A numerics pass's GM addresses, per phase."""
+    bounds = [0, *core.cuts, len(core.addresses)]
+    return [core.addresses[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def run_launch(plan, step, start: int, cores: list, memories, lockstep, check_races: bool, run_blocks, tally: Tally):
+    """Run one launch in two passes (module docstring); `run_blocks` is the
+    simulation's launch runner (`plan._run_launch`). Returns (core id, start, end,
+    Core or SharedTiming) per block, in block order, and updates `cores`."""
+    numerics = plan.variant(step.program, "numerics")
+    arrays, bases = [b.array for b in step.args], [b.address for b in step.args]
+    numerics.bind_arguments(arrays, bases)
+    ran = run_blocks(dataclasses.replace(step, program=numerics), start, list(cores), memories, lockstep, False, False)
+    signatures = [[*core.sigs, core.sig] for *_, core in ran]
+    timed = cover(signatures)
+    timing = step.program
+    timing.bind_arguments(arrays, bases)
+    try:
+        addresses = [phase_addresses(core) for *_, core in ran]
+        timed_runs = run_blocks(step, start, list(cores), memories, lockstep, check_races, False, timed,
+                                weights(signatures, addresses, timed, plan.hw.core_count))
+        times = {b: (begin, core) for b, (_, begin, _, core) in zip(timed, timed_runs)}
+    finally:
+        plan.memory.weigh(1, 1)
+    tally.blocks += step.block_dim
+    tally.timed += len(timed)
+    tally.launches += 1
+    counts = [core.count for *_, core in ran]
+    return shared_timing(times, representatives(signatures, timed), counts, start, cores)
+
+
+def _phases(begin: int, core) -> list[tuple[int, int, list, list]]:
+    """A timed block's phases: (start, end, busy, statistics) of each."""
+    before = (begin, [0] * len(core.busy), [0.0] * len(core.stats))
+    phases = []
+    for after in [*core.phase_marks, (core.end, core.busy, core.stats)]:
+        phases.append((before[0], after[0], [a - b for a, b in zip(after[1], before[1])],
+                       [a - b for a, b in zip(after[2], before[2])]))
+        before = after
+    return phases
+
+
+def shared_timing(times: dict, reps: list[list[int]], counts: list[int], start: int, cores: list) -> list:
+    """Every block's record from its representatives' phases: a phase that a barrier
+    ends ends when the representative's did (the release every block shares), the
+    last phase lasts as long as the representative's. Blocks are placed on the
+    cores that free first, in block order; `cores` is updated."""
+    phases = {t: _phases(begin, core) for t, (begin, core) in times.items()}
+    records = []
+    for b, chosen in enumerate(reps):
+        free, core_id = heapq.heappop(cores)
+        begin = max(start, free)
+        busy, stats, marks = None, None, []
+        for p, t in enumerate(chosen):
+            _, end, phase_busy, phase_stats = phases[t][p]
+            busy = phase_busy if busy is None else [x + y for x, y in zip(busy, phase_busy)]
+            stats = phase_stats if stats is None else [x + y for x, y in zip(stats, phase_stats)]
+            if p < len(chosen) - 1:
+                marks.append((end, list(busy), list(stats)))
+        last_start, last_end = phases[chosen[-1]][-1][:2]
+        end = (marks[-1][0] if marks else begin) + last_end - last_start
+        heapq.heappush(cores, (end, core_id))
+        records.append((core_id, begin, end, SharedTiming(busy, stats, counts[b], marks, end)))
+    return records
