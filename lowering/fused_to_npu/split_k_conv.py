@@ -19,7 +19,9 @@ and as each split-K form (the cube tiling's estimate of the sliced product, the
 second kernel's row-kernel estimate, and what running a second kernel costs),
 by the machinery `fused-split-k` uses for matrix products (`split_k.py`), and
 keeps the fastest, a split form's estimate taken `SPLIT_MARGIN` times (its
-estimates run low). `debug=true` prints every estimate so compared and the
+estimates run low). A strided 1x1 convolution has one more form, "subsample"
+(`subsample_conv.py`): a `ge.slice` of the pixels it reads, then the stride-1
+convolution of them. `debug=true` prints every estimate so compared and the
 verdict; `npu.form` pins a form.
 """
 
@@ -37,6 +39,7 @@ from ...simulator.hardware import HardwarePreset
 from .context import GmTensor
 from ...simulator.npu.costs import stream_cycles
 from .split_k import REDUCE_PASSES, FormChoicePass, replace_op, sliced_forms
+from .subsample_conv import FORM as SUBSAMPLE, subsample_conv, subsample_cycles, subsamples
 from .templates.conv import ConvCase, conv_case
 from .templates.conv_select import conv_plans, pinned_algorithm, ranked, sliced_plans
 from .kernel_exists import kernel_problem, scratch_context
@@ -69,6 +72,9 @@ class SplitKConvPass(FormChoicePass):
     def rewrite(self, op: Operation, verdict: str) -> str:
         if verdict == self.whole:
             return "convolutions kept"
+        if verdict == SUBSAMPLE:
+            subsample_conv(op)
+            return "convolutions subsampled"
         split_k_conv(op, int(verdict.removeprefix("split-K ")))
         return "convolutions split"
 
@@ -90,12 +96,15 @@ def estimates(op: Operation, hw: HardwarePreset, next_kernel: float, whole: str)
     pinned = pinned_algorithm(op)
     if pinned is not None or not legal:
         return {whole: math.inf}
+    forms = {whole: legal[0].estimate}
+    if subsamples(op):
+        forms[SUBSAMPLE] = subsample_cycles(op, hw, next_kernel)
     residual = c.residual is not None
     reduce_cycles = lambda splits: blocked_reduce_cycles(hw, c.out, splits, residual)  # noqa: E731
     split = sliced_forms(lambda splits: _partials_cycles(c, splits), reduce_cycles, next_kernel)
     if not split or _reduce_problem(op, hw, int(next(iter(split)).removeprefix("split-K "))) is not None:
-        return {whole: legal[0].estimate}
-    return {whole: legal[0].estimate} | {form: cycles * SPLIT_MARGIN for form, cycles in split.items()}
+        return forms
+    return forms | {form: cycles * SPLIT_MARGIN for form, cycles in split.items()}
 
 
 def blocked_reduce_cycles(hw: HardwarePreset, out: GmTensor, splits: int, residual: bool) -> float:

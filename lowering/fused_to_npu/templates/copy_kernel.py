@@ -20,6 +20,7 @@ from contextlib import ExitStack, contextmanager
 from xdsl.ir import SSAValue
 
 from ....dialects import npu
+from ....simulator.hardware import HardwarePreset
 from ..context import KernelContext
 from ..kernel_builder import Index, KernelBuilder
 from .copy_layout import Copy, Loop, Relayout
@@ -59,14 +60,8 @@ def emit_moves(k: KernelContext, pieces: Sequence[Piece]) -> None:
     if not pieces:
         return
     element_type = pieces[0].dst.element_type
-    itemsize = pieces[0].dst.itemsize
-    hw = k.hw
-    capacity = hw.capacity("ub")
-    work = [p.elements * (2 if p.src is not None else 1) for p in pieces]
-    shares = [max(1, min(hw.core_count, round(hw.core_count * w / sum(work)))) for w in work]
-    limits = [capacity // DOUBLE_BUFFERED if p.src is not None else capacity // FILL_FRACTION for p in pieces]
-    plans = [plan_piece(p, hw, itemsize, limit, cores=share) for p, limit, share in zip(pieces, limits, shares)]
-    k.block_dim = min(hw.core_count, sum(min(share, plan.tiles) for share, plan in zip(shares, plans)))
+    plans, shares = _plans(k.hw, pieces)
+    k.block_dim = min(k.hw.core_count, sum(min(share, plan.tiles) for share, plan in zip(shares, plans)))
     first = 0
     for i, (plan, share) in enumerate(zip(plans, shares)):
         k.explain(plan.describe())
@@ -75,6 +70,23 @@ def emit_moves(k: KernelContext, pieces: Sequence[Piece]) -> None:
         cores = min(share, plan.tiles, k.block_dim)
         _MoveWriter(k.b, buffers, k.block_dim).piece(plan, first % k.block_dim, cores)
         first += cores
+
+
+def _plans(hw: HardwarePreset, pieces: Sequence[Piece]) -> tuple[list[PiecePlan], list[int]]:
+    """Each (normalised, non-empty) piece's plan and its share of the cores (`emit_moves`)."""
+    itemsize = pieces[0].dst.itemsize
+    capacity = hw.capacity("ub")
+    work = [p.elements * (2 if p.src is not None else 1) for p in pieces]
+    shares = [max(1, min(hw.core_count, round(hw.core_count * w / sum(work)))) for w in work]
+    limits = [capacity // DOUBLE_BUFFERED if p.src is not None else capacity // FILL_FRACTION for p in pieces]
+    return [plan_piece(p, hw, itemsize, limit, cores=share) for p, limit, share in zip(pieces, limits, shares)], shares
+
+
+def moves_cycles(hw: HardwarePreset, pieces: Sequence[Piece]) -> float:
+    """The estimated cycles of the kernel `emit_moves` writes for `pieces`: its pieces
+    run side by side, so the slowest one's plan."""
+    pieces = [p.normalized() for p in pieces if p.elements]
+    return max((plan.estimate for plan in _plans(hw, pieces)[0]), default=0.0)
 
 
 class _MoveWriter:

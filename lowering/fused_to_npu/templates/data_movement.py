@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ....dialects import ge
 from ..context import KernelContext
 from .registry import kernel_for
-from .copy_kernel import emit_moves, pieces_of
+from .copy_kernel import emit_moves, moves_cycles, pieces_of
 from .index_map import IndexMap, MapAxis, box_map
 
 
@@ -55,12 +55,21 @@ def lower_expand(op: ge.ExpandOp, k: KernelContext) -> None:
     _move(k, [(box_map(shape, [0] * len(shape), [0] * len(source), terms), 0, 0)])
 
 
-@kernel_for(ge.SliceOp)
-def lower_slice(op: ge.SliceOp, k: KernelContext) -> None:
+def _slice_maps(op: ge.SliceOp, k: KernelContext) -> list[tuple[IndexMap, int | None, int]]:
     a = op.attr_values()
     shape = k.outputs[0].shape
     terms = [((d, step),) for d, step in enumerate(a.steps)]
-    _move(k, [(box_map(shape, [0] * len(shape), list(a.starts), terms), 0, 0)])
+    return [(box_map(shape, [0] * len(shape), list(a.starts), terms), 0, 0)]
+
+
+@kernel_for(ge.SliceOp)
+def lower_slice(op: ge.SliceOp, k: KernelContext) -> None:
+    _move(k, _slice_maps(op, k))
+
+
+def slice_cycles(op: ge.SliceOp, k: KernelContext) -> float:
+    """The estimated cycles of `lower_slice`'s kernel (`k`: a scratch context of the op)."""
+    return moves_cycles(k.hw, pieces_of(k, _slice_maps(op, k)))
 
 
 @kernel_for(ge.ConcatOp)
