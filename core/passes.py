@@ -61,6 +61,7 @@ _PROJECT_PASSES: dict[str, str] = {
     "fused-split-matmul-norm": ".lowering.fused_to_npu.split_norm:SplitMatmulNormPass",
     "fused-split-k": ".lowering.fused_to_npu.split_k:SplitKPass",
     "fused-split-k-conv": ".lowering.fused_to_npu.split_k_conv:SplitKConvPass",
+    "fused-stage-conv-input": ".lowering.fused_to_npu.stage_conv_input:StageConvInputPass",
     "fused-split-pool": ".lowering.fused_to_npu.split_pool:SplitPoolPass",
     "fused-tune-forms": ".lowering.fused_to_npu.tune_forms:TuneFormsPass",
     "fused-tune-tilings": ".lowering.fused_to_npu.tune_tilings:TuneTilingsPass",

@@ -20,6 +20,7 @@ from .fused_to_npu.split_k import SplitKPass
 from .fused_to_npu.split_k_conv import SplitKConvPass
 from .fused_to_npu.split_norm import SplitMatmulNormPass
 from .fused_to_npu.split_pool import SplitPoolPass
+from .fused_to_npu.stage_conv_input import StageConvInputPass
 from .fused_to_npu.ungroup import UngroupPass
 from .plan.memory import PlanGmPass
 from .plan.merge_launches import MergeLaunchesPass
@@ -34,6 +35,7 @@ def form_stages(hw: str, debug: bool, merge: bool) -> list[ModulePass]:
     return [
         SplitMatmulNormPass(hw=hw, debug=debug, merge=merge),
         SplitKPass(hw=hw, debug=debug, merge=merge),
+        StageConvInputPass(hw=hw, debug=debug, merge=merge),
         SplitKConvPass(hw=hw, debug=debug, merge=merge),
         UngroupPass(hw=hw, debug=debug),
         SplitPoolPass(hw=hw),

@@ -11,12 +11,21 @@ from __future__ import annotations
 from ....dialects import ge
 from ..context import KernelContext
 from .registry import kernel_for
-from .copy_kernel import emit_moves, pieces_of
+from .copy_kernel import emit_moves, moves_cycles, pieces_of
 from .index_map import box_map
+
+
+def _pieces(k: KernelContext):
+    shape = k.outputs[0].shape
+    zeros = [0] * len(shape)
+    return pieces_of(k, [(box_map(shape, zeros, zeros), 0, 0)])
 
 
 @kernel_for(ge.TransDataOp)
 def lower_transdata(op: ge.TransDataOp, k: KernelContext) -> None:
-    shape = k.outputs[0].shape
-    zeros = [0] * len(shape)
-    emit_moves(k, pieces_of(k, [(box_map(shape, zeros, zeros), 0, 0)]))
+    emit_moves(k, _pieces(k))
+
+
+def transdata_cycles(op: ge.TransDataOp, k: KernelContext) -> float:
+    """The estimated cycles of `lower_transdata`'s kernel (`k`: a scratch context of the op)."""
+    return moves_cycles(k.hw, _pieces(k))
