@@ -44,11 +44,12 @@ def lower_cube_group(op: fused.GroupOp, k: KernelContext) -> None:
     body = op.body_ops()
     cube = next(o for o in body if pattern_kind(o) == PatternKind.CUBE)
     args = list(op.block.args)
-    if any(v not in args for v in cube.operands):
-        raise k.unsupported(f"'{cube.name}' in a group must read group operands (no prologue)")
-    if any(not isinstance(o, ge.ConstOp) for o in body[: body.index(cube)]):
-        raise k.unsupported(f"a group computing something before its '{cube.name}'")
     tensors = dict(zip(args, k.inputs))
+    cube_reads = [_loaded(v, args) for v in cube.operands]
+    if any(v is None for v in cube_reads):
+        raise k.unsupported(f"'{cube.name}' in a group must read group operands (no prologue)")
+    if any(not isinstance(o, ge.ConstOp) and not _format_change_of_arg(o, args) for o in body[: body.index(cube)]):
+        raise k.unsupported(f"a group computing something before its '{cube.name}'")
     epilogue_ops = body[body.index(cube) + 1 :]
     yields = list(op.block.last_op.operands)
     consts = {o.result: _splat(o) for o in body if isinstance(o, ge.ConstOp)}
@@ -69,7 +70,25 @@ def lower_cube_group(op: fused.GroupOp, k: KernelContext) -> None:
     trivial = not epilogue_ops or all(o.name in _IDENTITIES for o in epilogue_ops if not isinstance(o, ge.ConstOp))
     single = len(yields) == 1 and _source(yields[0], epilogue_ops) is cube.results[0]
     epilogue = CubeEpilogue(outputs, inputs, None if trivial and single else body_fn)
-    emit_cube_kernel(k, cube_problem(k, cube, [tensors[v] for v in cube.operands], epilogue))
+    emit_cube_kernel(k, cube_problem(k, cube, [tensors[v] for v in cube_reads], epilogue))
+
+
+def _format_change_of_arg(o: Operation, args: list[SSAValue]) -> bool:
+    """A `ge.transdata` of a group operand: the cube's load converts it (MTE2
+    moves ND into the fractal layout as it copies), as a named fused op reads
+    through the format changes in front of it."""
+    return o.name == "ge.transdata" and o.operands[0] in args
+
+
+def _loaded(value: SSAValue, args: list[SSAValue]) -> SSAValue | None:
+    """The group operand a cube operand is loaded from (through a format change
+    of it), or None if the group computes it."""
+    if value in args:
+        return value
+    owner = value.owner
+    if isinstance(owner, Operation) and _format_change_of_arg(owner, args):
+        return owner.operands[0]
+    return None
 
 
 def _source(value: SSAValue, epilogue_ops: list[Operation]) -> SSAValue:

@@ -17,8 +17,10 @@ func.func @main(%x: tensor<64x128xf16> {ge.name = "x"}) -> (tensor<64x256xf16> {
 }
 
 // CHECK: ge-pattern-fuse: 1 quick-gelu fused, 5 ops replaced
-// CHECK: %y = fused.group %x_nz, %w_nz
+// The group reads x as it is and converts it on load (ge-group-read-through).
+// CHECK: %y = fused.group %x, %w_nz
 // CHECK-NEXT: ^bb0
+// CHECK-NEXT: ge.transdata
 // CHECK: ge.matmul
 // CHECK-NEXT: ge.transdata
 // CHECK-NEXT: ge.mul
