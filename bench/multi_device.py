@@ -7,6 +7,7 @@ server (N chips and their links), against one device.
     python bench/multi_device.py --model examples/llama_layer.mlir --devices 4 --runs runs/   # then ge-sim runs/*.mlir --pipeline ge-compile --report
 
     python bench/multi_device.py --model examples/llama_layer.mlir --devices 4 --chunks 1,2,4
+    python bench/multi_device.py --model examples/llama_layer.mlir --devices 2,4,8 --token-split never,auto
     python bench/multi_device.py --llama-seq 512,1024 --devices 2,4,8   # the LLaMA layer at longer sequences
 
 `--llama-seq S,...` adds the LLaMA-style layer of examples/llama_layer.mlir at
@@ -15,7 +16,10 @@ layer, only the tokens change) to the models measured.
 
 Columns: devices, chunks (`ge-partition{chunks=K}`: the row-independent tail
 run in K chunks of rows, so a chunk's collective overlaps the next chunk's
-compute), simulated time (the slowest device), speedup over one device (the
+compute), tokens (`split` when the plan reduce-scatters a row-parallel product's
+sums and runs what follows on 1/N of the tokens with whole weights,
+`ge-partition{token-split=...}`; `--token-split never,auto,always` measures each
+mode, auto by default: the pass's own estimate decides), simulated time (the slowest device), speedup over one device (the
 unpartitioned graph through ge-compile on one chip), communication share
 (communication time / time, on the busiest device), exposed communication (not
 hidden behind compute), and the analytic bound, the larger of
@@ -86,6 +90,7 @@ class Row:
     exposed_us: float
     unhidden_us: float
     serial_us: float
+    token_split: bool = False
 
     @property
     def bound_us(self) -> float:
@@ -117,21 +122,24 @@ def one_device_time(path: str, timer: ComputeTimer) -> float:
     return timer(load_module(make_context(), path))
 
 
-def measure(path: str, strategy: str, devices: int, chunks: int, hw: str, timer: ComputeTimer, one: float, runs: str | None = None) -> Row:
+def measure(path: str, strategy: str, devices: int, chunks: int, hw: str, timer: ComputeTimer, one: float, runs: str | None = None,
+            token_split: str = "never") -> Row:
     module = load_module(make_context(), path)
     micro = f" micro-batches={MICRO_BATCHES}" if strategy == "pp" else ""
-    options = f"devices={devices} strategy={strategy}{micro} chunks={chunks} hw={hw}"
+    tokens = f" token-split={token_split}" if strategy == "tp" else ""
+    options = f"devices={devices} strategy={strategy}{micro} chunks={chunks} hw={hw}{tokens}"
     run_pipeline(parse_pass_pipeline(f"ge-partition{{{options}}}"), make_context(), module)
     report = simulate_devices(module, timer, hw=hw)
     model = path.rsplit("/", 1)[-1].removesuffix(".mlir")
+    split = any(op.name == "ge.reduce_scatter" for op in module.walk())
     if runs:
-        write_runs(report, os.path.join(runs, f"{model}_{strategy}{devices}_chunks{chunks}"))
+        write_runs(report, os.path.join(runs, f"{model}_{strategy}{devices}_chunks{chunks}{'_tokens' if split else ''}"))
     busiest = max(report.summaries, key=lambda s: s.comm_us)
     per_device = [[t for t in report.tasks if t.device == d] for d in range(devices)]
     unhidden = max(sum(t.duration for t in unhideable_collectives(tasks)) for tasks in per_device)
     back_to_back = max(sum(t.duration for t in tasks if is_collective(t)) for tasks in per_device)
     return Row(model, strategy, devices, chunks, report.time_us, one, busiest.comm_us,
-               max(s.exposed_comm_us for s in report.summaries), unhidden, back_to_back)
+               max(s.exposed_comm_us for s in report.summaries), unhidden, back_to_back, split)
 
 
 def write_runs(report, prefix: str) -> None:
@@ -146,11 +154,11 @@ def write_runs(report, prefix: str) -> None:
 
 def print_table(rows: list[Row], hw: str) -> None:
     print(f"many devices on {hw} (links and topology: simulator/presets/{hw}.toml [interconnect])")
-    header = f"{'model':<22}{'strategy':>9}{'devices':>8}{'chunks':>7}{'time_us':>10}{'1-dev_us':>10}{'speedup':>8}{'comm%':>7}{'exposed_us':>11}{'unhid_us':>9}{'serial_us':>10}{'bound_us':>10}{'t/bound':>8}"
+    header = f"{'model':<22}{'strategy':>9}{'devices':>8}{'chunks':>7}{'tokens':>7}{'time_us':>10}{'1-dev_us':>10}{'speedup':>8}{'comm%':>7}{'exposed_us':>11}{'unhid_us':>9}{'serial_us':>10}{'bound_us':>10}{'t/bound':>8}"
     print(header)
     for r in rows:
         print(
-            f"{r.model:<22}{r.strategy:>9}{r.devices:>8}{r.chunks:>7}{r.time_us:>10.1f}{r.one_device_us:>10.1f}{r.speedup:>8.2f}"
+            f"{r.model:<22}{r.strategy:>9}{r.devices:>8}{r.chunks:>7}{'split' if r.token_split else 'whole':>7}{r.time_us:>10.1f}{r.one_device_us:>10.1f}{r.speedup:>8.2f}"
             f"{100 * r.comm_share:>6.1f}%{r.exposed_us:>11.1f}{r.unhidden_us:>9.1f}{r.serial_us:>10.1f}{r.bound_us:>10.1f}{r.time_us / r.bound_us:>8.2f}"
         )
 
@@ -161,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--strategy", default="tp", choices=("dp", "tp", "pp"))
     p.add_argument("--devices", default="2,4", help="comma-separated device counts")
     p.add_argument("--chunks", default="1", help="comma-separated chunk counts (ge-partition chunks=K)")
+    p.add_argument("--token-split", default="auto", help="comma-separated ge-partition token-split modes for tp rows (never, auto, always)")
     p.add_argument("--hw", default="ascend910")
     p.add_argument("--llama-seq", metavar="S,...", help="also the LLaMA-style layer at these sequence lengths (strategy tp)")
     p.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
@@ -168,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     counts = [int(d) for d in args.devices.split(",")]
     chunk_counts = [int(k) for k in args.chunks.split(",")]
+    token_modes = args.token_split.split(",")
     if args.runs:
         os.makedirs(args.runs, exist_ok=True)
     cases = [(m, args.strategy, counts, chunk_counts) for m in args.model] if args.model else []
@@ -183,10 +193,12 @@ def main(argv: list[str] | None = None) -> int:
             one = one_device_time(path, timer)
             for n in counts:
                 for k in chunk_counts:
-                    try:
-                        rows.append(measure(path, strategy, n, k, args.hw, timer, one, args.runs))
-                    except CompileError as e:
-                        print(f"{path} {strategy} x{n} chunks={k}: {e}", file=sys.stderr)
+                    # chunks run all_reduce tails: with chunks > 1 the tokens stay whole.
+                    for mode in token_modes if strategy == "tp" and k == 1 else ["never"]:
+                        try:
+                            rows.append(measure(path, strategy, n, k, args.hw, timer, one, args.runs, mode))
+                        except CompileError as e:
+                            print(f"{path} {strategy} x{n} chunks={k} token-split={mode}: {e}", file=sys.stderr)
     except CompileError as e:
         print(e, file=sys.stderr)
         return 1
@@ -195,9 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             writer = csv.writer(f)
-            writer.writerow(["model", "strategy", "devices", "chunks", "time_us", "one_device_us", "speedup", "comm_us", "exposed_us", "unhidden_us", "serial_us", "bound_us"])
+            writer.writerow(["model", "strategy", "devices", "chunks", "token_split", "time_us", "one_device_us", "speedup", "comm_us", "exposed_us", "unhidden_us", "serial_us", "bound_us"])
             for r in rows:
-                writer.writerow([r.model, r.strategy, r.devices, r.chunks, f"{r.time_us:.3f}", f"{r.one_device_us:.3f}",
+                writer.writerow([r.model, r.strategy, r.devices, r.chunks, int(r.token_split), f"{r.time_us:.3f}", f"{r.one_device_us:.3f}",
                                  f"{r.speedup:.3f}", f"{r.comm_us:.3f}", f"{r.exposed_us:.3f}", f"{r.unhidden_us:.3f}",
                                  f"{r.serial_us:.3f}", f"{r.bound_us:.3f}"])
     return 0

@@ -61,7 +61,7 @@ def test_mlp_data_parallel_gathers_the_outputs():
 
 @pytest.mark.parametrize("devices", [2, 4])
 def test_bert_layer_tensor_parallel_one_all_reduce_per_block(devices):
-    source, module = partitioned(EXAMPLES / "bert_layer.mlir", f"ge-partition{{devices={devices} strategy=tp}}")
+    source, module = partitioned(EXAMPLES / "bert_layer.mlir", f"ge-partition{{devices={devices} strategy=tp token-split=never}}")
     # Attention and FFN: one all_reduce each per device, nothing gathered.
     assert collectives(module) == {"ge.all_reduce": 2 * devices}
     heads = [op for op in device_functions(module)[0].walk() if op.name == "ge.softmax"]
@@ -71,19 +71,19 @@ def test_bert_layer_tensor_parallel_one_all_reduce_per_block(devices):
 
 @pytest.mark.parametrize("devices", [2, 4])
 def test_llama_layer_tensor_parallel(devices):
-    source, module = partitioned(EXAMPLES / "llama_layer.mlir", f"ge-partition{{devices={devices} strategy=tp}}")
+    source, module = partitioned(EXAMPLES / "llama_layer.mlir", f"ge-partition{{devices={devices} strategy=tp token-split=never}}")
     assert collectives(module) == {"ge.all_reduce": 2 * devices}
     assert_devices_match_reference(source, module)
 
 
 def test_mlp_tensor_parallel():
-    source, module = partitioned(EXAMPLES / "mlp.mlir", "ge-partition{devices=4 strategy=tp}")
+    source, module = partitioned(EXAMPLES / "mlp.mlir", "ge-partition{devices=4 strategy=tp token-split=never}")
     assert collectives(module) == {"ge.all_reduce": 4}
     assert_devices_match_reference(source, module)
 
 
 def test_bert_layer_with_more_devices_than_heads_divide_splits_the_ffn_only():
-    source, module = partitioned(EXAMPLES / "bert_layer.mlir", "ge-partition{devices=8 strategy=tp}")
+    source, module = partitioned(EXAMPLES / "bert_layer.mlir", "ge-partition{devices=8 strategy=tp token-split=never}")
     assert collectives(module) == {"ge.all_reduce": 8}
     assert_devices_match_reference(source, module)
 

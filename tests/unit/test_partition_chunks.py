@@ -51,7 +51,7 @@ def test_bert_layer_chunked_matches_reference():
 
 
 def test_output_residual_joins_device_zero_summand():
-    _, module = partitioned(EXAMPLES / "llama_layer.mlir", "ge-partition{devices=2 strategy=tp}")
+    _, module = partitioned(EXAMPLES / "llama_layer.mlir", "ge-partition{devices=2 strategy=tp token-split=never}")
     last_ops = []
     for f in device_functions(module):
         reduce = [op for op in f.body.block.ops if isinstance(op, ge.AllReduceOp)][-1]
@@ -64,7 +64,7 @@ def test_output_residual_joins_device_zero_summand():
 def test_residual_before_a_norm_joins_device_zero_summand():
     """The attention's residual joins device 0's summand too: every device's norm
     reads the all_reduce itself (no add repeated on each device after it)."""
-    source, module = partitioned(EXAMPLES / "llama_layer.mlir", "ge-partition{devices=2 strategy=tp}")
+    source, module = partitioned(EXAMPLES / "llama_layer.mlir", "ge-partition{devices=2 strategy=tp token-split=never}")
     for d, f in enumerate(device_functions(module)):
         first = [op for op in f.body.block.ops if isinstance(op, ge.AllReduceOp)][0]
         readers = {use.operation.name for use in first.result.uses}

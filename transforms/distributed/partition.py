@@ -24,6 +24,7 @@ the reason.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,9 +39,16 @@ from ...core.passes import record_statistic
 from ...dialects import ge
 from ...simulator.devices import DEVICE_ATTR, DEVICES_ATTR
 from ...core.signature import main_function
+from ...simulator.collectives import load_interconnect
+from ...simulator.hardware import load_preset
+from .device_estimate import estimated_us
 from .sharding import PARTIAL, REPLICATED, Layout, Plan, is_split, propagate, shard_type, split, splittable
 
 STRATEGIES = ("dp", "tp", "pp")
+TOKEN_SPLIT = ("auto", "always", "never")
+TIE = 0.005
+"""Token split by estimate: plans within this fraction of each other tie, and a tie
+keeps the all_reduce (the estimate is a roofline; no need to hold weights whole)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,7 @@ class PartitionPass(ModulePass):
     micro_batches: int = 1
     chunks: int = 1
     hw: str = "ascend910"
+    token_split: str = "auto"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.devices < 2:
@@ -71,7 +80,14 @@ class PartitionPass(ModulePass):
         else:
             if self.micro_batches != 1:
                 raise CompileError("ge-partition: micro-batches apply to strategy pp only")
-            plan = data_parallel_plan(main, self.devices) if self.strategy == "dp" else tensor_parallel_plan(main, self.devices)
+            token_split = self._token_split()
+            if self.strategy == "dp":
+                plan = data_parallel_plan(main, self.devices)
+            else:
+                plan = tensor_parallel_plan(main, self.devices)
+                if token_split != "never":
+                    plan = split_tokens(main, plan, token_split, self.hw)
+                    record_statistic(self.name, "token-split-ops", len(plan.tokens))
             functions = [build_device_function(main, plan, d) for d in range(self.devices)]
             record_statistic(self.name, "column-parallel-matmuls", len(plan.columns))
             record_statistic(self.name, "all-reduces", plan.reductions)
@@ -84,6 +100,20 @@ class PartitionPass(ModulePass):
             for f in functions:
                 chunk_function(f, self.chunks)
         replace_main(op, main, functions, self.devices)
+
+
+    def _token_split(self) -> str:
+        if self.token_split not in TOKEN_SPLIT:
+            raise CompileError(f"ge-partition: token-split must be one of {', '.join(TOKEN_SPLIT)}, got '{self.token_split}'")
+        if self.token_split == "never" or (self.strategy != "tp" and self.token_split == "auto"):
+            return "never"
+        if self.strategy != "tp":
+            raise CompileError("ge-partition: token-split=always applies to strategy tp only")
+        if self.chunks > 1:
+            if self.token_split == "always":
+                raise CompileError("ge-partition: token-split=always and chunks > 1 do not combine (chunks run all_reduce tails)")
+            return "never"
+        return self.token_split
 
 
 def replace_main(module: ModuleOp, main: func.FuncOp, functions: list[func.FuncOp], devices: int) -> None:
@@ -151,6 +181,52 @@ def tensor_parallel_plan(main: func.FuncOp, devices: int) -> Plan:
     return plan
 
 
+def split_tokens(main: func.FuncOp, plan: Plan, mode: str, hw_name: str) -> Plan:
+    """Where an op reads the partial sums of a row-parallel product, reduce-scatter
+    them by rows (tokens) instead of all-reducing them, when that is cheaper
+    (`mode` auto: by `device_estimate.estimated_us` on preset `hw_name`) or always.
+    From that op on, every device runs its N-th of the tokens with the weights
+    whole (a Megatron pair after it no longer splits its weights: its product has
+    its rows split instead), until a value is needed whole: at the outputs, an
+    all_gather. A reduce_scatter and an all_gather move what one all_reduce moves;
+    the pair after it then needs no collective of its own, at the price of reading
+    its weights whole on every device. An op whose token split would gather a value
+    whole before the outputs (attention of a later layer mixing the tokens) keeps
+    the all_reduce."""
+    replicated = [REPLICATED] * len(main.body.block.args)
+    estimate = _plan_estimate(main, hw_name) if mode == "auto" else None
+    if mode == "auto" and estimate is None:
+        return plan  # no links to weigh the collectives on: keep the all_reduces
+    best = estimate(plan) if estimate else 0.0
+    for op in main.body.block.ops:
+        if isinstance(op, func.ReturnOp) or PARTIAL not in [plan.layouts.get(v) for v in op.operands]:
+            continue
+        trial = propagate(main, plan.devices, replicated, plan.columns, plan.tokens | {op})
+        scattered = any(c.op is op and c.source == PARTIAL and is_split(c.target) for c in trial.conversions)
+        if not scattered or any(not isinstance(c.op, func.ReturnOp) for c in trial.gathers):
+            continue
+        trial.columns = frozenset(m for m in plan.columns if trial.layouts[m.operands[0]] == REPLICATED)
+        if estimate is not None:
+            cost = estimate(trial)
+            if cost >= best * (1 - TIE):
+                continue
+            best = cost
+        plan = trial
+    return plan
+
+
+def _plan_estimate(main: func.FuncOp, hw_name: str) -> Callable[[Plan], float] | None:
+    """A plan's estimated time: device 0's function (it also adds the residuals
+    folded into its summands) by `device_estimate.estimated_us`; None when the
+    preset has no links."""
+    hw = load_preset(hw_name)
+    try:
+        link = load_interconnect(hw)
+    except CompileError:
+        return None
+    return lambda plan: estimated_us(build_device_function(main, plan, 0), hw, link)
+
+
 # ---- building the device functions -----------------------------------------------------------
 
 
@@ -194,6 +270,12 @@ class DeviceBuilder:
             # A constant is written where it is first used whole.
             self.values[(value, source)] = self.add(value.owner.clone()).result
         current = self.values[(value, source)]
+        if source == PARTIAL and is_split(target):
+            # The sums of this device's part only: a reduce_scatter, half an all_reduce.
+            current = self.add(ge.ReduceScatterOp.new(current, devices=self.devices, axis=target.axis)).result
+            current.name_hint = value.name_hint
+            self.values[key] = current
+            return current
         if source == PARTIAL:
             current = self.add(ge.AllReduceOp.new(current, devices=self.devices)).result
         elif is_split(source):
@@ -225,9 +307,10 @@ class DeviceBuilder:
         the link is done), and where a norm reads it (a pre-norm transformer's
         residual stream) every device runs the norm alone instead of the add and
         the norm it would repeat."""
-        if not isinstance(op, ge.AddOp) or self.plan.requires[op] != [REPLICATED, REPLICATED]:
+        if not isinstance(op, ge.AddOp):
             return False
-        if self.plan.layouts[op.result] != REPLICATED:
+        layout = self.plan.layouts[op.result]
+        if self.plan.requires[op] != [layout, layout] or layout not in (REPLICATED, split(0)):
             return False
         sources = [self.plan.layouts[v] for v in op.operands]
         if sorted(s.kind for s in sources) != ["partial", "replicated"]:
@@ -238,9 +321,13 @@ class DeviceBuilder:
         summand = self.values[(partial, PARTIAL)]
         if self.device == 0:
             summand = self.add(ge.AddOp.new(summand, self.convert(whole, REPLICATED))).result
-        reduced = self.add(ge.AllReduceOp.new(summand, devices=self.devices)).result
+        if layout == REPLICATED:
+            reduced = self.add(ge.AllReduceOp.new(summand, devices=self.devices)).result
+        else:
+            # Token split (`TensorParallelPlanner`): each device keeps the sums of its rows.
+            reduced = self.add(ge.ReduceScatterOp.new(summand, devices=self.devices, axis=0)).result
         reduced.name_hint = op.result.name_hint
-        self.values[(op.result, REPLICATED)] = reduced
+        self.values[(op.result, layout)] = reduced
         return True
 
     def copy(self, op: Operation) -> None:

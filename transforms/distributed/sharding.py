@@ -95,6 +95,10 @@ class Plan:
     conversions: list[Conversion] = field(default_factory=list)
     columns: frozenset[Operation] = frozenset()
     """The matmuls that split their weight by columns (tensor parallelism)."""
+    tokens: frozenset[Operation] = frozenset()
+    """The ops that take their partial operands reduce-scattered by rows (dim 0)
+    instead of all-reduced: from them on the tokens are split, the weights whole
+    (`partition.py`'s token split)."""
 
     @property
     def gathers(self) -> list[Conversion]:
@@ -375,11 +379,12 @@ def propagate(
     devices: int,
     arguments: Sequence[Layout],
     columns: set[Operation] = frozenset(),
+    tokens: set[Operation] = frozenset(),
 ) -> Plan:
     """The layouts of every value of `function` from its arguments' layouts, with the
     conversions the ops' rules require (results end replicated)."""
     block = function.body.block
-    return propagate_ops(block.ops, devices, dict(zip(block.args, arguments, strict=True)), columns)
+    return propagate_ops(block.ops, devices, dict(zip(block.args, arguments, strict=True)), columns, tokens)
 
 
 def propagate_ops(
@@ -387,17 +392,23 @@ def propagate_ops(
     devices: int,
     initial: dict[SSAValue, Layout],
     columns: set[Operation] = frozenset(),
+    tokens: set[Operation] = frozenset(),
 ) -> Plan:
     """`propagate` over a run of ops whose outside operands have the layouts
-    `initial` (a value it does not name is replicated)."""
-    plan = Plan(devices)
+    `initial` (a value it does not name is replicated). An op in `tokens` sees its
+    partial operands as split by rows (dim 0): the rule then asks for them so, a
+    reduce_scatter, and the split carries on from its results."""
+    plan = Plan(devices, tokens=frozenset(tokens))
     plan.layouts.update(initial)
     for op in ops:
         layouts = [plan.layouts.get(v, REPLICATED) for v in op.operands]
         if isinstance(op, func.ReturnOp):
             s = Step([REPLICATED] * len(layouts), [], "an output is whole on every device")
         else:
-            s = step(op, layouts, devices, op in columns)
+            seen = layouts
+            if op in tokens:
+                seen = [split(0) if have == PARTIAL and splittable(v, 0, devices) else have for v, have in zip(op.operands, layouts)]
+            s = step(op, seen, devices, op in columns)
         for i, (have, want) in enumerate(zip(layouts, s.requires)):
             if have != want:
                 plan.conversions.append(Conversion(op, i, have, want, s.why))
