@@ -27,11 +27,15 @@ transfer plus the latency. Three algorithms, as HCCL has them:
   its counterparts in the other meshes over the bridge (for two meshes one
   exchange of S/m, the m crossing transfers sharing the bridge; a ring of them
   otherwise), all-gather inside each mesh: for g = 2,
-  T = 2 (a + S / (m B)) + a_b + S / B_b.
+  T = 2 (a + S / (m B)) + a_b + S / B_b. A reduce_scatter is its first half
+  with each device sending its counterparts only the parts they keep
+  (a + S / (m B) + a_b + S / (2 B_b) for g = 2), an all_gather the same
+  backwards.
 
 `algorithm = auto` takes mesh when the group lies in one full mesh; an
-all_reduce over equal parts of several meshes takes hierarchical (a ring would
-cross the slow bridge on every one of its 2 (N-1) steps); anything else, ring. `cost` returns the time and the bytes each
+all_reduce, reduce_scatter or all_gather over equal parts of several meshes
+takes hierarchical (a ring would cross the slow bridge on every one of its
+steps); anything else, ring. `cost` returns the time and the bytes each
 directed link carried, so the report can show link usage; the closed forms
 above are what the tests check it against.
 """
@@ -46,6 +50,8 @@ from ..core.diagnostics import CompileError
 from .hardware import HardwarePreset
 
 ALGORITHMS = ("auto", "ring", "halving_doubling", "mesh", "hierarchical")
+HIERARCHICAL = ("all_reduce", "reduce_scatter", "all_gather")
+"""The collectives modelled with a level inside each mesh and one between them."""
 
 
 @dataclass(frozen=True)
@@ -81,12 +87,13 @@ class Interconnect:
             if len(meshes) == 1:
                 algorithm = "mesh"
             else:
-                algorithm = "hierarchical" if kind == "all_reduce" and even else "ring"
+                algorithm = "hierarchical" if kind in HIERARCHICAL and even else "ring"
         if algorithm == "halving_doubling" and len(members) & (len(members) - 1):
             raise CompileError(f"halving-doubling needs a power-of-two group, got {len(members)} devices")
-        if algorithm == "hierarchical" and (kind != "all_reduce" or not even):
+        if algorithm == "hierarchical" and (kind not in HIERARCHICAL or not even):
             raise CompileError(
-                f"the hierarchical algorithm is modelled for an all_reduce over equal parts of full meshes, not a {kind} over {list(members)}"
+                f"the hierarchical algorithm is modelled for an all_reduce, reduce_scatter or all_gather over equal parts "
+                f"of full meshes, not a {kind} over {list(members)}"
             )
         return algorithm
 
@@ -164,6 +171,39 @@ def _mesh_step(cost: Cost, link: Interconnect, members, nbytes: float) -> None:
     cost.step(link, [(a, b, nbytes) for a in members for b in members if a != b])
 
 
+def _across_meshes(cost: Cost, link: Interconnect, meshes: list[list[int]], nbytes: float) -> None:
+    """Rank i of every mesh sends `nbytes` in all to its counterparts (rank i of
+    the other meshes): for two meshes one step each way (the m pairs share the
+    bridge), for more a ring of g - 1 steps of `nbytes` / (g - 1)."""
+    m, g = len(meshes[0]), len(meshes)
+    counterparts = [[mesh[i] for mesh in meshes] for i in range(m)]
+    if g == 2:
+        cost.step(link, [(a, b, nbytes) for pair in counterparts for a, b in (pair, pair[::-1])])
+        return
+    for _ in range(g - 1):
+        cost.step(link, [(ring[k], ring[(k + 1) % g], nbytes / (g - 1)) for ring in counterparts for k in range(g)])
+
+
+def _hierarchical_reduce_scatter(cost: Cost, link: Interconnect, meshes: list[list[int]], nbytes: float) -> None:
+    """Reduce-scatter inside each mesh (device i keeps the sums of its mesh for the
+    parts of rank i of every mesh: nbytes / m), then across the meshes: each
+    device sends its counterparts their parts of that (nbytes / (m g) each, (g-1)
+    of them) and keeps its own, summed over every mesh. Two meshes:
+    T = a + S / (m B) + a_b + S / (2 B_b) (the m pairs share the bridge)."""
+    m, g = len(meshes[0]), len(meshes)
+    cost.step(link, [(a, b, nbytes / m) for mesh in meshes for a in mesh for b in mesh if a != b])
+    _across_meshes(cost, link, meshes, nbytes * (g - 1) / (m * g))
+
+
+def _hierarchical_all_gather(cost: Cost, link: Interconnect, meshes: list[list[int]], part: float) -> None:
+    """The reduce-scatter backwards: each device's part P to its counterparts in the
+    other meshes, then the g parts it holds to every peer of its mesh. Two meshes:
+    T = a_b + m P / B_b + a + 2 P / B."""
+    g = len(meshes)
+    _across_meshes(cost, link, meshes, part * (g - 1))
+    cost.step(link, [(a, b, part * g) for mesh in meshes for a in mesh for b in mesh if a != b])
+
+
 def _hierarchical_all_reduce(cost: Cost, link: Interconnect, meshes: list[list[int]], nbytes: float) -> None:
     """Reduce-scatter inside each mesh, all-reduce of each part across the meshes
     (rank i of every mesh together), all-gather inside each mesh."""
@@ -199,7 +239,13 @@ def collective_cost(kind: str, members: tuple[int, ...], nbytes: float, link: In
                 have *= 2
         return cost
     if algorithm == "hierarchical":
-        _hierarchical_all_reduce(cost, link, link.meshes(members), nbytes)
+        meshes = link.meshes(members)
+        if kind == "all_reduce":
+            _hierarchical_all_reduce(cost, link, meshes, nbytes)
+        elif kind == "reduce_scatter":
+            _hierarchical_reduce_scatter(cost, link, meshes, nbytes)
+        else:
+            _hierarchical_all_gather(cost, link, meshes, nbytes)
         return cost
     part = nbytes / n if kind in ("all_reduce", "reduce_scatter", "all_to_all") else nbytes
     phases = {"all_reduce": ("scatter", "gather"), "reduce_scatter": ("scatter",), "all_gather": ("gather",)}

@@ -74,10 +74,30 @@ def test_eight_devices_all_reduce_is_hierarchical():
     assert cost.link_bytes[(0, 1)] == pytest.approx(2 * S / 4)
     ring = collective_cost("all_reduce", tuple(range(8)), S, with_algorithm("ring"))
     assert cost.time_us < ring.time_us
-    # Other collectives across meshes keep the ring; uneven groups are refused.
-    assert collective_cost("all_gather", tuple(range(8)), S / 8, LINK).algorithm == "ring"
+    # Uneven groups are refused.
     with pytest.raises(CompileError, match="equal parts of full meshes"):
         collective_cost("all_reduce", (0, 1, 2, 4), S, with_algorithm("hierarchical"))
+
+
+def test_eight_devices_reduce_scatter_and_all_gather_are_hierarchical():
+    """Reduce-scatter: in each mesh (a quarter to each peer), then each device sends
+    its counterpart the half of its quarter the counterpart keeps (4 pairs share the
+    bridge each way). All-gather: the same backwards. Together they cost what the
+    hierarchical all_reduce costs but for the bridge step, done in two halves (one
+    more bridge latency)."""
+    bridge = 32.0e3
+    scatter = collective_cost("reduce_scatter", tuple(range(8)), S, LINK)
+    assert scatter.algorithm == "hierarchical" and scatter.steps == 2
+    assert scatter.time_us == pytest.approx(A + S / (4 * B) + 5.0 + S / (2 * bridge))
+    assert scatter.link_bytes[(0, 4)] == pytest.approx(S / 8) and scatter.link_bytes[(0, 1)] == pytest.approx(S / 4)
+    gather = collective_cost("all_gather", tuple(range(8)), S / 8, LINK)
+    assert gather.algorithm == "hierarchical"
+    assert gather.time_us == pytest.approx(scatter.time_us)
+    assert gather.link_bytes[(0, 4)] == pytest.approx(S / 8) and gather.link_bytes[(0, 1)] == pytest.approx(S / 4)
+    reduce = collective_cost("all_reduce", tuple(range(8)), S, LINK)
+    assert scatter.time_us + gather.time_us == pytest.approx(reduce.time_us + 5.0)
+    for kind, nbytes in (("reduce_scatter", S), ("all_gather", S / 8)):
+        assert scatter.time_us < collective_cost(kind, tuple(range(8)), nbytes, with_algorithm("ring")).time_us
 
 
 def test_send_is_latency_plus_bytes_over_bandwidth():
