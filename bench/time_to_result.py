@@ -6,6 +6,7 @@ memory it takes, from an ONNX file to checked simulated outputs.
     python bench/time_to_result.py --models bert.torchscript --baseline 8a81dfd --markdown
     python bench/time_to_result.py --timeout 120            # CPU seconds per child run
     python bench/time_to_result.py --no-full                # skip the run with the shortcuts off
+    python bench/time_to_result.py --approx                 # plus the approximate simulation's columns
     python bench/time_to_result.py --list
 
 Rows: every model of the project's set (`gecomp.bench.models.names()`: the
@@ -31,6 +32,13 @@ memory (the child's VmHWM) is the model's alone:
   (`execute(shortcuts=False)`, as `ge-sim --exact`): its compile and simulate CPU
   seconds, instructions per CPU second and RSS; a row whose cycles, outputs or
   instruction count differ from the full run says so in its note;
+* with `--approx`: the child of this tree also runs the approximate simulation
+  (`execute(approx=True)`, as `ge-sim --approx`: outputs exact, cycles from a few
+  timed blocks per launch) after the default one: its simulate CPU seconds, its
+  instructions per CPU second *equivalent* (the default's instruction count, which
+  it counts exactly, over its CPU seconds), its speedup over the default ("approx
+  x") and its relative cycle error; a row whose approximate outputs or instruction
+  count differ says so in its note;
 * with `--baseline COMMIT`: that commit is checked out into a temporary git
   worktree (removed afterwards) and the same children run with its code
   (PYTHONPATH = a temporary folder whose `gecomp` is a link to the worktree: the
@@ -143,7 +151,7 @@ def _build_bert_base():
 # ---- one row in one child process ------------------------------------------------------
 
 
-def measure(model_file: str, data_file: str, hw: str | None, full: bool) -> None:
+def measure(model_file: str, data_file: str, hw: str | None, full: bool, approx: bool = False) -> None:
     """Print the row as JSON lines, one after every step, `step` naming the one
     under way ("" when done), so that a parent that stops a slow child keeps the
     steps it finished. Uses only the entry points every release has had (the
@@ -185,8 +193,14 @@ def measure(model_file: str, data_file: str, hw: str | None, full: bool) -> None
         t_simulate=spent[0], cpu_simulate=spent[1], cycles=int(report.total_cycles), instructions=int(report.instructions),
         check=worst.ratio if worst else 0.0, worst=str(worst) if worst else "",
         outputs=len(execution.results) if len(execution.results) == len(want) else -1,
-        digest=_digest(execution.results), step="",
+        digest=_digest(execution.results), step="approx" if approx else "",
     )
+    if approx:
+        with _clocks() as spent:
+            approximate = execute(module, inputs, hw=hw, approx=True)
+        emit(cpu_approx=spent[1], approx_cycles=int(approximate.report.total_cycles),
+             approx_instructions=int(approximate.report.instructions), approx_digest=_digest(approximate.results),
+             step="")
 
 
 def _make_context():
@@ -253,13 +267,14 @@ class Child:
 
 
 def run_child(model_file: str, data_file: str, hw: str | None, full: bool, timeout: float,
-              pythonpath: str | None = None) -> Child:
+              pythonpath: str | None = None, approx: bool = False) -> Child:
     """`measure` in a child process within `timeout` CPU seconds (RLIMIT_CPU: the
     kernel stops it with SIGXCPU) and `WALL_FACTOR` times as many wall seconds; with
     `pythonpath`, the `gecomp` the child imports is the one found there (a baseline tree)."""
     command = [sys.executable, os.path.abspath(__file__), "--row", model_file, data_file]
     command += ["--hw", hw] if hw else []
     command += ["--full"] if full else []
+    command += ["--approx-child"] if approx else []
     env = dict(os.environ)
     if full:
         from gecomp.core import memo
@@ -313,6 +328,11 @@ class Row:
             "full_compile": full.get("cpu_compile"), "full_simulate": full.get("cpu_simulate"),
             "full_ips": _rate(full), "full_rss": full.get("rss_mib"),
         }
+        approx_cpu, cycles, approx_cycles = fast.get("cpu_approx"), fast.get("cycles"), fast.get("approx_cycles")
+        if approx_cpu:
+            cells.update(approx_simulate=approx_cpu, approx_ips=fast.get("instructions") / approx_cpu,
+                         approx_x=_ratio(fast.get("cpu_simulate"), approx_cpu),
+                         approx_error=100 * (approx_cycles / cycles - 1) if cycles else None)
         if base is not None:
             for key, value_key in (("x_import", "cpu_import"), ("x_compile", "cpu_compile"),
                                    ("x_simulate", "cpu_simulate"), ("x_rss", "rss_mib")):
@@ -335,6 +355,11 @@ class Row:
                 yield "full simulation's outputs differ"
             if self.fast.get("instructions") != self.full.get("instructions"):
                 yield f"full simulation counts {self.full.get('instructions')} instructions"
+        if self.fast.get("approx_digest") is not None:
+            if self.fast.get("approx_digest") != self.fast.get("digest"):
+                yield "approximate simulation's outputs differ"
+            if self.fast.get("approx_instructions") != self.fast.get("instructions"):
+                yield f"approximate simulation counts {self.fast.get('approx_instructions')} instructions"
         if self.baseline is not None:
             yield f"baseline: {self.baseline.note}" if self.baseline.note else ""
             cycles = self.baseline.get("cycles")
@@ -354,7 +379,7 @@ def _ratio(old, new) -> float | None:
 
 
 def measure_row(name: str, folder: str, cache: str, hw: str | None, timeout: float,
-                baseline_path: str | None = None, full: bool = True) -> Row:
+                baseline_path: str | None = None, full: bool = True, approx: bool = False) -> Row:
     """The row of `name`: its files prepared once, then a child with the shortcuts,
     one with them off and, given `baseline_path`, one with the baseline's code."""
     try:
@@ -362,7 +387,7 @@ def measure_row(name: str, folder: str, cache: str, hw: str | None, timeout: flo
     except Exception as e:  # noqa: BLE001 - the row says why
         return Row(name, Child(), Child(), None if baseline_path is None else Child(), f"not prepared: {_one_line(e)}")
     try:
-        fast = run_child(model_file, data_file, hw, False, timeout)
+        fast = run_child(model_file, data_file, hw, False, timeout, approx=approx)
         full = run_child(model_file, data_file, hw, True, timeout) if full else Child(note="not run (--no-full)")
         base = None if baseline_path is None else run_child(model_file, data_file, hw, False, timeout, baseline_path)
     finally:
@@ -413,6 +438,12 @@ COLUMNS = [
     ("full_ips", "full: instr/cpu s"),
     ("full_rss", "full: RSS MiB"),
 ]
+APPROX_COLUMNS = [
+    ("approx_simulate", "approx: simulate cpu s"),
+    ("approx_ips", "approx: instr/cpu s equiv"),
+    ("approx_x", "approx x"),
+    ("approx_error", "approx: cycle err %"),
+]
 BASELINE_COLUMNS = [
     ("x_import", "import x"),
     ("x_compile", "compile x"),
@@ -430,13 +461,18 @@ def _cell(key: str, value) -> str:
         return f"{value:.2f}"
     if key == "check":
         return f"{value:.2g}"
-    if key.startswith(("t_", "cpu_")) or key in ("full_compile", "full_simulate"):
+    if key == "approx_error":
+        return f"{value:+.2f}"
+    if key == "approx_x":
+        return f"{value:.2f}"
+    if key.startswith(("t_", "cpu_")) or key in ("full_compile", "full_simulate", "approx_simulate"):
         return f"{value:.1f}"
     return f"{value:,.0f}"
 
 
-def format_table(rows: list[Row], markdown: bool, baseline: str | None = None) -> str:
-    columns = COLUMNS + ([(k, f"{t} vs {baseline[:10]}") for k, t in BASELINE_COLUMNS] if baseline else [])
+def format_table(rows: list[Row], markdown: bool, baseline: str | None = None, approx: bool = False) -> str:
+    columns = COLUMNS + (APPROX_COLUMNS if approx else [])
+    columns += [(k, f"{t} vs {baseline[:10]}") for k, t in BASELINE_COLUMNS] if baseline else []
     columns += [("note", "note")]
     headers = [title for _, title in columns]
     body = [[_cell(key, row.cells().get(key)) for key, _ in columns] for row in rows]
@@ -454,8 +490,9 @@ def progress_line(row: Row, baseline: str | None = None) -> str:
     """A finished row's figures, printed as it finishes, so that a run stopped early
     keeps the rows it measured."""
     cells = row.cells()
-    keys = [key for key, _ in COLUMNS[1:]] + ([key for key, _ in BASELINE_COLUMNS] if baseline else []) + ["note"]
-    titles = dict(COLUMNS + BASELINE_COLUMNS + [("note", "note")])
+    keys = [key for key, _ in COLUMNS[1:] + APPROX_COLUMNS]
+    keys += ([key for key, _ in BASELINE_COLUMNS] if baseline else []) + ["note"]
+    titles = dict(COLUMNS + APPROX_COLUMNS + BASELINE_COLUMNS + [("note", "note")])
     return ", ".join(f"{titles[key]} {_cell(key, cells.get(key))}" for key in keys if _cell(key, cells.get(key)))
 
 
@@ -477,15 +514,18 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"CPU seconds per child run (default 600; also {WALL_FACTOR}x as many wall seconds)")
     p.add_argument("--no-full", action="store_true", help="skip the run with every simulator shortcut off")
     p.add_argument("--baseline", metavar="COMMIT", help="also run the rows with this commit's code; print ratios")
+    p.add_argument("--approx", action="store_true",
+                   help="also run the approximate simulation (ge-sim --approx): its CPU s, speedup and cycle error")
     p.add_argument("--markdown", action="store_true", help="print the table in Markdown")
     p.add_argument("--hw", default=None, help="hardware preset (default: ge-compile's)")
     p.add_argument("--cache", default=DEFAULT_CACHE, help=f"folder of the BERT-base export (default {DEFAULT_CACHE})")
     p.add_argument("--list", action="store_true", help="list the rows and exit")
     p.add_argument("--row", nargs=2, metavar=("MODEL.onnx", "DATA.npz"), help=argparse.SUPPRESS)  # the child
     p.add_argument("--full", action="store_true", help=argparse.SUPPRESS)  # the child: shortcuts off
+    p.add_argument("--approx-child", action="store_true", help=argparse.SUPPRESS)  # the child: approx too
     args = p.parse_args(argv)
     if args.row:
-        measure(*args.row, args.hw, args.full)
+        measure(*args.row, args.hw, args.full, args.approx_child)
         return 0
     known = row_names()
     if args.list:
@@ -506,10 +546,11 @@ def main(argv: list[str] | None = None) -> int:
         folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="gecomp-ttr-"))
         for name in args.models or known:
             start = time.perf_counter()
-            rows.append(measure_row(name, folder, args.cache, args.hw, args.timeout, baseline_path, not args.no_full))
+            rows.append(measure_row(name, folder, args.cache, args.hw, args.timeout, baseline_path, not args.no_full,
+                                    args.approx))
             print(f"  {name}: {time.perf_counter() - start:.0f} s; {progress_line(rows[-1], args.baseline)}",
                   file=sys.stderr, flush=True)
-    print(format_table(rows, args.markdown, args.baseline))
+    print(format_table(rows, args.markdown, args.baseline, args.approx))
     return 0
 
 

@@ -12,15 +12,15 @@ and it says so in the report: its cycles are not the simulation's.
 A launch runs in two passes:
 
 1. *Numerics*: every block runs closures that compute the results and count
-   the instructions (`KernelDecoder` mode "numerics": no timing, no race
-   check), pipes still running their instructions behind their waits as in the
+   the instructions (`KernelDecoder` mode "approx", a block without weights:
+   no timing, no race check), pipes still running their instructions behind their waits as in the
    simulation, the blocks meeting at their `npu.sync_all`s. The outputs and
    instruction counts are therefore exactly the simulation's. Each block hashes
    the instructions it executes in each phase (between two releases of a
    barrier): blocks of equal hash in a phase ran the same instructions there.
 2. *Timing*: a few blocks, chosen so that every group of equal hash of every
-   phase has one (`cover`, greedy), are timed (mode "timing": the simulation's
-   timing and race checker, no numerics), side by side as in the simulation.
+   phase has one (`cover`, greedy), are timed (the same closures, a block with
+   weights: the simulation's timing and race checker, no numerics), side by side as in the simulation.
    Each GM transfer of a timed block books the HBM and the L2's bandwidth with
    the bytes of every block it stands for in that phase (`weights`: its group's
    size over the group's timed blocks, `WeightedMemory`), so the timed blocks
@@ -140,12 +140,13 @@ def weights(signatures: list[list[int]], addresses: list[list[list[int]]], timed
     """Per timed block, per GM transfer it makes (in the order its pipes run them):
     the (HBM, L2) weight of its booking. In each phase, a timed block stands for
     its group's blocks over the group's timed blocks (a launch of more blocks than
-    cores runs `cores` of them at once); on the HBM, for as many of them as read
+    cores runs them in waves: the load of its blocks spread evenly over the waves);
+    on the HBM, for as many of them as read
     or write distinct addresses there (blocks reading one address share its L2
     line: one of them crosses the HBM), on the L2's bandwidth for all of them.
     `addresses`: per block, per phase, its transfers' GM addresses."""
     blocks = len(signatures)
-    at_once = min(blocks, cores) / blocks
+    at_once = 1 / -(-blocks // cores)
     result: dict[int, list] = {t: [] for t in timed}
     for p in range(len(signatures[0])):
         groups: dict[int, list[int]] = {}
@@ -178,14 +179,10 @@ def run_launch(plan, step, start: int, cores: list, memories, lockstep, check_ra
     """Run one launch in two passes (module docstring); `run_blocks` is the
     simulation's launch runner (`plan._run_launch`). Returns (core id, start, end,
     Core or SharedTiming) per block, in block order, and updates `cores`."""
-    numerics = plan.variant(step.program, "numerics")
-    arrays, bases = [b.array for b in step.args], [b.address for b in step.args]
-    numerics.bind_arguments(arrays, bases)
-    ran = run_blocks(dataclasses.replace(step, program=numerics), start, list(cores), memories, lockstep, False, False)
+    step.program.bind_arguments([b.array for b in step.args], [b.address for b in step.args])
+    ran = run_blocks(step, start, list(cores), memories, lockstep, False, False)
     signatures = [[*core.sigs, core.sig] for *_, core in ran]
     timed = cover(signatures)
-    timing = step.program
-    timing.bind_arguments(arrays, bases)
     try:
         addresses = [phase_addresses(core) for *_, core in ran]
         timed_runs = run_blocks(step, start, list(cores), memories, lockstep, check_races, False, timed,

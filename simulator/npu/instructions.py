@@ -90,7 +90,7 @@ class InstructionDecoder:
         elif method == "_read_scalar":
             self.scalar_reads += 1
         step = getattr(self, method)(op)
-        if self.mode == "numerics" and method in _RELEASES:
+        if self.mode == "approx" and method in _RELEASES:
             return _ends_phase(step)
         return step
 
@@ -189,14 +189,34 @@ class InstructionDecoder:
     # ---- compute and transfer instructions ---------------------------------------------
 
     def _compute(self, op: npu.InstructionOp) -> Step:
-        if self.mode == "numerics":
-            return self._numerics(op)
         fixed = self.fixed(op)
         a = fixed.a
         pipe = PIPE_INDEX[op.pipe_name()]
-        slots, offset_regs, views, hazard_specs, checks = self._operands(op, fixed, pipe)
+        operands = self._operands(op, fixed, pipe)
+        slots, offset_regs, views, hazard_specs, checks = operands
         if fixed.cost is None:
             fixed.cost, fixed.kernel = self._cost(op, a), op.kernel(a)
+        if self.mode == "approx":
+            return self._either(self._numerics(op, fixed, pipe, operands), self._timed(op, fixed, pipe, operands, False))
+        return self._timed(op, fixed, pipe, operands, True)
+
+    @staticmethod
+    def _either(numerics: Step, timed: Step) -> Step:
+        """The approximate simulation's closure (`approx.py`): a block of the numerics
+        pass (no weights) computes, one of the timing pass times."""
+
+        def issue(core) -> None:
+            if core.weights is None:
+                numerics(core)
+            else:
+                timed(core)
+
+        return issue
+
+    def _timed(self, op: npu.InstructionOp, fixed: Fixed, pipe: int, operands, numerics: bool) -> Step:
+        """The simulation's closure: timing, race check, statistics, and the numerics
+        unless not `numerics` (the approximate simulation's timing pass)."""
+        slots, offset_regs, views, hazard_specs, checks = operands
         cycles, latency, gm, stats = fixed.cost
         streams = isinstance(op, npu.TransferOp)
         kernel = fixed.kernel
@@ -210,7 +230,6 @@ class InstructionDecoder:
             gm_transfer = self._gm_transfer(gm, hazard_specs[gm.access], slots[gm.access])
 
         gm_access = gm.access if gm is not None else 0
-        numerics = self.mode != "timing"
         cross_block = self.own_block_reg() if gm is not None and self.has_cross_flags(op) else None
 
         def execute(core, issued: int, scalar_clock, offsets) -> None:
@@ -263,15 +282,11 @@ class InstructionDecoder:
 
         return issue
 
-    def _numerics(self, op: npu.InstructionOp) -> Step:
+    def _numerics(self, op: npu.InstructionOp, fixed: Fixed, pipe: int, operands) -> Step:
         """The numerics pass's closure (`approx.py`): the offsets checked at issue, the
-        results computed when the pipe runs it (behind its waits, as `_compute`), the
+        results computed when the pipe runs it (behind its waits, as `_timed`), the
         instruction counted and hashed into its phase's; no timing, no race check."""
-        fixed = self.fixed(op)
-        pipe = PIPE_INDEX[op.pipe_name()]
-        slots, offset_regs, views, hazard_specs, checks = self._operands(op, fixed, pipe)
-        if fixed.cost is None:
-            fixed.cost, fixed.kernel = self._cost(op, fixed.a), op.kernel(fixed.a)
+        slots, offset_regs, views, hazard_specs, checks = operands
         kernel = fixed.kernel
         gm = fixed.cost[2]
         check = self._issue_checks(op, checks)
@@ -356,7 +371,7 @@ class InstructionDecoder:
             totals[compulsory_index] += compulsory
             return end
 
-        if self.mode != "timing":
+        if self.mode != "approx":
             return run
         weigh, unweighted = memory.weigh, run
 
@@ -643,9 +658,10 @@ def _ends_phase(issue: Step) -> Step:
 
     def ends(core) -> None:
         issue(core)
-        core.sigs.append(core.sig)
-        core.cuts.append(len(core.addresses))
-        core.sig = 0
+        if core.weights is None:
+            core.sigs.append(core.sig)
+            core.cuts.append(len(core.addresses))
+            core.sig = 0
 
     return ends
 

@@ -157,8 +157,8 @@ class HostPlan:
     ):
         self.module = module
         self.shortcuts = shortcuts
-        # the approximate simulation (`approx.py`): launches' programs decoded for its
-        # timing pass, the other modes on demand (`variant`)
+        # the approximate simulation (`approx.py`): launches' programs decoded for
+        # it, the full simulation's on demand (`variant`)
         self.approx = approx
         self.tally = approx_module.Tally()
         self._variants: dict[tuple[str, str], KernelProgram] = {}
@@ -178,12 +178,12 @@ class HostPlan:
     def program(self, kernel: npu.KernelOp) -> KernelProgram:
         name = kernel.sym_name.data
         if name not in self.programs:
-            mode = "timing" if self.approx else "full"
+            mode = "approx" if self.approx else "full"
             self.programs[name] = decode_kernel(kernel, self.hw, self.memory, self.shortcuts, mode)
         return self.programs[name]
 
     def variant(self, program: KernelProgram, mode: str) -> KernelProgram:
-        """`program`'s kernel decoded for `mode` ("full", "numerics", "timing"), once."""
+        """`program`'s kernel decoded for `mode` ("full", "approx"), once."""
         if program.mode == mode:
             return program
         key = (program.name, mode)

@@ -113,8 +113,7 @@ class KernelProgram:
     # the kernel has npu.cross_wait_flag ops: its GM accesses are checked between
     # blocks as they are made, so its race checks are not put off (`segments.py`)
     cross_flags: bool = False
-    # what the closures do (`KernelDecoder.mode`): "full", or for the approximate
-    # simulation (`approx.py`) "numerics" or "timing"
+    # what the closures do (`KernelDecoder.mode`): "full" or "approx"
     mode: str = "full"
     scalar_reads: int = 0  # npu.read_scalar ops: control flow that depends on data
     # per core's LocalMemory, the buffer table of a block running there (the GM
@@ -220,10 +219,11 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
 
     def __init__(self, hw: HardwarePreset, memory: GlobalMemory, shortcuts: bool = True, mode: str = "full"):
         self.hw = hw
-        # "full": timing, race checks and numerics (the simulation). For the
-        # approximate one (`approx.py`): "numerics" computes the results and counts
-        # the instructions, with no timing, and hashes each phase's instructions;
-        # "timing" times without computing (GM transfers weighted, `WeightedMemory`)
+        # "full": timing, race checks and numerics (the simulation). "approx": the
+        # approximate one's (`approx.py`): a block without weights (its numerics pass)
+        # computes the results and counts the instructions without timing, hashing
+        # each phase's instructions; one with weights (its timing pass) times without
+        # computing, its GM transfers weighted (`WeightedMemory`)
         self.mode = mode
         self.idents = 0  # instructions decoded: each one's identity in a phase's hash
         self.memory = memory

@@ -63,13 +63,15 @@ def test_examples_outputs_exact_cycles_close(name):
 
 @pytest.mark.parametrize(
     "text",
-    [vector_module(2048, 8, 32), matmul_module(256, 256, 256, 32, 4)],
-    ids=["streaming add, 32 blocks", "matmul, 4 blocks"],
+    [vector_module(2048, 8, 32), vector_module(2048, 4, 80), matmul_module(256, 256, 256, 32, 4)],
+    ids=["streaming add, 32 blocks", "streaming add, 80 blocks in waves", "matmul, 4 blocks"],
 )
 def test_identical_blocks_are_timed_once_under_their_shared_load(text):
     """32 blocks streaming an add load the HBM: one is timed, booking the bytes of
     32 (error measured 6.4%, 0.0% for the matmul). Timed at its own bytes only it
-    ends 21% early: the bound fails if the weights are lost."""
+    ends 21% early: the bound fails if the weights are lost. 80 blocks on 32 cores
+    run in three waves: the timed one books the bytes of 80 / 3 (3.8%; at the
+    first wave's 32 it is 12.4% slow)."""
     module = parsed(text)
     inputs = random_inputs(input_specs(main_function(module)), 0)
     simulated, approximate = both(module, inputs, "ascend910")
