@@ -5,12 +5,16 @@
 // half of the batch from stage 0 to stage 1, which concatenates the outputs; chunks=2
 // runs the row-parallel matmul and what follows in two chunks of rows (the shortest
 // row-independent tail whose collectives read their chunk's own product), chunk 1's
-// matmul between chunk 0's all_reduce and its bias, the outputs concatenated. Weights are small dense constants, sliced at compile time.
+// matmul between chunk 0's all_reduce and its bias, the outputs concatenated; token-split=always
+// reduce-scatters the partial sums by rows, adds the bias to this device's rows and
+// gathers the outputs (by default the estimate calls that a tie here: all_reduce). Weights are small dense constants, sliced at compile time.
 // RUN: ge-opt %s -p 'ge-partition{devices=2 strategy=tp}' | filecheck %s --check-prefix=TP
 // RUN: ge-opt %s -p 'ge-partition{devices=2 strategy=dp}' | filecheck %s --check-prefix=DP
 // RUN: ge-opt %s -p 'ge-partition{devices=2 strategy=pp micro-batches=2}' | filecheck %s --check-prefix=PP
 // RUN: ge-sim %s --devices 2 --pipeline 'ge-partition{devices=2 strategy=tp}' --check | filecheck %s --check-prefix=SIM
 // RUN: ge-opt %s -p 'ge-partition{devices=2 strategy=tp chunks=2}' | filecheck %s --check-prefix=CHUNKS
+// RUN: ge-opt %s -p 'ge-partition{devices=2 strategy=tp token-split=always}' | filecheck %s --check-prefix=TOKENS
+// RUN: ge-sim %s --devices 2 --pipeline 'ge-partition{devices=2 strategy=tp token-split=always}' --check | filecheck %s --check-prefix=SIM
 // RUN: ge-sim %s --devices 2 --pipeline 'ge-partition{devices=2 strategy=tp chunks=2}' --check | filecheck %s --check-prefix=SIM
 
 // TP: builtin.module attributes {ge.devices = 2 : i64} {
@@ -80,3 +84,11 @@ func.func @main(%x: tensor<4x4xf32>) -> tensor<4x2xf32> {
 // CHUNKS-NEXT:    %yb_1 = ge.bias_add %y_3, %b2
 // CHUNKS-NEXT:    %yb_2 = ge.concat %yb, %yb_1 {axis = 0} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<4x2xf32>
 // CHUNKS-NEXT:    func.return %yb_2 : tensor<4x2xf32>
+
+// TOKENS-LABEL: func.func @device1(
+// TOKENS:         %y = ge.matmul %a, %w2 : (tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x2xf32>
+// TOKENS-NEXT:    %y_1 = ge.reduce_scatter %y {devices = 2} : (tensor<4x2xf32>) -> tensor<2x2xf32>
+// TOKENS-NEXT:    %b2 = ge.const dense<[5.000000e-01, -5.000000e-01]> : tensor<2xf32>
+// TOKENS-NEXT:    %yb = ge.bias_add %y_1, %b2 : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+// TOKENS-NEXT:    %yb_1 = ge.all_gather %yb {devices = 2} : (tensor<2x2xf32>) -> tensor<4x2xf32>
+// TOKENS-NEXT:    func.return %yb_1 : tensor<4x2xf32>
