@@ -298,6 +298,16 @@ class InstructionDecoder:
             bufs = core.bufs
             kernel(*[view(bufs[slot], o) for (view, slot), o in zip(operands, offsets)])
 
+        if self._local_constants(op, fixed):  # its views are the same on each core: made once per core
+            by_core: dict[int, list] = {}
+
+            def execute(core, issued: int, scalar_clock, offsets) -> None:
+                bufs = core.bufs
+                args = by_core.get(id(bufs))
+                if args is None:
+                    args = by_core[id(bufs)] = [view(bufs[slot], o) for (view, slot), o in zip(operands, offsets)]
+                kernel(*args)
+
         if gm is not None:  # its GM address kept, in the order the pipes run transfers
             compute, bases, gm_slot, gm_access = execute, self.bases, slots[gm.access], gm.access
             itemsize = hazard_specs[gm.access][3]
@@ -320,6 +330,16 @@ class InstructionDecoder:
                 execute(core, 0, ZERO_CLOCK, offsets)
 
         return issue
+
+    def _local_constants(self, op: npu.InstructionOp, fixed: Fixed) -> bool:
+        """Whether every operand of `op` is a local buffer at a constant offset (a
+        core's local buffers stay where its memory is: their views can be kept)."""
+        for access in fixed.accesses:
+            if self.buffer(op.operands[access.operand]).argument is not None:
+                return False
+            if self.const(op.operands[access.operand + 1]) is None:
+                return False
+        return True
 
     def _gm_transfer(self, gm: "GmSide", hazard_spec, slot: int):
         """The run-time part of a transfer touching GM: its HBM / L2 booking (by the
