@@ -15,7 +15,11 @@ event, nor any other stream's launch, between them), all on one stream, each on
 at most the preset's core count of blocks (a barrier needs every block resident).
 The merged kernel runs on the largest block_dim of the run; a phase written for
 fewer blocks runs under `scf.if block_idx < its block_dim`, with its
-`npu.block_dim` replaced by its own count. Phases keep their planned local
+`npu.block_dim` replaced by its own count. Two launches of a run that touch no
+common GM bytes and fit the cores together share a phase, side by side on
+disjoint blocks (`side_by_side.py`; `side-by-side=false` keeps a phase each): the
+second runs under `first <= block_idx < first + its count`, seeing
+`block_idx - first`. Phases keep their planned local
 buffers and their flags: the barrier drains every pipe, so one phase's local
 bytes are free for the next.
 
@@ -40,6 +44,7 @@ from ...dialects import npu
 from ...simulator.hardware import load_preset
 from ...core.signature import is_npu_host, main_function
 from .launches import DEFINITIONS, hoist_definitions
+from .side_by_side import pair_phases
 
 
 def mergeable_runs(main_block: Block, core_count: int) -> list[list[npu.LaunchOp]]:
@@ -63,25 +68,32 @@ def launch_block_dim(launch: npu.LaunchOp) -> int:
     return given if given is not None else launch.kernel_op().attr_values().block_dim
 
 
-def merge_run(run: list[npu.LaunchOp]) -> npu.KernelOp:
-    """One kernel for the launches of `run`, launched in their place."""
+def merge_run(run: list[npu.LaunchOp], core_count: int | None = None) -> npu.KernelOp:
+    """One kernel for the launches of `run`, launched in their place; with
+    `core_count`, independent launches that fit the cores together share a phase
+    (`side_by_side.py`)."""
     args = list(dict.fromkeys(value for launch in run for value in launch.args))
-    block_dim = max(launch_block_dim(launch) for launch in run)
-    names = [launch.kernel_op().sym_name.data for launch in run]
-    merged = npu.KernelOp.empty(f"{names[0]}_to_{names[-1]}", [a.type for a in args], block_dim)
+    phases = [[launch] for launch in run] if core_count is None else pair_phases(run, launch_block_dim, core_count)
+    block_dim = max(sum(launch_block_dim(launch) for launch in phase) for phase in phases)
+    names = ["+".join(launch.kernel_op().sym_name.data for launch in phase) for phase in phases]
+    ends = [phases[0][0], phases[-1][-1]]
+    merged = npu.KernelOp.empty("_to_".join(l.kernel_op().sym_name.data for l in ends), [a.type for a in args], block_dim)
     merged.attributes[npu.PHASES_ATTR] = ArrayAttr([StringAttr(name) for name in names])
-    sources = [source for launch in run for source in launch.kernel_op().sources()]
-    if len(sources) == len(run):
+    sources = ["+".join(s for launch in phase for s in launch.kernel_op().sources()) for phase in phases]
+    if all(len(launch.kernel_op().sources()) == 1 for launch in run):
         merged.attributes[npu.SOURCES_ATTR] = ArrayAttr([StringAttr(source) for source in sources])
     body = merged.entry
     for param, value in zip(body.args, args):
         param.name_hint = value.name_hint
     end = body.last_op
-    for i, launch in enumerate(run):
+    for i, phase in enumerate(phases):
         if i:
             body.insert_op_before(npu.SyncAllOp.new(), end)
-        params = {param: body.args[args.index(value)] for param, value in zip(launch.kernel_op().entry.args, launch.args)}
-        _add_phase(body, end, launch.kernel_op(), params, launch_block_dim(launch), block_dim)
+        first = 0
+        for launch in phase:
+            params = {param: body.args[args.index(value)] for param, value in zip(launch.kernel_op().entry.args, launch.args)}
+            _add_phase(body, end, launch.kernel_op(), params, launch_block_dim(launch), block_dim, first)
+            first += launch_block_dim(launch)
     first_kernel = run[0].kernel_op()
     first_kernel.parent_block().insert_op_before(merged, first_kernel)
     stream = run[0].attr_values().stream
@@ -97,19 +109,29 @@ def merge_run(run: list[npu.LaunchOp]) -> npu.KernelOp:
 
 
 def _add_phase(
-    body: Block, end: Operation, kernel: npu.KernelOp, params: dict[SSAValue, SSAValue], own: int, block_dim: int
+    body: Block, end: Operation, kernel: npu.KernelOp, params: dict[SSAValue, SSAValue], own: int, block_dim: int,
+    first: int = 0,
 ) -> None:
     """Clone `kernel`'s body before `end`, its parameters mapped by `params`; a kernel
-    written for `own` < `block_dim` blocks runs on the first `own` of them only."""
+    written for `own` < `block_dim` blocks runs on blocks [first, first + own) only,
+    seeing them as its blocks 0 .. own - 1."""
     ops = [op for op in kernel.entry.ops if not isinstance(op, npu.ReturnOp)]
     if own < block_dim:
-        count = arith.ConstantOp(IntegerAttr(own, IndexType()))
+        count = _constant(body, end, first + own)
         index = npu.BlockIdxOp.new()
-        inside = arith.CmpiOp(index.result, count.result, "ult")
+        body.insert_op_before(index, end)
+        below = arith.CmpiOp(index.result, count, "ult")
+        body.insert_op_before(below, end)
+        inside = below.result
+        if first:
+            at_least = arith.CmpiOp(index.result, _constant(body, end, first), "uge")
+            body.insert_op_before(at_least, end)
+            both = arith.AndIOp(at_least.result, inside)
+            body.insert_op_before(both, end)
+            inside = both.result
         guarded = Block()
-        guard = scf.IfOp(inside.result, [], Region(guarded))
-        for op in (count, index, inside, guard):
-            body.insert_op_before(op, end)
+        guard = scf.IfOp(inside, [], Region(guarded))
+        body.insert_op_before(guard, end)
         guarded.add_op(scf.YieldOp())
         body, end = guarded, guarded.last_op
     mapping = dict(params)
@@ -119,6 +141,17 @@ def _add_phase(
         for op in list(body.walk()):
             if isinstance(op, npu.BlockDimOp):
                 Rewriter.replace_op(op, arith.ConstantOp(IntegerAttr(own, IndexType())))
+            elif first and isinstance(op, npu.BlockIdxOp):
+                shift = arith.ConstantOp(IntegerAttr(first, IndexType()))
+                index = npu.BlockIdxOp.new()
+                local = arith.SubiOp(index.result, shift.result)
+                Rewriter.replace_op(op, [shift, index, local], [local.result])
+
+
+def _constant(body: Block, end: Operation, value: int) -> SSAValue:
+    c = arith.ConstantOp(IntegerAttr(value, IndexType()))
+    body.insert_op_before(c, end)
+    return c.result
 
 
 def drop_unlaunched_kernels(module: ModuleOp) -> int:
@@ -137,6 +170,7 @@ class MergeLaunchesPass(ModulePass):
     name = "npu-merge-launches"
 
     hw: str = "ascend910"
+    side_by_side: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         main = main_function(op)
@@ -145,8 +179,9 @@ class MergeLaunchesPass(ModulePass):
         core_count = load_preset(self.hw).core_count
         runs = mergeable_runs(main.body.block, core_count)
         hoist_definitions(main.body.block)  # a later launch's arguments may be defined after the first
-        for run in runs:
-            merge_run(run)
+        kernels = [merge_run(run, core_count if self.side_by_side else None) for run in runs]
         record_statistic(self.name, "launches merged", sum(len(run) for run in runs))
         record_statistic(self.name, "kernels made", len(runs))
+        shared = sum(name.count("+") for kernel in kernels for name in kernel.phase_names())
+        record_statistic(self.name, "launches sharing a phase", 2 * shared)
         drop_unlaunched_kernels(op)

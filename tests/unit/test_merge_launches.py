@@ -36,3 +36,38 @@ def launches_after_merging(first: str, second: str) -> list[str]:
 )
 def test_which_launches_merge(first, second, launched):
     assert launches_after_merging(first, second) == launched
+
+
+SIDE_BY_SIDE = (Path(__file__).parents[1] / "lit" / "npu" / "passes" / "merge-side-by-side.mlir").read_text()
+"""@double and @negate (1 block each, independent) then @sum, on tiny's 2 cores."""
+
+
+def phases_after_merging(text: str) -> list[str]:
+    module = parse_module(make_context(), text, "side.mlir")
+    MergeLaunchesPass(hw="tiny").apply(make_context(), module)
+    (kernel,) = [op for op in module.walk() if isinstance(op, npu.KernelOp)]
+    return kernel.phase_names()
+
+
+@pytest.mark.parametrize(
+    "edit,phases",
+    [
+        ({}, ["double+negate", "sum"]),
+        # @negate reads what @double writes: a barrier must stand between them
+        ({"npu.launch @negate(%x, %n)": "npu.launch @negate(%t, %n)",
+          "npu.kernel @negate(%x: memref<512xf16": "npu.kernel @negate(%x: memref<256xf16",
+          "%o = arith.addi %s, %c256 : index": "%o = arith.addi %s, %c0 : index"}, ["double", "negate", "sum"]),
+        # @negate writes bytes @double writes (the plan gives them one offset)
+        ({"%n = npu.gm_buffer {offset = 512}": "%n = npu.gm_buffer {offset = 0}"}, ["double", "negate", "sum"]),
+        # @sum between them touches the bytes of both: neither may move past it
+        ({"npu.launch @negate(%x, %n)\n    npu.launch @sum(%t, %n, %y)": "npu.launch @sum(%t, %n, %y)\n    npu.launch @negate(%x, %n)"},
+         ["double", "sum", "negate"]),
+    ],
+    ids=["independent", "reads-its-output", "shares-bytes", "no-partner"],
+)
+def test_independent_launches_share_a_phase(edit, phases):
+    text = SIDE_BY_SIDE
+    for old, new in edit.items():
+        assert old in text
+        text = text.replace(old, new)
+    assert phases_after_merging(text) == phases
