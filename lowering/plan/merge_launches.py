@@ -44,7 +44,7 @@ from ...dialects import npu
 from ...simulator.hardware import load_preset
 from ...core.signature import is_npu_host, main_function
 from .launches import DEFINITIONS, hoist_definitions
-from .side_by_side import pair_phases
+from .side_by_side import Footprints, pair_phases
 
 
 def mergeable_runs(main_block: Block, core_count: int) -> list[list[npu.LaunchOp]]:
@@ -73,7 +73,7 @@ def merge_run(run: list[npu.LaunchOp], core_count: int | None = None) -> npu.Ker
     `core_count`, independent launches that fit the cores together share a phase
     (`side_by_side.py`)."""
     args = list(dict.fromkeys(value for launch in run for value in launch.args))
-    phases = [[launch] for launch in run] if core_count is None else pair_phases(run, launch_block_dim, core_count)
+    phases = [[launch] for launch in run] if core_count is None else pair_phases(run, launch_block_dim, core_count, Footprints())
     block_dim = max(sum(launch_block_dim(launch) for launch in phase) for phase in phases)
     names = ["+".join(launch.kernel_op().sym_name.data for launch in phase) for phase in phases]
     ends = [phases[0][0], phases[-1][-1]]

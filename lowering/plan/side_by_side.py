@@ -60,14 +60,24 @@ def _accesses(launch: npu.LaunchOp) -> list[tuple[_Span, bool]]:
     return [(_span(v), writes) for v, (_, writes) in zip(launch.args, modes)]
 
 
-def independent(a: npu.LaunchOp, b: npu.LaunchOp) -> bool:
-    """No GM byte one of them writes is read or written by the other."""
-    return not any(
-        (wa or wb) and sa.overlaps(sb) for sa, wa in _accesses(a) for sb, wb in _accesses(b)
-    )
+class Footprints:
+    """Launches' GM accesses, found once each (a run asks about every pair)."""
+
+    def __init__(self):
+        self._known: dict[int, tuple[npu.LaunchOp, list]] = {}
+
+    def of(self, launch: npu.LaunchOp) -> list[tuple[_Span, bool]]:
+        known = self._known.get(id(launch))
+        if known is None or known[0] is not launch:
+            known = self._known[id(launch)] = (launch, _accesses(launch))
+        return known[1]
+
+    def independent(self, a: npu.LaunchOp, b: npu.LaunchOp) -> bool:
+        """No GM byte one of them writes is read or written by the other."""
+        return not any((wa or wb) and sa.overlaps(sb) for sa, wa in self.of(a) for sb, wb in self.of(b))
 
 
-def pair_phases(run: list[npu.LaunchOp], block_dim_of, core_count: int) -> list[list[npu.LaunchOp]]:
+def pair_phases(run: list[npu.LaunchOp], block_dim_of, core_count: int, footprints: Footprints) -> list[list[npu.LaunchOp]]:
     """The phases of `run`, in order: single launches, and pairs of independent
     launches whose blocks fit the cores together (each pair's later launch moved
     up to its partner, or the earlier moved down, past launches independent of
@@ -79,7 +89,7 @@ def pair_phases(run: list[npu.LaunchOp], block_dim_of, core_count: int) -> list[
         if isinstance(x, tuple):
             phases.append(list(x))
             continue
-        partner = _partner(x, order, block_dim_of, core_count)
+        partner = _partner(x, order, block_dim_of, core_count, footprints.independent)
         if partner is None:
             phases.append([x])
             continue
@@ -96,7 +106,7 @@ def _launches(items) -> list[npu.LaunchOp]:
     return [launch for item in items for launch in (item if isinstance(item, tuple) else (item,))]
 
 
-def _partner(x, rest, block_dim_of, core_count) -> tuple[int, bool] | None:
+def _partner(x, rest, block_dim_of, core_count, independent) -> tuple[int, bool] | None:
     room = core_count - block_dim_of(x)
     for j, y in enumerate(rest):
         if isinstance(y, tuple) or block_dim_of(y) > room or not independent(x, y):
