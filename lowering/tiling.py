@@ -668,6 +668,13 @@ def _epilogue_rows(hw: HardwarePreset, c: _Candidate, e: EpilogueCost, reserved:
     return round_up(-(-c.mb // chunks), FRACTAL)
 
 
+def _last_chunk_outside_loop(k: int, kc: int) -> bool:
+    """Whether an item's last K chunk is written out, not in the loop over pairs of
+    full chunks (`templates/cube_kernel.py:k_schedule`)."""
+    full, remainder = divmod(k, kc)
+    return bool(remainder) or full % 2 == 1 or full == 2
+
+
 def _first_chunk_at_top(shape: GemmShape, c: _Candidate, per_core: int, block_dim: int, hw) -> bool:
     """Whether the kernel stages its first K chunk at its top level (templates/cube_kernel.py),
     where npu-prefetch-constants can move it: the core's first item is written out
@@ -949,8 +956,12 @@ class _Scoring:
         fill = stage + load
         drain = fixpipe if per_core > 1 else 0
         last = fixpipe + vector + (store + waited) // max(chunks_per_item, 1)
+        # Inputs loaded with the staging go after the last chunk's where that is outside
+        # the loop over pairs (`_CubeKernel._emit_item`): its L0 steps do not wait for them.
+        after = inputs if not waited and _last_chunk_outside_loop(k, kc) else 0
         critical = max(
-            per_core * mte2 + last_chunk_steps * max(load, mmad) + last,
+            per_core * mte2 - after + last_chunk_steps * max(load, mmad) + last,
+            per_core * mte2 + last,
             stage + per_core * mte1 + mmad + last,
             fill + per_core * cube + last,
             fill + cube + per_core * epilogue,

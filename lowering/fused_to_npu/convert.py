@@ -37,21 +37,19 @@ from ...core.diagnostics import op_error
 from ...core.passes import record_statistic
 from ...core.progress import progress
 from ...dialects import fused, ge, npu
-from ...dialects.ge.formats import Format, format_of, physical_shape, same_image, with_format
+from ...dialects.ge.formats import Format, format_of, physical_shape, with_format
 from ...simulator.hardware import load_preset
 from ...core.signature import NAME_ATTR, input_specs, main_function, output_specs
 from .context import GmTensor, KernelContext, print_notes
 from .templates import template_for
 from .kernel_builder import KernelBuilder
 from .kernel_cache import KernelCache, kernel_key
+from .launches import ALIASING_OPS as _ALIASING_OPS, is_view, moves_nothing as _moves_nothing
 from .split_k import FORM, SplitKPass
 from .split_norm import SplitMatmulNormPass
 
 FORM_PASSES = (SplitMatmulNormPass, SplitKPass)
 """The passes that choose an op's form, honouring an `npu.form` that pins it."""
-
-_ALIASING_OPS = (ge.IdentityOp, ge.DropoutOp)
-
 
 def _through_reshapes(value: SSAValue) -> SSAValue:
     """The value `value` is an ND reshape (or identity, or a conversion that moves
@@ -62,16 +60,6 @@ def _through_reshapes(value: SSAValue) -> SSAValue:
     ) or _moves_nothing(value.owner):
         value = value.owner.operands[0]
     return value
-
-
-def _moves_nothing(op) -> bool:
-    """A `ge.transdata` between two formats that lay its tensor out alike
-    (`same_image`: a pooled NC1HWC0 feature map into ND before its classifier):
-    its result is a view of its input's buffer, not a kernel's copy."""
-    if not isinstance(op, ge.TransDataOp):
-        return False
-    t = op.input.type
-    return same_image(t.get_shape(), format_of(t), format_of(op.result.type), t.element_type)
 
 
 def _physical(t: TensorType) -> tuple[int, ...]:
@@ -193,7 +181,7 @@ class _HostPlanBuilder:
             self._bind(op.result, const.result)
         elif isinstance(op, _ALIASING_OPS):
             self.buffers[op.results[0]] = self.buffers[op.operands[0]]
-        elif (isinstance(op, ge.ReshapeOp) and _is_nd(op.input.type) and _is_nd(op.result.type)) or _moves_nothing(op):
+        elif is_view(op):
             view = self._host(npu.GmViewOp.of(self.buffers[op.operands[0]], _physical(op.results[0].type)))
             self._bind(op.results[0], view.result)
         else:

@@ -38,8 +38,9 @@ from ...dialects import fused
 from ...dialects.ge.formats import Format
 from ...simulator.hardware import HardwarePreset, load_preset
 from ...simulator.npu.costs import next_kernel_cycles
-from ..tiling import FRACTAL, choose_cube_tiling
+from ..tiling import FRACTAL, best_cube_tiling
 from .context import GmTensor, named
+from .launches import kernel_before
 from .templates.cube import bias_act_epilogue, epilogue_input, gemm_problem, views_of
 from .templates.cube_epilogue import CubeEpilogue
 
@@ -76,6 +77,12 @@ class FormChoicePass(ModulePass):
     def rewrite(self, op: Operation, verdict: str) -> str:
         raise NotImplementedError
 
+    def after_barrier(self, op: Operation) -> bool:
+        """Whether `op`'s (first) kernel will start after a barrier: a later phase of
+        the merged kernel, whose constant Bs npu-prefetch-constants loads before
+        it (`cube_cycles`)."""
+        return self.merge and kernel_before(op)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         hw = load_preset(self.hw)
         next_kernel = next_kernel_cycles(hw, self.merge)
@@ -94,7 +101,7 @@ class SplitKPass(FormChoicePass):
     whole = "one kernel"
 
     def estimates(self, op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
-        return estimates(op, hw, next_kernel)
+        return estimates(op, hw, next_kernel, after_barrier=self.after_barrier(op))
 
     def rewrite(self, op: Operation, verdict: str) -> str:
         if verdict == self.whole:
@@ -103,15 +110,19 @@ class SplitKPass(FormChoicePass):
         return "ops split"
 
 
-def estimates(op: fused.MatmulBiasActOp, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
+def estimates(
+    op: fused.MatmulBiasActOp, hw: HardwarePreset, next_kernel: float, after_barrier: bool = False
+) -> dict[str, float]:
     """Estimated cycles of `op` as one kernel and as each split-K form (whose second
-    kernel costs `next_kernel` to run besides its work)."""
+    kernel costs `next_kernel` to run besides its work); `after_barrier`: the
+    cube kernels are later phases of a merged kernel (`cube_cycles`)."""
     a = op.attr_values()
     x = named(op, [GmTensor(None, v.type, v) for v in op.operands])
     out = GmTensor(None, op.result.type, op.result)
     inputs = [i for i in (epilogue_input(x.bias, out.shape), epilogue_input(x.residual, out.shape)) if i is not None]
     epilogue = bias_act_epilogue(views_of([out]), inputs, a.act)
-    forms = {SplitKPass.whole: cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], out.shape, a.transpose_a, a.transpose_b, epilogue))}
+    whole = gemm_problem(x.lhs, [x.rhs], out.shape, a.transpose_a, a.transpose_b, epilogue)
+    forms = {SplitKPass.whole: cube_cycles(hw, whole, after_barrier)}
     if any(t is not None and t.format != Format.ND for t in (out, x.residual)):
         return forms
     read = out.itemsize if x.residual is not None else 0
@@ -119,7 +130,7 @@ def estimates(op: fused.MatmulBiasActOp, hw: HardwarePreset, next_kernel: float)
     def reduce_cycles(splits: int) -> float:
         return row_kernel_cycles(hw, out.shape, splits * 4 + read, out.itemsize, splits + REDUCE_PASSES)
 
-    return forms | split_k_forms(hw, x.lhs, x.rhs, out.shape, a, reduce_cycles, next_kernel)
+    return forms | split_k_forms(hw, x.lhs, x.rhs, out.shape, a, reduce_cycles, next_kernel, after_barrier)
 
 
 def split_k(op: fused.MatmulBiasActOp, splits: int) -> None:
@@ -143,10 +154,11 @@ def split_k_forms(
     a,
     reduce_cycles: Callable[[int], float],
     next_kernel: float,
+    after_barrier: bool = False,
 ) -> dict[str, float]:
     """"split-K <splits>" -> estimated cycles of the partials' cube kernel, running
     the second kernel (`next_kernel`) and `reduce_cycles(splits)`, for each K cut
-    into whole fractals."""
+    into whole fractals (`after_barrier`: see `cube_cycles`)."""
     depth = lhs.shape[0 if a.transpose_a else 1]
 
     def problem_of(splits: int):
@@ -156,7 +168,7 @@ def split_k_forms(
         epilogue = CubeEpilogue(views_of([partials]))
         return gemm_problem(lhs, [rhs], partials.shape, a.transpose_a, a.transpose_b, epilogue, splits=splits)
 
-    return sliced_forms(lambda splits: cube_cycles(hw, problem_of(splits)), reduce_cycles, next_kernel)
+    return sliced_forms(lambda splits: cube_cycles(hw, problem_of(splits), after_barrier), reduce_cycles, next_kernel)
 
 
 def sliced_forms(
@@ -184,10 +196,14 @@ def matmul_partials(op: Operation, splits: int) -> fused.MatmulPartialsOp:
     )
 
 
-def cube_cycles(hw: HardwarePreset, problem) -> float:
-    """The tiling's estimate of a cube problem; inf where no tiling fits."""
+def cube_cycles(hw: HardwarePreset, problem, after_barrier: bool = False) -> float:
+    """The tiling's estimate of a cube problem; inf where no tiling fits.
+    `after_barrier`: the kernel will be a later phase of a merged kernel, so
+    constant Bs have their first chunk loaded before its barrier, as
+    `emit_cube_kernel` tiles it (npu-prefetch-constants)."""
+    prefetched = after_barrier and all(getattr(x, "is_constant", False) for x in problem.bs)
     try:
-        return choose_cube_tiling(hw, problem.shape, problem.a, problem.bs, problem.epilogue.cost(1)).estimate
+        return best_cube_tiling(hw, problem.shape, problem.a, problem.bs, problem.epilogue.cost(1), prefetched)[0].estimate
     except ValueError:
         return math.inf
 

@@ -61,7 +61,7 @@ class SplitMatmulNormPass(FormChoicePass):
     whole = "fused"
 
     def estimates(self, op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
-        return estimates(op, hw, next_kernel)
+        return estimates(op, hw, next_kernel, after_barrier=self.after_barrier(op))
 
     def rewrite(self, op: Operation, verdict: str) -> str:
         if verdict == "split":
@@ -71,9 +71,11 @@ class SplitMatmulNormPass(FormChoicePass):
         return f"ops {verdict.split()[0]}"
 
 
-def estimates(op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
+def estimates(op: Operation, hw: HardwarePreset, next_kernel: float, after_barrier: bool = False) -> dict[str, float]:
     """Estimated cycles of each form of `op` ("fused", "split", "split-K <splits>"),
-    running the second kernel (`next_kernel`) included; inf where no tiling fits."""
+    running the second kernel (`next_kernel`) included; inf where no tiling fits.
+    `after_barrier`: the cube kernels are later phases of a merged kernel, their
+    constant Bs' first chunk loaded before the barrier (`split_k.cube_cycles`)."""
     a = op.attr_values()
     x = named(op, [GmTensor(None, v.type, v) for v in op.operands])
     outs = [GmTensor(None, r.type, r) for r in op.results]
@@ -84,13 +86,15 @@ def estimates(op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str
     plain = bias_act_epilogue(views_of(outs[1:]), inputs, "none")
     product = gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, plain)
     forms = {
-        SplitMatmulNormPass.whole: cube_cycles(hw, gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, whole, True)),
-        "split": cube_cycles(hw, product) + next_kernel + norm_cycles(hw, shape, outs[0].itemsize),
+        SplitMatmulNormPass.whole: cube_cycles(
+            hw, gemm_problem(x.lhs, [x.rhs], shape, a.transpose_a, a.transpose_b, whole, True), after_barrier
+        ),
+        "split": cube_cycles(hw, product, after_barrier) + next_kernel + norm_cycles(hw, shape, outs[0].itemsize),
     }
     if x.residual.format != Format.ND:
         return forms
     reduce_cycles = lambda splits: norm_cycles(hw, shape, outs[0].itemsize, splits)  # noqa: E731
-    return forms | split_k_forms(hw, x.lhs, x.rhs, shape, a, reduce_cycles, next_kernel)
+    return forms | split_k_forms(hw, x.lhs, x.rhs, shape, a, reduce_cycles, next_kernel, after_barrier)
 
 
 def norm_cycles(hw: HardwarePreset, shape, itemsize: int, splits: int = 0) -> float:

@@ -52,7 +52,7 @@ class TuneFormsPass(SimulatedTuningPass):
     attribute = FORM
 
     def candidates(self, ops: list[Operation], hw: HardwarePreset, module: ModuleOp) -> Choices:
-        form_passes: list[FormChoicePass] = [p(hw=self.hw) for p in FORM_PASSES]
+        form_passes: list[FormChoicePass] = [p(hw=self.hw, merge=self.merge) for p in FORM_PASSES]
         next_kernel = next_kernel_cycles(hw, self.merge)
         choices: Choices = []
         for position, op in enumerate(ops):
