@@ -107,6 +107,9 @@ class CubeOperandCost(Protocol):
         up to issuing its last transfer (the tiling adds one landing per L0 step)."""
 
     # Optional (defaults in `granule` / `ub_reserved`):
+    #   first_stage_cycles(hw, rows, cols): the first chunk's staging before the cube
+    #     may start, where it is not `stage_cycles` (an img2col image's gathers, which
+    #     overlap the next chunk's fill, wait for the first fill to land)
     #   mn_granule: tiles of the operand's M (A) or N (B) dim are multiples of it
     #               (an image's pixel rows: whole output rows);
     #   mn_small_tiles: M tiles below 16 are tried too (`SMALL_TILES`);
@@ -710,6 +713,7 @@ class _Scoring:
         self._a_reserved: dict[tuple, int] = {}
         self._b_reserved: dict[tuple, int] = {}
         self._staging_a: dict[tuple, float] = {}  # (mb, size)
+        self._first_a: dict[tuple, float] = {}  # (mb, size)
         self._staging_b: dict[tuple, float] = {}  # (n_block, size)
         self._items_a: dict[tuple, float] = {}  # (mb, kc)
         self._items_b: dict[tuple, float] = {}  # (n_block, kc)
@@ -753,8 +757,14 @@ class _Scoring:
         return found
 
     def staging(self, mb: int, n_block: int, size: int) -> tuple[float, float]:
-        """(A, B and the landing) cycles of staging a chunk of `size` (of a full item)."""
-        return self._a_stage(mb, size), self._b_stage(n_block, size)
+        """(A, B and the landing) cycles of staging the first chunk of `size` (of a full
+        item): A's `first_stage_cycles` where it has them."""
+        key = (mb, size)
+        first = self._first_a.get(key)
+        if first is None:
+            staged_first = getattr(self.a, "first_stage_cycles", None)
+            first = self._first_a[key] = self._a_stage(mb, size) if staged_first is None else staged_first(self.hw, mb, size)
+        return first, self._b_stage(n_block, size)
 
     # A's staging depends on its rows, the Bs' on their columns: each is remembered on
     # its own, so that items of every shape share them.

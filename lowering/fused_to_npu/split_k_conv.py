@@ -18,10 +18,14 @@ legal implementation of `conv_select.py`, or the one `npu.conv_algorithm` pins)
 and as each split-K form (the cube tiling's estimate of the sliced product, the
 second kernel's row-kernel estimate, and what running a second kernel costs),
 by the machinery `fused-split-k` uses for matrix products (`split_k.py`), and
-keeps the fastest, a split form's estimate taken `SPLIT_MARGIN` times (its
-estimates run low). A strided 1x1 convolution has one more form, "subsample"
-(`subsample_conv.py`): a `ge.slice` of the pixels it reads, then the stride-1
-convolution of them. `debug=true` prints every estimate so compared and the
+keeps the fastest. (Split forms were once taken 1.2 times: while the img2col
+image's staging was counted as its fill, its landing and its gathers in a
+row, the whole 3x3 convolutions' estimates ran 13-60% over their simulated
+cycles and the sliced ones' less; `ImageOperand.stage_cycles` now counts a
+whole chunk's staging as the slower of its fill and its gathers, and the
+estimates of both forms land within about 15% of the simulator.) A strided
+1x1 convolution has one more form, "subsample" (`subsample_conv.py`): a
+`ge.slice` of the pixels it reads, then the stride-1 convolution of them. `debug=true` prints every estimate so compared and the
 verdict; `npu.form` pins a form.
 """
 
@@ -43,18 +47,6 @@ from .subsample_conv import FORM as SUBSAMPLE, subsample_conv, subsample_cycles,
 from .templates.conv import ConvCase, conv_case
 from .templates.conv_select import conv_plans, pinned_algorithm, ranked, sliced_plans
 from .kernel_exists import kernel_problem, scratch_context
-
-
-SPLIT_MARGIN = 1.2
-"""What a split form's estimate is multiplied by before it is compared: the
-estimates of the sliced products ran 10-60% under their simulated cycles on
-ResNet-50's layers (the 1024 -> 256 1x1 at 14x14: 3,712 estimated, 5,974
-simulated; the 128-channel 3x3 stride-2 at 56x56: 9,100 and 10,223) where
-those of the whole convolutions were within -25% .. +10%, and a second kernel
-adds a phase whose start the estimates do not see (`npu-prefetch-constants`
-loads the next phase's first weights during it). With the margin the split is
-kept where it measured faster (ResNet-50's 256-channel 3x3 at 14x14, 512 at
-7x7, the 2048 -> 512 1x1) and not where it measured slower."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +96,7 @@ def estimates(op: Operation, hw: HardwarePreset, next_kernel: float, whole: str)
     split = sliced_forms(lambda splits: _partials_cycles(c, splits), reduce_cycles, next_kernel)
     if not split or _reduce_problem(op, hw, int(next(iter(split)).removeprefix("split-K "))) is not None:
         return forms
-    return forms | {form: cycles * SPLIT_MARGIN for form, cycles in split.items()}
+    return forms | split
 
 
 def blocked_reduce_cycles(hw: HardwarePreset, out: GmTensor, splits: int, residual: bool) -> float:
