@@ -72,7 +72,7 @@ A whole `npu.sync_all` splits where pieces land; a barrier left with nothing
 between its halves is whole again. Measured at d967813 and with this change (ge-sim
 --pipeline ge-compile, ascend910, ONNX exports of bench/models): MobileNetV2
 72,958 -> 68,798 cycles (the pool phase 4,033 -> 722: the classifier's rows land
-at 15 barriers, during phases 35 to 58 of its 61), EfficientNet-B0 127,497 -> 122,899; the BERT layer
+at 14 earlier barriers, the farthest in phase 15 of 56, 40 phases before it), EfficientNet-B0 127,497 -> 122,899; the BERT layer
 37,452 -> 37,454 and MMoE 23,414 -> 23,379 (outputs identical).
 
 The wait covers the moved copies: a block goes on once they have landed and
