@@ -16,8 +16,12 @@ In the spirit of GE AutoFuse, TVM's FuseOps and XLA's priority fusion:
    itself uses, `fused_to_npu/kernel_exists.py`: fusion never makes a group
    that `fused-ungroup` would have to split again); else the next best is
    tried. Only candidates involving the merged node are
-   re-evaluated (the others' benefit depends on their own ops only). Fusion
-   stops when no candidate has a positive benefit.
+   re-evaluated (the others' benefit depends on their own ops only): the
+   candidate pairs are kept up to date across merges (`candidate_pairs.py`),
+   ranked in a sorted list, and the peak-memory question is answered from the
+   current schedule's profile (`peak_memory.py`), so a step costs what the
+   merge changed, not the whole graph. Fusion stops when no candidate has a
+   positive benefit.
 5. Each node of two ops or more becomes a `fused.group`.
 
 `debug=true` prints every decision with its benefit (or the reason it was
@@ -26,7 +30,9 @@ rejected) to stderr; `--pass-statistics` counts merges, groups and rejections.
 
 from __future__ import annotations
 
+import bisect
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -38,6 +44,7 @@ from xdsl.passes import ModulePass
 from ...core.passes import record_statistic
 from ...simulator.hardware import DEFAULT_PRESET, load_preset
 from ..fused_to_npu.kernel_exists import kernel_problem
+from .candidate_pairs import CandidatePairs
 from .cost_model import Benefit, CostModel
 from .fusion_graph import FusionGraph, Part
 from .grouping import build_group, group_all
@@ -76,6 +83,40 @@ class AutoFusePass(ModulePass):
                 fusion.run(function.body.block)
 
 
+class _Ranked:
+    """The candidates worth merging (legal, positive benefit), best first: by
+    benefit, then by their nodes' places (unique keys, so the order is the one a
+    sort of every candidate at every step gave). Kept sorted across merges."""
+
+    def __init__(self):
+        self.keys: list[tuple[float, int, int]] = []
+        self.by_key: dict[tuple[float, int, int], Candidate] = {}
+        self.key_of: dict[tuple[int, int], tuple[float, int, int]] = {}
+
+    def add(self, graph: FusionGraph, c: Candidate) -> None:
+        if c.benefit is None or c.benefit.total <= 0:
+            return
+        key = (-c.benefit.total, graph.position(c.a), graph.position(c.b))
+        self.key_of[(c.a, c.b)] = key
+        self.by_key[key] = c
+        bisect.insort(self.keys, key)
+
+    def discard(self, pair: tuple[int, int]) -> None:
+        key = self.key_of.pop(pair, None)
+        if key is not None:
+            del self.by_key[key]
+            del self.keys[bisect.bisect_left(self.keys, key)]
+
+    def in_order(self) -> Iterator[Candidate]:
+        """The candidates best first; the one just yielded may be discarded meanwhile."""
+        i = 0
+        while i < len(self.keys):
+            key = self.keys[i]
+            yield self.by_key[key]
+            if i < len(self.keys) and self.keys[i] == key:
+                i += 1
+
+
 class _Fusion:
     """One run of the greedy algorithm over a block."""
 
@@ -89,13 +130,21 @@ class _Fusion:
 
     def run(self, block: Block) -> None:
         graph = FusionGraph(block)
-        while (chosen := self._best(graph)) is not None:
+        pairs = CandidatePairs(graph, self.options.horizontal)
+        ranked = _Ranked()
+        for a, b, how in pairs.initial():
+            ranked.add(graph, self._evaluate(graph, a, b, how))
+        while (chosen := self._best(graph, ranked)) is not None:
             self._say(
                 f"fuse {chosen.how} {graph.part(chosen.a).describe()} + {graph.part(chosen.b).describe()}: "
                 f"benefit {chosen.benefit}"
             )
-            graph.merge(chosen.a, chosen.b)
+            _, changed, appeared = pairs.merge(chosen.a, chosen.b)
             record_statistic(self.options.name, f"{chosen.how} merges")
+            for pair in changed:
+                ranked.discard(pair)
+            for a, b, how in appeared:
+                ranked.add(graph, self._evaluate(graph, a, b, how))
         groups = [graph.members[n] for n in graph.nodes() if len(graph.members[n]) > 1]
         for n, ops in enumerate(groups):
             self._say(f"group {n}: {len(ops)} ops: {', '.join(o.name for o in ops)}")
@@ -103,26 +152,34 @@ class _Fusion:
         record_statistic(self.options.name, "groups formed", len(made))
         record_statistic(self.options.name, "ops grouped", sum(len(g) for g in groups))
 
-    def _best(self, graph: FusionGraph) -> Candidate | None:
-        candidates = [self._evaluate(graph, a, b, how) for a, b, how in graph.candidates(self.options.horizontal)]
-        legal = [c for c in candidates if c.benefit is not None and c.benefit.total > 0]
-        legal.sort(key=lambda c: (-c.benefit.total, graph.position(c.a), graph.position(c.b)))
-        peak = graph.peak_bytes() if self.options.keep_peak_memory and legal else 0
-        for c in legal:
+    def _best(self, graph: FusionGraph, ranked: _Ranked) -> Candidate | None:
+        """The best candidate that passes every check, best benefit first. A
+        candidate rejected for a cycle or for having no kernel leaves `ranked` for
+        good (a merge elsewhere only adds paths between other nodes, and a kernel
+        depends on the ops only); one rejected for peak memory is asked again
+        after the next merge."""
+        peak = None
+        for c in ranked.in_order():
             if graph.creates_cycle(c.a, c.b):
                 self._reject(graph, c, "it would form a cycle", "cycle")
+                ranked.discard((c.a, c.b))
                 continue
             # A group already known to have no kernel is rejected before the
-            # peak-memory walk (the costliest check, asked again at every step):
-            # the order of the checks decides no merge, only the reason given.
+            # peak-memory check (the order of the checks decides no merge, only
+            # the reason given).
             if (problem := self._known_kernel_problem(graph.merged_part(c.a, c.b))) is not None:
                 self._reject(graph, c, f"no kernel for the group: {problem}", "no kernel")
+                ranked.discard((c.a, c.b))
                 continue
-            if self.options.keep_peak_memory and (after := graph.peak_bytes((c.a, c.b))) > peak:
-                self._reject(graph, c, f"peak memory would rise from {peak} to {after} B", "peak memory")
-                continue
+            if self.options.keep_peak_memory:
+                peak = graph.peak_bytes() if peak is None else peak
+                # the exact size is only said in debug lines
+                if (after := graph.peak_bytes((c.a, c.b), None if self.options.debug else peak)) > peak:
+                    self._reject(graph, c, f"peak memory would rise from {peak} to {after} B", "peak memory")
+                    continue
             if (problem := self._kernel_problem(graph.merged_part(c.a, c.b))) is not None:
                 self._reject(graph, c, f"no kernel for the group: {problem}", "no kernel")
+                ranked.discard((c.a, c.b))
                 continue
             return c
         return None

@@ -32,6 +32,7 @@ the two kernels' together, when it does.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -79,7 +80,12 @@ def _numel(v: SSAValue) -> int:
 
 def _compute_bytes(v: SSAValue) -> int:
     """Bytes per element while computed on (fp16 is computed in fp32)."""
-    return dtypes.compute_dtype(dtypes.to_numpy_dtype(v.type.element_type)).itemsize
+    return _compute_width(v.type.element_type)
+
+
+@functools.lru_cache(maxsize=64)
+def _compute_width(element_type) -> int:
+    return dtypes.compute_dtype(dtypes.to_numpy_dtype(element_type)).itemsize
 
 
 def _storage_bytes(v: SSAValue) -> int:
@@ -226,11 +232,17 @@ def _busiest_intermediates(part: Part) -> list[SSAValue]:
                 last_use[v] = i
     live: list[SSAValue] = []
     busiest: list[SSAValue] = []
+    live_bytes = busiest_bytes = 0  # per element, summed as the lists change
     for i, op in enumerate(part.ops):
-        live += [r for r in op.results if r in internal]
-        if sum(map(_compute_bytes, live)) > sum(map(_compute_bytes, busiest)):
-            busiest = list(live)
-        live = [v for v in live if last_use.get(v, i) > i]
+        born = [r for r in op.results if r in internal]
+        live += born
+        live_bytes += sum(map(_compute_bytes, born))
+        if live_bytes > busiest_bytes:
+            busiest, busiest_bytes = list(live), live_bytes
+        dead = [v for v in live if last_use.get(v, i) <= i]
+        if dead:
+            live = [v for v in live if last_use.get(v, i) > i]
+            live_bytes -= sum(map(_compute_bytes, dead))
     return busiest
 
 

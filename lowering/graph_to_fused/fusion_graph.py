@@ -24,6 +24,7 @@ from ...core import dtypes
 from ...dialects import ge
 from ...dialects.fused.kinds import PatternKind, pattern_kind
 from .graph import splat_constant
+from .peak_memory import PeakProfile
 
 
 def value_bytes(v: SSAValue) -> int:
@@ -124,6 +125,7 @@ class FusionGraph:
         self._consumers: dict[int, frozenset[int]] = {}
         self._node_parts: dict[int, Part] = {}
         self._reach: dict[int, int] | None = None
+        self._profile: PeakProfile | None = None
         self._kinds = {op: pattern_kind(op) for op in self.node_of}
         self.returned: set[SSAValue] = set()
         last = block.last_op
@@ -136,8 +138,8 @@ class FusionGraph:
         return sorted(self.members, key=self.position)
 
     def position(self, node: int) -> int:
-        """Where the node's kernel goes: its earliest op (see `schedule`)."""
-        return min(self.index[op] for op in self.members[node])
+        """Where the node's kernel goes: its earliest op (see `schedule`; members are in block order)."""
+        return self.index[self.members[node][0]]
 
     def part(self, node: int) -> Part:
         known = self._node_parts.get(node)
@@ -183,14 +185,18 @@ class FusionGraph:
     def merge(self, a: int, b: int) -> int:
         """Makes one node of `a` and `b`; returns its id."""
         keep, gone = (a, b) if self.position(a) <= self.position(b) else (b, a)
+        # The consumer sets that name a or b: theirs and their producers'.
+        for n in (a, b, *self.producers(a), *self.producers(b)):
+            self._consumers.pop(n, None)
         for op in self.members[gone]:
             self.node_of[op] = keep
         self.members[keep] += self.members.pop(gone)
         self.members[keep].sort(key=self.index.__getitem__)
         self._producers = None
-        self._consumers.clear()
-        self._node_parts.clear()
+        self._node_parts.pop(keep, None)
+        self._node_parts.pop(gone, None)
         self._reach = None
+        self._profile = None
         return keep
 
     # ---- global properties -----------------------------------------------------------------
@@ -288,28 +294,17 @@ class FusionGraph:
                     heapq.heappush(ready, (first[d], d))
         return order
 
-    def peak_bytes(self, merged: tuple[int, int] | None = None) -> int:
+    def peak_bytes(self, merged: tuple[int, int] | None = None, limit: int | None = None) -> int:
         """Peak global memory of the activations (weights excluded: they are
-        resident either way) when the kernels run in `schedule` order."""
-        kernels = [
-            self.merged_part(*merged) if merged is not None and n == merged[0] else self.part(n)
-            for n in self._order(merged)
-        ]
-        last_use: dict[SSAValue, int] = {}
-        for step, part in enumerate(kernels):
-            for v in part.inputs:
-                last_use[v] = step
-        end = len(kernels)
-        for v in self.returned:
-            last_use[v] = end
-        live = sum(value_bytes(a) for a in self.block.args if a in last_use)
-        peak = live
-        for step, part in enumerate(kernels):
-            live += part.output_bytes
-            peak = max(peak, live)
-            live -= sum(size for v, size in part.activation_inputs if last_use.get(v) == step)
-            live -= sum(size for v, size in part.sized_outputs if v not in last_use)
-        return peak
+        resident either way) when the kernels run in `schedule` order; with
+        `merged`, as if those two nodes were one (`peak_memory.py`: from the
+        current schedule's profile, simulating only where the schedules differ),
+        and with `limit` too, any size above `limit` once one is found."""
+        if self._profile is None:
+            self._profile = PeakProfile(self)
+        if merged is None:
+            return self._profile.peak
+        return self._profile.merged_peak(*merged, self.merged_part(*merged), limit)
 
     def candidates(self, horizontal: bool) -> Iterator[tuple[int, int, str]]:
         """Pairs of nodes worth trying: producer -> consumer, and (when asked)
