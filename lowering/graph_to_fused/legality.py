@@ -11,7 +11,9 @@ buffers, because the NPU lowering writes one kernel per group:
 * a *cube* group: one cube op (matmul, batch_matmul, conv2d) and an epilogue of
   elementwise / broadcast ops that consume its result tile by tile, keeping the
   tile's shape (TVM's out-elementwise-fusable); the cube op reads its own
-  operands from global memory (no prologue);
+  operands from global memory (no prologue), possibly through a format change
+  its load performs (`load_conversions`: MTE2 moves ND into the fractal layout
+  as it copies; `ge-group-read-through` and the cube-group template);
 * never an opaque op (pooling windows, named fused ops).
 
 Each rule that can be switched off is a pass option (`Constraints`); the
@@ -29,7 +31,7 @@ from xdsl.ir import Operation
 from ...dialects import ge
 from ...dialects.fused.kinds import PatternKind, is_row_reduction, reduced_axes_of
 from .fusion_graph import Part
-from .graph import is_transparent, shape
+from .graph import is_format_change, is_transparent, shape
 
 _EPILOGUE_KINDS = (PatternKind.ELEMENTWISE, PatternKind.BROADCAST)
 _VECTOR_KINDS = (PatternKind.ELEMENTWISE, PatternKind.BROADCAST, PatternKind.INJECTIVE, PatternKind.REDUCE)
@@ -65,12 +67,13 @@ def _cube_problem(part: Part, limits: Constraints) -> str | None:
     if sum(k == PatternKind.CUBE for k in part.kinds) > 1:
         return "a kernel holds one cube op"
     members = set(part.ops)
-    if any(v.owner in members for v in cube.operands):
+    on_load = load_conversions(cube, members)
+    if any(v.owner in members and v.owner not in on_load for v in cube.operands):
         return f"'{cube.name}' reads its operands from global memory (no prologue)"
     tile = shape(cube.results[0])
     reached = _downstream(cube, members)
     for op, kind in zip(part.ops, part.kinds):
-        if op is cube:
+        if op is cube or op in on_load:
             continue
         if kind not in _EPILOGUE_KINDS and not is_transparent(op):
             return f"'{op.name}' is not elementwise: a cube op takes an elementwise epilogue only"
@@ -79,6 +82,22 @@ def _cube_problem(part: Part, limits: Constraints) -> str | None:
         if op not in reached:
             return f"'{op.name}' does not consume the result of '{cube.name}'"
     return None
+
+
+def load_conversions(cube: Operation, members: set[Operation]) -> set[Operation]:
+    """The format changes of `members` that the cube op's loads perform: each
+    converts a value read from global memory and feeds the cube op alone."""
+    found = set()
+    for v in cube.operands:
+        change = v.owner
+        if (
+            change in members
+            and is_format_change(change)
+            and change.operands[0].owner not in members
+            and {u.operation for u in change.results[0].uses} == {cube}
+        ):
+            found.add(change)
+    return found
 
 
 def _downstream(start: Operation, members: set[Operation]) -> set[Operation]:
