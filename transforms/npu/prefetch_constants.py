@@ -551,9 +551,10 @@ class _Hoist:
             spans += [x for a, x in self.buffers(b) if a is not alloc]
             spans += [span_of(a) for a, lo, hi in self.live if a is not alloc and lo <= n + 1 and b <= hi]
             if _clashes(span, spans):
-                span = _free_spot(span, spans, self.hw)
-                if span is None:
-                    break
+                moved = _free_spot(span, spans, self.hw)
+                if moved is None:
+                    break  # the rows planned so far keep the bytes found for them
+                span = moved
             fit = min(left, max(0, int(self.regions[b].room(self.hw, self._rooms) // per_row)))
             if fit:
                 plan.append((b, fit))
