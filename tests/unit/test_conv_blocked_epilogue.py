@@ -110,7 +110,7 @@ def test_split_k_partials_are_stored_a_run_per_block():
     kernel = next(op for op in module.walk() if isinstance(op, npu.KernelOp))
     first_phase = []  # the partials' kernel: up to the barrier opening the sum's phase
     for op in kernel.walk():
-        if isinstance(op, npu.SyncAllOp):
+        if isinstance(op, (npu.SyncAllOp, npu.SyncAllArriveOp)):  # whole, or split around prefetched loads
             break
         first_phase.append(op)
     args = set(kernel.body.block.args)
