@@ -48,6 +48,7 @@ from ...dialects.ge import (
 from .. import ops
 from ..builder import Tensor
 from .context import NodeContext
+from .reduction import euclidean_norm
 from .registry import converts
 
 
@@ -246,7 +247,7 @@ def lp_normalization(c: NodeContext):
     if p == 1:
         norm = c.g.op(ReduceSumOp, c.g.op(AbsOp, x), axes=(axis,), keepdims=True)
     else:
-        norm = c.g.op(SqrtOp, c.g.op(ReduceSumOp, x * x, axes=(axis,), keepdims=True))
+        norm = euclidean_norm(x, lambda squares: c.g.op(ReduceSumOp, squares, axes=(axis,), keepdims=True))
     zero = c.g.op(CompareOp, norm, 0.0, predicate="eq")
     return x / c.g.op(WhereOp, zero, c.g.const(1.0, dtype=x.dtype), norm)
 

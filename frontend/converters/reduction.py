@@ -7,6 +7,9 @@ input after, folded at import. No axes reduce everything, unless
 reduction still applies (ReduceSumSquare squares, ReduceL2 gives |x|), as in
 ONNX's reference.
 
+* ReduceL2 of fp16 / bf16 squares and sums in fp32 (onnxruntime's answer; the
+  squares alone would overflow fp16 from 256 up).
+
 * ReduceMin is the max of the values flipped in order by an exact map: -x for
   floats, ~x (-1 - x, or MAX - x unsigned) for integers, which never
   overflows; an empty set gives +inf (the type's maximum) as ONNX asks. Booleans
@@ -151,10 +154,19 @@ def _l1(c: NodeContext, x: Tensor, over: Over) -> Tensor:
 def _l2(c: NodeContext, x: Tensor, over: Over) -> Tensor:
     """sqrt of the sum of squares; integers take the square root in f64 and
     truncate back, as ONNX's reference does."""
-    total = over(ReduceSumOp, x * x)
     if dtypes.is_float(x.dtype):
-        return c.g.op(SqrtOp, total)
+        return euclidean_norm(x, lambda squares: over(ReduceSumOp, squares))
+    total = over(ReduceSumOp, x * x)
     return ops.cast(c.g.op(SqrtOp, ops.cast(total, f64)), x.dtype)
+
+
+def euclidean_norm(x: Tensor, reduce_sum: Callable[[Tensor], Tensor]) -> Tensor:
+    """sqrt(reduce_sum(x * x)) of a float tensor. A float narrower than fp32 is
+    squared and summed in fp32 and its norm rounded back once, as onnxruntime
+    does: the square of an fp16 value above 256 overflows, its norm need not."""
+    wide = ops.cast(x, "f32") if dtypes.is_narrow_float(x.dtype) else x
+    norm = x.graph.op(SqrtOp, reduce_sum(wide * wide))
+    return ops.cast(norm, x.dtype) if wide is not x else norm
 
 
 @reduction("ReduceLogSum")

@@ -189,6 +189,18 @@ def test_reduction_with_axes_input(op, axes, keepdims, dtype):
     assert_matches(single(op, {"x": x}, 18, constants, keepdims=keepdims), {"x": x})
 
 
+@pytest.mark.parametrize("paths", [REFERENCE, COMPILED], ids=["reference", "compiled"])
+def test_fp16_l2_norms_of_values_whose_squares_overflow_fp16(paths):
+    """Squares of fp16 values above 256 overflow (inf) where their norm does not:
+    ReduceL2 and LpNormalization(p=2) square and sum in fp32, as onnxruntime."""
+    x = rand(2, 3, 4, dtype=np.float16, scale=500.0)
+    assert np.isinf(np.square(x)).any()
+    assert_matches(single("ReduceL2", {"x": x}, 18, {"axes": np.array([-1], np.int64)}, keepdims=0), {"x": x}, paths)
+    norm = np.sqrt(np.square(x.astype(np.float32)).sum(axis=1, keepdims=True))
+    lp = single("LpNormalization", {"x": x}, 13, axis=1, p=2)
+    assert_matches(lp, {"x": x}, paths, expected=[(x.astype(np.float32) / norm).astype(np.float16)])
+
+
 @pytest.mark.parametrize("op", REDUCTIONS)
 def test_reduction_with_axes_attribute_opset_13(op):
     x = reduction_input(op, shape=(2, 3, 5))
