@@ -15,6 +15,7 @@ from ..transforms.npu.insert_sync import InsertSyncPass
 from ..transforms.npu.plan_local_memory import PlanLocalMemoryPass
 from ..transforms.npu.prefetch_constants import PrefetchConstantsPass
 from .fused_to_npu.convert import ToNpuPass
+from .fused_to_npu.depthwise_mean import DepthwiseMeanPass
 from .fused_to_npu.materialize_broadcasts import MaterializeBroadcastsPass
 from .fused_to_npu.split_k import SplitKPass
 from .fused_to_npu.split_k_conv import SplitKConvPass
@@ -30,7 +31,8 @@ from .plan.streams import AssignStreamsPass
 def form_stages(hw: str, debug: bool, merge: bool) -> list[ModulePass]:
     """Each fused op in the form its kernels take: split normalised products,
     split-K products and 1x1 convolutions, groups that cannot be one kernel ungrouped, max pools whose
-    window has no kernel split into rows and columns, broadcasts materialised
+    window has no kernel split into rows and columns, pools of a depthwise
+    convolution's output computed by its kernel, broadcasts materialised
     where a kernel cannot read them."""
     return [
         SplitMatmulNormPass(hw=hw, debug=debug, merge=merge),
@@ -39,6 +41,7 @@ def form_stages(hw: str, debug: bool, merge: bool) -> list[ModulePass]:
         SplitKConvPass(hw=hw, debug=debug, merge=merge),
         UngroupPass(hw=hw, debug=debug),
         SplitPoolPass(hw=hw),
+        DepthwiseMeanPass(hw=hw, debug=debug, merge=merge),
         MaterializeBroadcastsPass(hw=hw),
     ]
 

@@ -14,6 +14,7 @@ from .attention import ATTENTION_OPS, FlashAttentionOp
 from .base import ACTIVATION_NAMES, FusedOp
 from .cube import (
     CUBE_OPS,
+    Conv2DBiasActMeanOp,
     Conv2DBiasActOp,
     Conv2DPartialsOp,
     FusedBatchMatmulOp,
@@ -56,6 +57,7 @@ __all__ = [
     "MatmulBiasActOp",
     "MultiMatmulBiasActOp",
     "Conv2DBiasActOp",
+    "Conv2DBiasActMeanOp",
     "Conv2DPartialsOp",
     "ConvPartialsBiasActOp",
     "FusedBatchMatmulOp",

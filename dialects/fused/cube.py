@@ -26,7 +26,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
-from ..ge import BatchMatmulOp, Conv2DOp, MatmulOp, MulOp
+from ...core import dtypes
+from ..ge import BatchMatmulOp, Conv2DOp, GlobalAvgPoolOp, MatmulOp, MulOp
 from ..ge.base import GEOp, Kind, attr, fail, like, same_element_type, shape_of
 from ..ge.formats import FRACTAL_ROWS
 from .base import (
@@ -185,6 +186,39 @@ class Conv2DBiasActOp(FusedOp):
         if bias is not None:
             bias = bias.reshape(-1, 1, 1)
         return activate(a.act, add_all(y, bias, operand(x, "residual")))
+
+
+@irdl_op_definition
+class Conv2DBiasActMeanOp(FusedOp):
+    """`y = conv2d_bias_act(...)` and `mean`, the mean of y over its pixels
+    (`ge.global_avg_pool` of it, shape (N, O, 1, 1)): results (y, mean). A
+    squeeze-and-excitation block pools the output of its depthwise convolution;
+    the kernel computes the means from the output tiles while they are in UB
+    (`fused-depthwise-mean`), so no pooling kernel reads y back."""
+
+    name = "fused.conv2d_bias_act_mean"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    mean = result_def(TensorType)
+    strides = attr(Kind.INTS, (1, 1))
+    pads = attr(Kind.INTS, (0, 0, 0, 0))
+    dilations = attr(Kind.INTS, (1, 1))
+    groups = attr(Kind.INT, 1)
+    act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        out = Conv2DBiasActOp.infer(types, a, None)  # the same operand names, no residual
+        return [out, GlobalAvgPoolOp.infer([out], a, None)]
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        y = Conv2DBiasActOp.compute(inputs, a, result_types[:1])
+        rounded = y.astype(dtypes.to_numpy_dtype(result_types[0].element_type))  # y as the pool reads it
+        return [y, ge_compute(GlobalAvgPoolOp, [rounded.astype(y.dtype)])]
 
 
 @irdl_op_definition
@@ -396,6 +430,7 @@ CUBE_OPS = (
     MatmulBiasActOp,
     MultiMatmulBiasActOp,
     Conv2DBiasActOp,
+    Conv2DBiasActMeanOp,
     Conv2DPartialsOp,
     FusedBatchMatmulOp,
     GatedMatmulOp,

@@ -293,10 +293,11 @@ def check_form_applied(op: Operation) -> None:
     attr = op.attributes.get(FORM)
     if attr is None:
         return
-    # split_k_conv builds scratch kernels (kernel_exists), which import this module.
+    # split_k_conv and depthwise_mean build scratch kernels (kernel_exists), which import this module.
+    from .depthwise_mean import DepthwiseMeanPass
     from .split_k_conv import SplitKConvPass
 
-    choosers = (*FORM_PASSES, SplitKConvPass)
+    choosers = (*FORM_PASSES, SplitKConvPass, DepthwiseMeanPass)
     chooser = next((p for p in choosers if isinstance(op, p.target_ops)), None)
     if chooser is None:
         targets = "; ".join(f"{p.name}: {', '.join(t.name for t in p.target_ops)}" for p in choosers)

@@ -175,6 +175,26 @@ def lower_conv2d(op, k: KernelContext) -> None:
 
 
 
+def mean_plan(op: fused.Conv2DBiasActMeanOp, k: KernelContext):
+    """The depthwise kernel of `op` computing its output's per-channel means too
+    (`depthwise_conv.DepthwiseKernel._plane_mean`); ValueError says why there is
+    none. THE predicate of the form: `fused-depthwise-mean` asks it (through
+    `kernel_problem`) before making the op, the lowering builds from it."""
+    c = conv_case(op, k)
+    return plan_depthwise(k, c.g, c.x, c.w, c.bias, None, c.out, op.attr_value("act"), mean=k.outputs[1])
+
+
+@kernel_for(fused.Conv2DBiasActMeanOp)
+def lower_conv2d_mean(op: fused.Conv2DBiasActMeanOp, k: KernelContext) -> None:
+    """A depthwise convolution with its output's per-channel means (one kernel)."""
+    try:
+        kernel = mean_plan(op, k)
+    except ValueError as e:
+        raise k.unsupported(str(e))
+    k.explain(f"with per-channel means: estimated {kernel.estimate():.0f} cycles")
+    kernel.emit()
+
+
 def sliced_plans(c: ConvCase, partials, splits: int) -> dict[str, Plan | str]:
     """Every implementation's plan of the split-K form of `c` in `splits` slices
     (`conv.sliced_case`), or why it does not apply (all of them, with the reason

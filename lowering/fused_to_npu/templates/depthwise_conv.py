@@ -33,6 +33,12 @@ before its first vector instruction, and pads its input after the load, around
 it: the vector unit waits for the transfers once, and a load never waits for
 the vector unit. The tile size is the one of least estimated time (`estimate`).
 
+With a `mean` result (`fused.conv2d_bias_act_mean`, made by
+`fused-depthwise-mean`), the tiles are whole planes and each plane's output
+pixels, transposed for the NCHW store, are folded in halves into its channels'
+means, stored beside the output (`_plane_mean`): a squeeze-and-excitation
+block's pool without a kernel of its own.
+
 Dilation enters as the effective window (KH - 1) * dh + 1 of the shared tiling
 and as the taps' offsets. A residual is not fused here (`depthwise_problem`
 says so: the fusion keeps the add a separate kernel).
@@ -140,9 +146,11 @@ class DepthwiseKernel(_PoolKernel):
     """The plan of one depthwise convolution kernel (tiles chosen on construction:
     a ValueError-free construction means the kernel fits)."""
 
-    def __init__(self, k: KernelContext, g, x: GmTensor, w: GmTensor, bias: GmTensor | None, out: GmTensor, act: str):
+    def __init__(self, k: KernelContext, g, x: GmTensor, w: GmTensor, bias: GmTensor | None, out: GmTensor, act: str,
+                 mean: GmTensor | None = None):
         self.k, self.b, self.g = k, k.b, g
         self.x, self.w, self.bias_t, self.out, self.act = x, w, bias, out, act
+        self.mean = mean  # the output's mean over its pixels, per channel (`_plane_mean`)
         self.is_max, self.include_pad = False, True
         self.n, self.c = g.n, g.c
         self.rows = _Dim(g.h, g.oh, (g.kh - 1) * g.dilations[0] + 1, g.strides[0], g.pads[0], g.pads[2])
@@ -194,6 +202,8 @@ class DepthwiseKernel(_PoolKernel):
                 buffers["braw"] = (channels, self.dtype)
         for i in range(self.temps):
             buffers[f"t{i}"] = (out_elements, self.acc_type)
+        if self.mean is not None:
+            buffers["means"] = (channels, self.dtype)
         return buffers
 
     # ---- tiling --------------------------------------------------------------------------------
@@ -206,7 +216,7 @@ class DepthwiseKernel(_PoolKernel):
         capacity = self.k.hw.capacity("ub")
         rows, cols = self.rows, self.cols
         best = None
-        for parts in range(1, rows.out + 1):
+        for parts in range(1, 2 if self.mean is not None else rows.out + 1):  # means: whole planes
             tr = -(-rows.out // parts)
             if -(-rows.out // tr) != parts:
                 continue
@@ -219,7 +229,25 @@ class DepthwiseKernel(_PoolKernel):
         if best is not None:
             self.rows = best[1]
         self.out_pitch = self.rows.stride * self.pitch // self.cols.stride
+        if self.mean is not None:
+            self._require_whole_planes(capacity)
         self._choose_planes(capacity)
+
+    def _require_whole_planes(self, capacity: int) -> None:
+        """The means are summed from the output tiles in UB: each tile must hold
+        whole planes of whole channel blocks (`_planes_tile`), stored transposed into NCHW rows
+        (`_store_channel_rows`), of a type the sums keep (f32)."""
+        why = None
+        if self.rows.count > 1 or self.cols.count > 1 or self._ub_bytes(self.rows, self.cols) > capacity:
+            why = "a plane does not fit one tile"
+        elif not self.nchw_out:
+            why = "the means are summed from tiles stored NCHW (an NC1HWC0 result)"
+        elif self.c % self.lanes:
+            why = f"{self.c} channels are not whole blocks of {self.lanes}"
+        elif self.dtype != f32:
+            why = f"means of {self.dtype} (f32 only)"
+        if why is not None:
+            raise ValueError(f"no per-channel means in the depthwise kernel: {why}")
 
     def _choose_planes(self, capacity: int) -> None:
         """Whole planes of an NC1HWC0 input, of full channel blocks: the number of
@@ -305,7 +333,7 @@ class DepthwiseKernel(_PoolKernel):
 
     def _group_tile(self, group: _Group, image: Index, block: Index, first_row: Index, first_col: Index) -> None:
         """One tile: its loads (weights and bias, then input), its vector work, its store."""
-        if group.planes > 1:
+        if group.planes > 1 or self.mean is not None:
             self._planes_tile(group, image, block)
             return
         self._copy_channel_values(block, group.channels)
@@ -360,9 +388,26 @@ class DepthwiseKernel(_PoolKernel):
                    **copy_strides(oh, width, row, width))
             b.emit(npu.VTransposeOp, compact, 0, channel_rows, p * lanes * stride, rows=pixels, cols=lanes,
                    strides=[lanes, stride])
+            if self.mean is not None:
+                self._plane_mean(pixels, p)
         channel = b.add(b.mul(image, self.c), b.mul(block, lanes))
         b.emit(npu.CopyOp, channel_rows, 0, self.out.value, b.mul(channel, pixels), rows=planes * lanes, cols=pixels,
                **copy_strides(planes * lanes, pixels, stride, pixels))
+        if self.mean is not None:
+            b.emit(npu.CopyOp, self.buf["means"], 0, self.mean.value, channel, cols=planes * lanes)
+
+    def _plane_mean(self, pixels: int, plane: int) -> None:
+        """The mean of each of the plane's C0 channels, into `means`: its compact
+        pixels (rows of C0 lanes, just transposed out) folded in halves with
+        `vadd` down to one pixel (log2(pixels) instructions, in place: the
+        vector unit runs them after the transpose that read them), times 1 / pixels."""
+        b, lanes, compact = self.b, self.lanes, self.buf["compact"]
+        n = pixels
+        while n > 1:
+            half = n // 2
+            b.emit(npu.VAddOp, compact, 0, compact, (n - half) * lanes, compact, 0, cols=half * lanes)
+            n -= half
+        b.emit(npu.VMulsOp, compact, 0, self.buf["means"], plane * lanes, cols=lanes, scalar=1.0 / pixels)
 
     def _load_moving(self, image: Index, block: Index, channels: int, rs: _Span, cs: _Span, first_row: Index,
                      first_col: Index) -> Index:
@@ -492,6 +537,8 @@ class DepthwiseKernel(_PoolKernel):
             per_plane += vector_cycles(hw, "unary", height * pitch * lanes * acc_bytes)
         if self.nchw_in or self.nchw_out:  # transposes to and from pixels of C0 lanes
             per_plane += 2 * vector_cycles(hw, "data_movement", height * pitch * lanes * acc_bytes)
+        if self.mean is not None:  # the pixels folded in halves, the scaling (`_plane_mean`)
+            per_plane += _fold_cycles(hw, rows.tile * cols.tile, lanes * acc_bytes)
         vector = planes * per_plane + vector_cycles(hw, "data_movement", g.window * planes * lanes * acc_bytes)
         if self.acc_type != self.dtype:  # the result's cast
             vector += vector_cycles(hw, "unary", all_bytes)
@@ -505,6 +552,8 @@ class DepthwiseKernel(_PoolKernel):
         store = transfer_cost(hw, "ub_to_gm", planes * rows.tile, cols.tile * lanes * itemsize)
         scalar = planes * (len(self.taps) + 24) * hw.scalar_instruction_cycles + 20  # instructions and index math
         first = load + vector + store.cycles
+        if self.mean is not None:  # the means' store after the tile's
+            first += transfer_cost(hw, "ub_to_gm", 1, planes * lanes * itemsize).cycles
         # npu-insert-sync lets a tile's load overlap the vector work of the tile
         # before it in its loop iteration (ping, pong), but the next iteration's
         # first load waits for the last one's vector work: half a load's latency
@@ -532,6 +581,15 @@ class DepthwiseKernel(_PoolKernel):
         return per_core
 
 
+def _fold_cycles(hw, pixels: int, pixel_bytes: int) -> float:
+    """Vector cycles of `_plane_mean`: a `vadd` of half the pixels left per fold, one `vmuls`."""
+    cycles, n = vector_cycles(hw, "scalar", pixel_bytes), pixels
+    while n > 1:
+        cycles += vector_cycles(hw, "binary", n // 2 * pixel_bytes)
+        n -= n // 2
+    return cycles
+
+
 def live_taps(size: int, out: int, kernel: int, stride: int, dilation: int, before: int) -> list[int]:
     """The window positions along one dim at which some output reads inside the
     image; at the others every output reads padding (a 5x5 window over a 2x2
@@ -542,10 +600,12 @@ def live_taps(size: int, out: int, kernel: int, stride: int, dilation: int, befo
     return live or [0]
 
 
-def plan_depthwise(k: KernelContext, g, x, w, bias, residual, out, act: str) -> DepthwiseKernel:
-    """The depthwise kernel's plan; ValueError says why there is none."""
+def plan_depthwise(k: KernelContext, g, x, w, bias, residual, out, act: str, mean: GmTensor | None = None
+                   ) -> DepthwiseKernel:
+    """The depthwise kernel's plan (with the output's per-channel `mean` if given);
+    ValueError says why there is none."""
     problem = depthwise_problem(g, x, w, bias, residual, out)
     if problem is not None:
         raise ValueError(problem)
-    return DepthwiseKernel(k, g, x, w, bias, out, act)
+    return DepthwiseKernel(k, g, x, w, bias, out, act, mean)
 
