@@ -5,7 +5,7 @@ that reads the output back from GM.
 
 A squeeze-and-excitation block (EfficientNet, MobileNetV3) pools the output of
 its depthwise convolution, `mean over H, W` (`GlobalAveragePool`, or a
-`ReduceMean` over the spatial axes as `ge.global_avg_pool`), squeezes it through
+`ReduceMean` over the spatial axes: `ge.reduce_mean`), squeezes it through
 two small products and scales that same output by the result. The pool is a
 kernel of its own (in a merged launch, a phase and its barrier) reading the
 whole output again; the depthwise kernel holds every output pixel of its
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from xdsl.ir import Operation
 
 from ...dialects import fused, ge
+from ...dialects.ge.reduction import reduced_axes
 from ...simulator.hardware import HardwarePreset
 from .kernel_exists import kernel_problem, scratch_context
 from .split_k import FormChoicePass, replace_op, row_kernel_cycles
@@ -50,7 +51,7 @@ class DepthwiseMeanPass(FormChoicePass):
     convolution's kernel where that is estimated faster (see the module docstring)."""
 
     name = "fused-depthwise-mean"
-    target_ops = (ge.GlobalAvgPoolOp,)
+    target_ops = (ge.GlobalAvgPoolOp, ge.ReduceMeanOp)
     whole = POOL
 
     def targets(self, op: Operation) -> bool:
@@ -70,8 +71,8 @@ class DepthwiseMeanPass(FormChoicePass):
         conv = pooled_conv(op)
         fused_op = with_mean(conv, op)
         replace_op(conv, [fused_op], [fused_op.result])
-        fused_op.mean.name_hint = op.result.name_hint
-        op.result.replace_all_uses_with(fused_op.mean)
+        fused_op.mean.name_hint = op.results[0].name_hint
+        op.results[0].replace_all_uses_with(fused_op.mean)
         op.detach()
         op.erase()
         return "pools computed by their depthwise convolution"
@@ -79,22 +80,34 @@ class DepthwiseMeanPass(FormChoicePass):
 
 def pooled_conv(pool: Operation) -> fused.Conv2DBiasActOp | None:
     """The grouped convolution whose output `pool` averages over all pixels (a 4-D
-    `ge.global_avg_pool` of a `fused.conv2d_bias_act` without residual), or None."""
-    if not isinstance(pool, ge.GlobalAvgPoolOp) or len(pool.input.type.get_shape()) != 4:
+    `ge.global_avg_pool`, or `ge.reduce_mean` over axes 2 and 3 keeping them, as
+    the dynamo exporter writes it, of a `fused.conv2d_bias_act` without
+    residual), or None."""
+    if not is_spatial_mean(pool):
         return None
-    conv = pool.input.owner
+    conv = pool.operands[0].owner
     if not isinstance(conv, fused.Conv2DBiasActOp) or conv.residual is not None:
         return None
     return conv if conv.attr_value("groups") > 1 else None
 
 
-def with_mean(conv: fused.Conv2DBiasActOp, pool: ge.GlobalAvgPoolOp) -> fused.Conv2DBiasActMeanOp:
+def is_spatial_mean(op: Operation) -> bool:
+    """A 4-D (N, C, H, W) -> (N, C, 1, 1) mean over the pixels."""
+    if not isinstance(op, ge.GlobalAvgPoolOp | ge.ReduceMeanOp) or len(op.operands[0].type.get_shape()) != 4:
+        return False
+    if isinstance(op, ge.ReduceMeanOp) and reduced_axes(op.attr_value("axes"), 4) != (2, 3):
+        return False
+    n, c, _, _ = op.operands[0].type.get_shape()
+    return tuple(op.results[0].type.get_shape()) == (n, c, 1, 1)
+
+
+def with_mean(conv: fused.Conv2DBiasActOp, pool: Operation) -> fused.Conv2DBiasActMeanOp:
     """`conv` with `pool`'s result as its second result (not inserted)."""
     a = conv.attr_values()
     bias = {} if conv.bias is None else {"bias": conv.bias}
     return fused.Conv2DBiasActMeanOp.new(
         conv.input, conv.weight, **bias, strides=a.strides, pads=a.pads, dilations=a.dilations, groups=a.groups, act=a.act,
-        result_type=[conv.result.type, pool.result.type],
+        result_type=[conv.result.type, pool.results[0].type],
     )
 
 
@@ -106,6 +119,7 @@ def conv_cycles(conv: Operation, hw: HardwarePreset) -> float:
 
 def pool_cycles(pool: Operation, hw: HardwarePreset) -> float:
     """The pool's row kernel: one row of H*W per (image, channel)."""
-    n, c, h, w = pool.input.type.get_shape()
-    itemsize = pool.input.type.element_type.bitwidth // 8
+    x = pool.operands[0].type
+    n, c, h, w = x.get_shape()
+    itemsize = x.element_type.bitwidth // 8
     return row_kernel_cycles(hw, (n * c, h * w), itemsize, 0, POOL_PASSES)

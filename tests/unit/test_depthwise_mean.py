@@ -27,7 +27,8 @@ from gecomp.simulator.hardware import load_preset
 ACTS = ["none", "relu", "silu", "sigmoid"]
 
 
-def _module(n, c, h, w, k, stride, act, in_fmt=None, groups=None, o=None, form=None) -> str:
+def _module(n, c, h, w, k, stride, act, in_fmt=None, groups=None, o=None, form=None, pool="ge.global_avg_pool",
+            axes=(2, 3)) -> str:
     groups = c if groups is None else groups
     o = c if o is None else o
     pad = k // 2
@@ -35,11 +36,15 @@ def _module(n, c, h, w, k, stride, act, in_fmt=None, groups=None, o=None, form=N
     x = tensor([n, c, h, w], "f32", in_fmt)
     y, p = tensor([n, o, oh, ow], "f32"), tensor([n, o, 1, 1], "f32")
     wt = tensor([o, c // groups, k, k], "f32")
-    pin = "" if form is None else f' {{npu.form = "{form}"}}'
+    attrs = [f'npu.form = "{form}"'] if form is not None else []
+    if pool == "ge.reduce_mean":  # the dynamo exporter's ReduceMean over the pixels
+        attrs.insert(0, f"axes = {list(axes)}")
+        p = tensor([n, o, *(1 if i in axes else d for i, d in ((2, oh), (3, ow)))], "f32")
+    pin = f" {{{', '.join(attrs)}}}" if attrs else ""
     return f"""func.func @main(%x: {x}, %b: tensor<{o}xf32>) -> ({y}, {p}) {{
   %w = ge.const #ge.random<normal, seed = 3, mean = 0.0, std = 0.3> : {wt}
   %y = fused.conv2d_bias_act %x, %w bias %b {{strides = [{stride}, {stride}], pads = [{pad}, {pad}, {pad}, {pad}], groups = {groups}, act = "{act}"}} : ({x}, {wt}, tensor<{o}xf32>) -> {y}
-  %p = ge.global_avg_pool %y{pin} : ({y}) -> {p}
+  %p = {pool} %y{pin} : ({y}) -> {p}
   func.return %y, %p : {y}, {p}
 }}"""
 
@@ -65,6 +70,7 @@ def _random_case(rng):
         stride=int(rng.integers(1, 3)),
         act=str(rng.choice(ACTS)),
         in_fmt=None if rng.integers(2) else "NC1HWC0",
+        pool=str(rng.choice(["ge.global_avg_pool", "ge.reduce_mean"])),
     )
 
 
@@ -76,7 +82,7 @@ def test_means_in_the_depthwise_kernel_match_the_reference(seed):
     text = _module(**case, form=MEANS)
     fused_module = _after_pass(text)
     assert _count(fused_module, fused.Conv2DBiasActMeanOp) == 1, case
-    assert _count(fused_module, ge.GlobalAvgPoolOp) == 0, case
+    assert _count(fused_module, ge.GlobalAvgPoolOp) + _count(fused_module, ge.ReduceMeanOp) == 0, case
     mismatch, _, _ = compile_and_compare(text, pipeline="ge-lower-to-npu{hw=ascend910}", hw="ascend910", seed=seed)
     assert mismatch is None, (case, mismatch)
 
@@ -140,3 +146,8 @@ def test_a_pinned_pool_kernel_is_kept_and_compiles():
     assert _count(_after_pass(text), ge.GlobalAvgPoolOp) == 1
     mismatch, _, _ = compile_and_compare(text, pipeline="ge-lower-to-npu{hw=ascend910}", hw="ascend910")
     assert mismatch is None
+
+
+def test_a_mean_over_one_axis_is_no_pool():
+    text = _module(1, 16, 6, 6, 3, 1, "none", pool="ge.reduce_mean", axes=(3,))
+    assert _count(_after_pass(text), ge.ReduceMeanOp) == 1

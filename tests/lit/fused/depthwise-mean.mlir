@@ -30,3 +30,16 @@ func.func @ungrouped(%x: tensor<1x16x8x8xf32>) -> tensor<1x32x1x1xf32> {
   %p = ge.global_avg_pool %h : (tensor<1x32x8x8xf32>) -> tensor<1x32x1x1xf32>
   func.return %p : tensor<1x32x1x1xf32>
 }
+
+// -----
+
+// The dynamo exporter's ReduceMean over the pixels (axes 2 and 3 kept) is the same pool.
+// CHECK-LABEL: func.func @reduce_mean(
+// CHECK: %h, %p = fused.conv2d_bias_act_mean %x, %w bias %b {pads = [1, 1, 1, 1], groups = 144, act = "silu"}
+// CHECK-NOT: ge.reduce_mean
+func.func @reduce_mean(%x: tensor<1x144x16x16xf32>, %b: tensor<144xf32>) -> tensor<1x144x1x1xf32> {
+  %w = ge.const #ge.random<normal, seed = 1, mean = 0.0, std = 0.3> : tensor<144x1x3x3xf32>
+  %h = fused.conv2d_bias_act %x, %w bias %b {pads = [1, 1, 1, 1], groups = 144, act = "silu"} : (tensor<1x144x16x16xf32>, tensor<144x1x3x3xf32>, tensor<144xf32>) -> tensor<1x144x16x16xf32>
+  %p = ge.reduce_mean %h {axes = [2, 3]} : (tensor<1x144x16x16xf32>) -> tensor<1x144x1x1xf32>
+  func.return %p : tensor<1x144x1x1xf32>
+}

@@ -6,7 +6,7 @@
 // RUN: not ge-opt %s --split-input-file -p ge-lower-to-npu 2>&1 | filecheck %s --check-prefix=APPLIED
 
 // APPLIED: form-errors.mlir:[[# @LINE + 3]]:3: error: 'fused.softmax' op 'npu.form' = "split-K 2" pins a form
-// CHECK: form-errors.mlir:[[# @LINE + 2]]:3: error: 'fused.softmax' op 'npu.form' = "split-K 2" pins a form, but no pass chooses the form of 'fused.softmax' (fused-split-matmul-norm: fused.matmul_add_layer_norm, fused.matmul_add_rms_norm; fused-split-k: fused.matmul_bias_act; fused-split-k-conv: ge.conv2d, fused.conv2d_bias_act; fused-depthwise-mean: ge.global_avg_pool)
+// CHECK: form-errors.mlir:[[# @LINE + 2]]:3: error: 'fused.softmax' op 'npu.form' = "split-K 2" pins a form, but no pass chooses the form of 'fused.softmax' (fused-split-matmul-norm: fused.matmul_add_layer_norm, fused.matmul_add_rms_norm; fused-split-k: fused.matmul_bias_act; fused-split-k-conv: ge.conv2d, fused.conv2d_bias_act; fused-depthwise-mean: ge.global_avg_pool, ge.reduce_mean)
 func.func @main(%x: tensor<16x32xf16>) -> tensor<16x32xf16> {
   %y = fused.softmax %x {axis = -1 : i64, npu.form = "split-K 2"} : (tensor<16x32xf16>) -> tensor<16x32xf16>
   func.return %y : tensor<16x32xf16>
