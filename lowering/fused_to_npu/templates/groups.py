@@ -365,7 +365,9 @@ class _GroupKernel:
             if op in madds.values():
                 continue  # computed by its addition's vmla
             inherited = None
-            if op in madds and self._multiply_add(v, madds[op], tiles, temps):
+            if self._column_view(v, op, tiles):  # no instruction; its source may die here
+                pass
+            elif op in madds and self._multiply_add(v, madds[op], tiles, temps):
                 acc = next(o for o in op.operands if o is not madds[op].results[0])
                 inherited = roots.get(acc, acc)
                 tiles[result] = tiles[acc]
@@ -388,6 +390,19 @@ class _GroupKernel:
         for y, out in zip(self.yields, outs):
             if tiles[y] is not out:
                 self._emitter(v, values[y]).cast(_as_tile(tiles[y]), out)
+
+    def _column_view(self, v: VectorEmitter, op: Operation, tiles: dict) -> bool:
+        """A column of a tile in its own type is the row of the tile's transpose
+        (`_column`), read in place as a per-row operand: no copy. (A column that
+        changes type is cast out of that row by `_evaluate`.)"""
+        values = self.plan.values
+        if column_index(op) is None or values[op.results[0]].width != 1:
+            return False
+        source = tiles.get(op.operands[0])
+        if not isinstance(source, Tile) or source.element_type != op.results[0].type.element_type:
+            return False
+        tiles[op.results[0]] = self._column(v, op, source, values[op.operands[0]].width)
+        return True
 
     def _multiply_add(self, v: VectorEmitter, mul: Operation, tiles: dict, temps: list[Tile]) -> bool:
         """`acc + x * y` as one vmla into the accumulator's temporary (its last use:
