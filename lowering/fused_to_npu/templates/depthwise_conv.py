@@ -64,7 +64,7 @@ from .cube import activate
 from .copy_kernel import copy_strides, grid_coordinates
 from .pooling import _Dim, _PoolKernel, _Span, _spans, _with_tile
 
-ACT_TEMPS = {"none": 0, "relu": 0, "relu6": 0, "sigmoid": 0, "hard_swish": 1}
+ACT_TEMPS = {"none": 0, "relu": 0, "relu6": 0, "sigmoid": 0, "hard_swish": 1, "silu": 1}
 """Scratch tiles each activation needs (others: `MAX_ACT_TEMPS`)."""
 MAX_ACT_TEMPS = 3
 
