@@ -24,6 +24,7 @@ buffers of two phases inside one loop can share bytes.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from xdsl.dialects import scf
 from xdsl.ir import Block, Operation, SSAValue
@@ -37,6 +38,26 @@ SYNC_OPS = (npu.SetFlagOp, npu.WaitFlagOp, npu.PipeBarrierOp)
 def root_alloc(value: SSAValue) -> npu.AllocOp | None:
     owner = value.owner
     return owner if isinstance(owner, npu.AllocOp) else None
+
+
+@dataclass(frozen=True)
+class Span:
+    """The bytes of a placed local buffer."""
+
+    space: str
+    start: int
+    end: int
+
+    def overlaps(self, other: Span) -> bool:
+        return self.space == other.space and self.start < other.end and other.start < self.end
+
+
+def span_of(alloc: npu.AllocOp) -> Span | None:
+    offset = alloc.attr_values().offset
+    if offset is None:
+        return None
+    size = npu.buffer_bytes(alloc.result.type)
+    return Span(str(npu.space_of(alloc.result.type)), offset, offset + size)
 
 
 def instructions(region_op: Operation) -> Iterable[npu.InstructionOp]:

@@ -112,28 +112,9 @@ from ...dialects.ge.base import Kind, to_attribute
 from ...simulator.hardware import HardwarePreset, load_preset
 from ...simulator.npu.instructions import pipe_cycles
 from .affine import trip_count
-from .buffers import instructions, root_alloc
+from .buffers import Span, instructions, root_alloc, span_of
+from .late_waits import sink_phase_waits
 from .plan_local_memory import lowest_free_offset
-
-
-@dataclass(frozen=True)
-class Span:
-    """The bytes of a placed local buffer."""
-
-    space: str
-    start: int
-    end: int
-
-    def overlaps(self, other: Span) -> bool:
-        return self.space == other.space and self.start < other.end and other.start < self.end
-
-
-def span_of(alloc: npu.AllocOp) -> Span | None:
-    offset = alloc.attr_values().offset
-    if offset is None:
-        return None
-    size = npu.buffer_bytes(alloc.result.type)
-    return Span(str(npu.space_of(alloc.result.type)), offset, offset + size)
 
 
 PHASE_ENDS = (npu.SyncAllOp, npu.SyncAllWaitOp)
@@ -396,7 +377,11 @@ def prefetch_constants(kernel: npu.KernelOp, launches: list[npu.LaunchOp], hw: H
         move = _PhaseMove(previous, phase, constants, hw)
         move.apply(barrier)
         moved += sum(1 for op in move.moved if isinstance(op, npu.CopyOp))
-    return moved, hoist_prefetches(kernel, hw)
+    further = hoist_prefetches(kernel, hw)
+    for phase, opened_by in zip(phases(kernel)[1:], [op for op in kernel.entry.ops if isinstance(op, PHASE_ENDS)]):
+        if isinstance(opened_by, npu.SyncAllWaitOp):
+            sink_phase_waits(phase)
+    return moved, further
 
 
 # ---- further back ----------------------------------------------------------------

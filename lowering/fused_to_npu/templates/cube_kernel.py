@@ -417,6 +417,8 @@ class _CubeKernel:
             if self._scalar_per_batch(inp, home) is False:
                 b.emit(npu.CopyOp, inp.view.value, inp.view.base, home[0], 0, cols=1)
         blocks, per_core = t.items // self.turns, t.per_core // self.turns
+        # Only the core's first item, written out, finds its B chunk prefetched.
+        self.first_item = [self.p.first_b_prefetched and (per_core == 1 or t.a_resident or self._epilogues_deferred())]
         if self._epilogues_deferred():
             self._deferred_items()
             return
@@ -425,6 +427,7 @@ class _CubeKernel:
             return
         start = b.mul(b.block_idx(), per_core) if t.block_dim > 1 else 0
         self._block(start, stage_a=True)
+        self.first_item[0] = False
         if per_core > 1:
             with b.loop(1, per_core, name="item") as u:
                 self._block(b.add(start, u), stage_a=False, slot=u, flip=1)
@@ -456,6 +459,7 @@ class _CubeKernel:
         b, t = self.b, self.t
         start = b.mul(b.block_idx(), t.per_core) if t.block_dim > 1 else 0
         self._staged_item(start, 0, None)
+        self.first_item[0] = False
         pairs, odd = divmod(t.per_core - 1, 2)
         with b.loop(0, pairs, name="ipair", pipelined=True) as u:
             first = b.add(start, b.add(b.mul(u, 2), 1))
@@ -643,7 +647,9 @@ class _CubeKernel:
         def step(kk0: Index, kb_act: int, index: Index, parity: int) -> None:
             # Both are >= 0: the step is the item's first when both are 0.
             nonzero = any(isinstance(v, int) and v != 0 for v in (first, index))
-            self._step(copy, a_k0, kk0, kb_act, n_act, m_act, 1 if nonzero else b.add(first, index), parity)
+            self._step(copy, a_k0, kk0, kb_act, n_act, m_act, 1 if nonzero else b.add(first, index), parity, b_first)
+
+        b_first = prefetched and stage_a and self.first_item[0]  # the core's first chunk: its B is in L1 already
 
         pairs = full // 2
         with b.loop(0, pairs, name="kstep", pipelined=True) as j:
@@ -654,20 +660,38 @@ class _CubeKernel:
             step(s * t.kb, min(t.kb, size - s * t.kb), s, (base + s) % 2)
 
     def _step(
-        self, copy: int, a_k0: Index, kk0: Index, kb_act: int, n_act: int, m_act: int, first: Index, parity: int
+        self, copy: int, a_k0: Index, kk0: Index, kb_act: int, n_act: int, m_act: int, first: Index, parity: int,
+        b_prefetched: bool = False,
     ) -> None:
         """MTE1 moves the step's A tile (at column a_k0 + kk0 of its L1 buffer) and
         each B sub-tile into L0 copy `parity`, the cube multiplies into the L0C
-        sub-tiles (overwriting where `first` is 0)."""
+        sub-tiles (overwriting where `first` is 0).
+
+        `b_prefetched`: the chunk's B tiles are constants npu-prefetch-constants
+        loads before the phase's barrier, so they are in L1 before the A tile the
+        phase's first MTE2 transfer brings. MTE1 then moves the first B sub-tile
+        first, while A is still landing (npu-prefetch-constants lets it go ahead
+        of the flag wait for A, `late_waits`): L1 -> L0B moves half the bytes per
+        cycle L1 -> L0A does, so the B tile is the longer move, 128 to 263 cycles
+        of a transformer layer's phase fills."""
         b, t, p = self.b, self.t, self.p
         subtiles = [(q * t.nb, min(t.nb, n_act - q * t.nb)) for q in range(-(-n_act // t.nb))]
         l0a = self.l0a[parity]
-        p.a.load_to_l0(b, self.a_l1[copy], self.a_stride, 0, m_act, b.add(a_k0, kk0), kb_act, l0a, t.kb)
+
+        def load_a() -> None:
+            p.a.load_to_l0(b, self.a_l1[copy], self.a_stride, 0, m_act, b.add(a_k0, kk0), kb_act, l0a, t.kb)
+
+        b_first = b_prefetched
+        if not b_first:
+            load_a()
         loads = len(p.bs) * len(subtiles)
         for n, (x, bufs, stride) in enumerate(zip(p.bs, self.b_l1, self.b_strides)):
             for q, (nq0, nq_act) in enumerate(subtiles):
                 l0b = self.l0b[(parity * loads + n * len(subtiles) + q) % 2]
                 x.load_to_l0(b, bufs[copy], stride, kk0, kb_act, nq0, nq_act, l0b, t.nb)
+                if b_first:
+                    load_a()
+                    b_first = False
                 self._mmad(l0a, l0b, self.l0c[n][q], m_act, nq_act, kb_act, first)
 
     def _mmad(self, l0a, l0b, acc, m: int, n: int, k: int, first: Index) -> None:
