@@ -25,6 +25,7 @@ from .fused_to_npu.stage_conv_input import StageConvInputPass
 from .fused_to_npu.ungroup import UngroupPass
 from .plan.memory import PlanGmPass
 from .plan.merge_launches import MergeLaunchesPass
+from .plan.narrow_sync import NarrowSyncPass
 from .plan.streams import AssignStreamsPass
 
 
@@ -51,7 +52,11 @@ def kernel_stages(
 ) -> list[ModulePass]:
     """From the fused graph in kernel forms to the finished npu module: kernels,
     double buffering, local memory, synchronisation, streams, GM planning, and
-    (with `merge`) merged launches with their constants prefetched."""
+    (with `merge`) merged launches with their constants prefetched, and the
+    barriers no block needs (each reads only what its own block wrote since
+    the last barrier kept) turned into flags nobody waits for
+    (`npu-narrow-sync{widest=0}`: a wait for other blocks costs the barrier's
+    flag round trip, so only waits for nobody are sure to gain)."""
     return [
         ToNpuPass(hw=hw, debug=debug, merge=merge),
         DoubleBufferPass(enable=double_buffer, hw=hw),
@@ -59,5 +64,5 @@ def kernel_stages(
         InsertSyncPass(hw=hw),
         AssignStreamsPass(streams=streams, hw=hw, merge=merge, debug=debug),
         PlanGmPass(hw=hw, reuse=reuse),
-        *([MergeLaunchesPass(hw=hw), PrefetchConstantsPass(hw=hw)] if merge else []),
+        *([MergeLaunchesPass(hw=hw), PrefetchConstantsPass(hw=hw), NarrowSyncPass(hw=hw, widest=0)] if merge else []),
     ]

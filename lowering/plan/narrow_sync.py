@@ -43,6 +43,9 @@ against a conflicting access of another is reported as a race.
 
 Run it after `npu-prefetch-constants` (the constants' loads then stand between a
 block's flag set and its wait, as they stood between the barrier's halves).
+`ge-compile` runs it with `widest=0` (`lowering/stages.py`): the barriers no
+block needs become waits for nobody. Run again, it judges those anew (their
+flag sets stay: the waits after them count them).
 """
 
 from __future__ import annotations
@@ -71,7 +74,10 @@ GRANULE = 32
 MAX_BLOCKS = 64
 """Blocks a dependency mask holds (one bit each)."""
 
-_PHASE_ENDS = (npu.SyncAllOp, npu.SyncAllArriveOp)
+_PHASE_ENDS = (npu.SyncAllOp, npu.SyncAllArriveOp, npu.CrossSetFlagOp)
+"""Where a phase ends: a barrier, or one narrowed already (ge-compile narrows the
+barriers no block needs; a second run judges every barrier again, its flags
+staying flags: they are counted by the waits after them)."""
 
 
 class _PhaseFootprints(_FootprintDecoder):
@@ -104,13 +110,24 @@ def _root(value: SSAValue) -> _Root:
     return _Root(value, 0, itemsize)
 
 
-def block_dependencies(kernel: npu.KernelOp, args: list[SSAValue], hw: HardwarePreset) -> list[dict[int, dict[int, int]]] | None:
+def block_dependencies(
+    kernel: npu.KernelOp, args: list[SSAValue], hw: HardwarePreset, widest: int = 100
+) -> list[dict[int, dict[int, int]] | None] | None:
     """Per barrier k of `kernel` (launched on `args`): consumer block -> producer
-    block -> the flag count it must wait for (see the module docstring); None
-    when that cannot be computed exactly."""
+    block -> the flag count it must wait for (see the module docstring), or None
+    where the barrier is kept (some block would wait for more than `widest`% of
+    the blocks); None for the whole kernel when that cannot be computed exactly.
+
+    The barriers are judged in order: a kept barrier orders every phase it
+    closes, so a barrier is judged by the dependencies on the phases after the
+    last kept one only, the waits `narrow` gives it (a phase reading only what
+    its own block wrote since then waits for nobody, whatever other blocks
+    wrote before); and only those phases are compared, which also keeps the
+    work linear in the phases where most barriers are kept."""
     block_dim = kernel.attr_values().block_dim
     if block_dim > MAX_BLOCKS:
         return None
+    flags = [isinstance(op, npu.CrossSetFlagOp) for op in kernel.entry.ops if isinstance(op, _PHASE_ENDS)]
     roots = [_root(value) for value in args]
     decoder = _PhaseFootprints(hw, {i: i for i in range(len(args)) if str(npu.space_of(args[i].type)) == "gm"}, True)
     try:
@@ -132,19 +149,24 @@ def block_dependencies(kernel: npu.KernelOp, args: list[SSAValue], hw: HardwareP
     ]
     written = [{key: _mask(cells, j, key, True, block_dim, sizes[key]) for key in sizes} for j in range(phases)]
     touched = [{key: written[j][key] | _mask(cells, j, key, False, block_dim, sizes[key]) for key in sizes} for j in range(phases)]
-    barriers = []
+    barriers: list[dict[int, dict[int, int]] | None] = []
+    kept = -1  # the last barrier kept: barrier k - 1 stands before phase k
     for k in range(1, phases):
         needs: dict[int, dict[int, int]] = {}
         for c in range(block_dim):
             mine = cells[c][k] if k < len(cells[c]) else {}
             for key in sizes:
                 reads, writes = mine.get((key, False), _EMPTY), mine.get((key, True), _EMPTY)
-                for j in range(k):
+                for j in range(kept + 1, k):
                     bits = _or(written[j][key], reads) | _or(touched[j][key], writes)
                     for b in range(block_dim):
                         if b != c and bits >> b & 1:
                             needs.setdefault(c, {})[b] = max(needs.get(c, {}).get(b, 0), j + 1)
-        barriers.append(needs)
+        if flags[k - 1] or _widest(needs) * 100 <= widest * block_dim:
+            barriers.append(needs)
+        else:
+            barriers.append(None)
+            kept = k - 1
     return barriers
 
 
@@ -221,6 +243,12 @@ def narrow(kernel: npu.KernelOp, barriers: list[dict[int, dict[int, int]] | None
             for v in (c, b, placed[needs[c][b] - 1])
         ]
         wait = npu.CrossWaitFlagOp.new(waits=waits)
+        if isinstance(end, npu.CrossSetFlagOp):  # narrowed before: its wait judged again
+            second = end.next_op
+            while not isinstance(second, npu.CrossWaitFlagOp):
+                second = second.next_op
+            Rewriter.replace_op(second, wait)
+            continue
         if isinstance(end, npu.SyncAllOp):
             Rewriter.replace_op(end, [npu.CrossSetFlagOp.new(), wait])
             continue
@@ -258,12 +286,10 @@ class NarrowSyncPass(ModulePass):
             if not isinstance(kernel, npu.KernelOp) or not any(isinstance(o, _PHASE_ENDS) for o in kernel.entry.ops):
                 continue
             found = launches.get(kernel.sym_name.data, [])
-            barriers = block_dependencies(kernel, list(found[0].args), hw) if len(found) == 1 else None
+            barriers = block_dependencies(kernel, list(found[0].args), hw, self.widest) if len(found) == 1 else None
             if barriers is None:
                 record_statistic(self.name, "kernels kept at sync_all")
                 continue
-            block_dim = kernel.attr_values().block_dim
-            barriers = [needs if _widest(needs) * 100 <= self.widest * block_dim else None for needs in barriers]
             record_statistic(self.name, "barriers kept (every block waits for most)", barriers.count(None))
             narrow(kernel, barriers)
             narrowed = [needs for needs in barriers if needs is not None]

@@ -222,3 +222,61 @@ def test_a_wait_for_a_flag_nobody_sets_is_a_deadlock_not_a_hang():
     finally:
         lockstep.close()
     assert not lockstep._workers
+
+
+TWICE_SWAPPED = SOURCE.replace(
+    """    npu.launch @own(%t, %x, %s)
+    npu.launch @swap(%s, %y)""",
+    """    npu.launch @swap(%t, %s)
+    npu.launch @swap(%t, %y)""",
+)
+"""@double, then @swap twice reading t: each swap reads the half of t the other
+block wrote in the first phase, and the second swap nothing the first one wrote."""
+
+
+def test_a_barrier_is_judged_on_the_phases_after_the_last_kept_one():
+    """widest=0 keeps the first barrier (each block reads the other's half of t)
+    and narrows the second to a wait for nobody: what the second swap reads of
+    the other block was written before the kept barrier, which orders it. Judged
+    on every phase before it, the second barrier was kept too."""
+    module = parse_module(make_context(), TWICE_SWAPPED, "twice.mlir")
+    MergeLaunchesPass(hw="tiny").apply(make_context(), module)
+    NarrowSyncPass(hw="tiny", widest=0).apply(make_context(), module)
+    kernel = next(op for op in module.walk() if isinstance(op, npu.KernelOp))
+    assert sum(isinstance(op, npu.SyncAllOp) for op in kernel.entry.ops) == 1
+    (wait,) = wait_ops(module)
+    assert wait.triples() == []
+    verify_module(module)
+    x = random_x(5)
+    separate = simulate(parse_module(make_context(), TWICE_SWAPPED, "twice.mlir"), [x], "tiny")
+    merged = simulate(module, [x], "tiny")  # race-checked
+    np.testing.assert_array_equal(merged.outputs[0], separate.outputs[0])
+    np.testing.assert_allclose(merged.outputs[0], np.roll(2 * x.astype(np.float64), 256), rtol=2e-3, atol=2e-3)
+
+
+def test_narrowing_again_judges_the_narrowed_barriers_anew():
+    """ge-compile narrows the barriers no block needs (widest=0); a second run with
+    a wider limit narrows the rest and keeps the first run's flags counted: the
+    waits are those of one run at that limit."""
+    once = narrowed()
+    twice = parse_module(make_context(), SOURCE, "narrow.mlir")
+    MergeLaunchesPass(hw="tiny").apply(make_context(), twice)
+    NarrowSyncPass(hw="tiny", widest=0).apply(make_context(), twice)
+    assert [w.triples() for w in wait_ops(twice)] == [[]]
+    NarrowSyncPass(hw="tiny").apply(make_context(), twice)
+    assert [w.triples() for w in wait_ops(twice)] == [w.triples() for w in wait_ops(once)] == [[], [(0, 1, 2), (1, 0, 2)]]
+    x = random_x(6)
+    np.testing.assert_array_equal(simulate(twice, [x], "tiny").outputs[0], simulate(once, [x], "tiny").outputs[0])
+
+
+def test_ge_compile_turns_the_barriers_no_block_needs_into_flags():
+    """examples/wide_deep.mlir: ge-compile leaves waits for nobody where a phase
+    reads only what its own block wrote, and computes what the unmerged kernels
+    do (race-checked, random inputs)."""
+    text = (EXAMPLES / "wide_deep.mlir").read_text()
+    merged, inputs = compiled_graph(text, "ge-compile")
+    separate, _ = compiled_graph(text, "ge-compile{merge=false}")
+    waits = wait_ops(merged)
+    assert waits and all(w.triples() == [] for w in waits)
+    for got, want in zip(simulate(merged, inputs).outputs, simulate(separate, inputs).outputs):
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-3)
