@@ -913,8 +913,12 @@ class _Scoring:
                 prefetched = stage_b - self.gm_latency
                 stage -= prefetched
             # A resident: the core's first item stages A and B, the others B alone.
+            # Not resident: every later item stages A again, from the L2, on every core
+            # at once (the items start together), while the HBM waits for their B: A's
+            # staging adds to B's HBM time (calibrated on bench/gemm_estimate.py).
             with_a = max(a_item + b_item - prefetched, b_hbm)
-            mte2 = (with_a + (per_core - 1) * max(b_item, b_hbm)) / per_core if c.a_resident else with_a
+            later = max(b_item, b_hbm) if c.a_resident else a_item + max(b_item, b_hbm)
+            mte2 = (with_a + (per_core - 1) * later) / per_core
             found = self._staged[key] = (stage, mte2)
         return found
 
