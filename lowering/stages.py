@@ -17,6 +17,7 @@ from ..transforms.npu.prefetch_constants import PrefetchConstantsPass
 from .fused_to_npu.convert import ToNpuPass
 from .fused_to_npu.depthwise_mean import DepthwiseMeanPass
 from .fused_to_npu.materialize_broadcasts import MaterializeBroadcastsPass
+from .fused_to_npu.share_cores import ShareCoresPass
 from .fused_to_npu.split_k import SplitKPass
 from .fused_to_npu.split_k_conv import SplitKConvPass
 from .fused_to_npu.split_norm import SplitMatmulNormPass
@@ -34,7 +35,8 @@ def form_stages(hw: str, debug: bool, merge: bool) -> list[ModulePass]:
     split-K products and 1x1 convolutions, groups that cannot be one kernel ungrouped, max pools whose
     window has no kernel split into rows and columns, pools of a depthwise
     convolution's output computed by its kernel, broadcasts materialised
-    where a kernel cannot read them."""
+    where a kernel cannot read them, independent products paired on half the
+    cores each where one shared phase is faster."""
     return [
         SplitMatmulNormPass(hw=hw, debug=debug, merge=merge),
         SplitKPass(hw=hw, debug=debug, merge=merge),
@@ -44,6 +46,7 @@ def form_stages(hw: str, debug: bool, merge: bool) -> list[ModulePass]:
         SplitPoolPass(hw=hw),
         DepthwiseMeanPass(hw=hw, debug=debug, merge=merge),
         MaterializeBroadcastsPass(hw=hw),
+        ShareCoresPass(hw=hw, debug=debug, merge=merge),
     ]
 
 

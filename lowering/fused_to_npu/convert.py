@@ -45,6 +45,8 @@ from .templates import template_for
 from .kernel_builder import KernelBuilder
 from .kernel_cache import KernelCache, kernel_key
 from .launches import ALIASING_OPS as _ALIASING_OPS, is_view, moves_nothing as _moves_nothing
+from ..plan.launches import SHARED_PHASE_ATTR
+from .share_cores import tiling_cores
 from .split_k import FORM, SplitKPass
 from .split_norm import SplitMatmulNormPass
 
@@ -208,8 +210,8 @@ class _HostPlanBuilder:
             op,
             [(self.buffers[v], v.type, v) for v in op.operands],
             [(self.buffers[r], r.type, r) for r in written],
-            cache_as=lambda param_types, after_a_barrier: kernel_key(
-                op, self.hw, param_types, [r not in unread for r in op.results], after_a_barrier
+            cache_as=lambda hw, param_types, after_a_barrier: kernel_key(
+                op, hw, param_types, [r not in unread for r in op.results], after_a_barrier
             ),
         )
 
@@ -231,17 +233,18 @@ class _HostPlanBuilder:
 
     def _launch(self, name: str, write, where: Operation, ins: list, outs: list, cache_as=None) -> None:
         """Build a kernel over (buffer, logical type, graph value) inputs and outputs
-        with `write(k)`, and launch it. `cache_as(param types, after a barrier)`: the
+        with `write(k)`, and launch it. `cache_as(preset, param types, after a barrier)`: the
         kernel's `kernel_key` (a kernel built before under the same key is reused)."""
         args = [buffer for buffer, _, _ in ins + outs]
         param_types = [a.type for a in args]
         after_a_barrier = self.merge and self.kernel_count > 0
-        key = cache_as(param_types, after_a_barrier) if cache_as is not None and memo.enabled() else None
+        hw = tiling_cores(where, self.hw)  # fused-share-cores: fewer cores, side by side
+        key = cache_as(hw, param_types, after_a_barrier) if cache_as is not None and memo.enabled() else None
         cached = self.cache.get(key) if key is not None else None
         if cached is not None:
             kernel, block_dim, notes, choices = cached.instance(name), cached.block_dim, cached.notes, cached.tiling_choices
         else:
-            k = KernelContext(where, KernelBuilder(name, param_types), [], [], self.hw)
+            k = KernelContext(where, KernelBuilder(name, param_types), [], [], hw)
             k.after_a_barrier = after_a_barrier
             tensors = [GmTensor(p, t, v) for p, (_, t, v) in zip(k.b.params, ins + outs)]
             k.inputs, k.outputs = tensors[: len(ins)], tensors[len(ins) :]
@@ -255,6 +258,8 @@ class _HostPlanBuilder:
         kernel.attributes[npu.SOURCES_ATTR] = ArrayAttr([StringAttr(kernel_source(where))])
         self.module.body.block.insert_op_before(kernel, self.main)
         launch = self._host(npu.LaunchOp.calling(name, args, block_dim))
+        if SHARED_PHASE_ATTR in where.attributes:
+            launch.attributes[SHARED_PHASE_ATTR] = where.attributes[SHARED_PHASE_ATTR]
         launch.record_writes({len(ins) + j: v.name_hint for j, (_, _, v) in enumerate(outs) if v.name_hint})
         if self.debug:
             print_notes(name, notes)

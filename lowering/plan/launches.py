@@ -35,6 +35,13 @@ DEFINITIONS = (npu.GmBufferOp, npu.GmConstantOp, npu.GmViewOp)
 EVENTS = (npu.RecordEventOp, npu.WaitEventOp)
 
 
+SHARED_PHASE_ATTR = "npu.shared_phase"
+"""On a launch (and the fused op it comes from): "with_next" / "with_previous", it
+and its neighbour were tiled to run side by side in one phase
+(`fused_to_npu/share_cores.py`), so the GM plan keeps their buffers apart as if
+they ran at once."""
+
+
 @dataclass(eq=False)
 class Buffer:
     """Bytes of GM: an @main argument, a constant, or an arena buffer."""
@@ -68,6 +75,14 @@ class Launch:
     @property
     def buffers(self) -> list[Buffer]:
         return list(dict.fromkeys(self.reads + self.writes))
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """The host-order indices this launch may run at: its own, and its partner's
+        when it shares a phase with the launch before or after it (`SHARED_PHASE_ATTR`)."""
+        mark = self.op.attributes.get(SHARED_PHASE_ATTR)
+        mark = mark.data if mark is not None else None
+        return (self.index - (mark == "with_previous"), self.index + (mark == "with_next"))
 
     @property
     def position(self) -> int:

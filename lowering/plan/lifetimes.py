@@ -59,7 +59,8 @@ def lifetime_of(buffer: Buffer, uses: list[Launch], streams: list[int], alignmen
     for launch in uses:
         last_position[launch.stream] = max(last_position.get(launch.stream, 0), launch.position)
     floor = {s: min(launch.clock.get(s, 0) for launch in uses) for s in streams}
-    return Lifetime(buffer, aligned(buffer.nbytes, alignment), uses[0].index, uses[-1].index, last_position, floor)
+    first, last = min(launch.span[0] for launch in uses), max(launch.span[1] for launch in uses)
+    return Lifetime(buffer, aligned(buffer.nbytes, alignment), first, last, last_position, floor)
 
 
 def arena_lifetimes(plan, alignment: int = GM_BUFFER_ALIGNMENT) -> list[Lifetime]:
