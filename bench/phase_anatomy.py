@@ -3,6 +3,13 @@
     python bench/phase_anatomy.py                                   # the BERT layer, ascend910
     python bench/phase_anatomy.py examples/llama_layer.mlir
     python bench/phase_anatomy.py --pipeline 'ge-compile{merge=false}'
+    python bench/phase_anatomy.py efficientnet_b0.torchscript --by-source   # a model of the set
+
+A name of the model set (bench/models.py's rows, e.g. `efficientnet_b0.torchscript`)
+is imported as bench/models.py imports it, with its inputs. `--by-source` adds a
+table of the columns summed over the phases of each source op type (the kernel's
+`npu.sources`: e.g. every squeeze-and-excitation group of a network in one row),
+to see whether a kind of phase costs its work or its being a phase.
 
 The module is compiled and simulated once, traced; each phase of a merged kernel
 (each kernel otherwise) is split into what its typical block does (the median
@@ -26,11 +33,14 @@ wait on each other and on latencies rather than work.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections import defaultdict
 
 from what_if import compile_module
 
 from gecomp.core.diagnostics import CompileError
+from gecomp.dialects import npu
 from gecomp.simulator.hardware import load_preset
 from gecomp.simulator.npu import simulate
 from gecomp.simulator.npu.anatomy import phase_anatomy
@@ -43,10 +53,11 @@ def main(argv=None) -> None:
     parser.add_argument("file", nargs="?", default="examples/bert_layer.mlir")
     parser.add_argument("--hw", default="ascend910")
     parser.add_argument("--pipeline", default="ge-compile")
+    parser.add_argument("--by-source", action="store_true", help="also sum the columns per source op type")
     args = parser.parse_args(argv)
     try:
         preset = load_preset(args.hw)
-        module, inputs = compile_module(args.file, args.pipeline)
+        module, inputs = _compile(args.file, args.pipeline)
     except CompileError as e:
         print(e.format(), file=sys.stderr)
         sys.exit(1)
@@ -72,6 +83,47 @@ def main(argv=None) -> None:
         f"{min((k.start for k in report.kernels), default=0)}); a phase starts when its first block is released "
         f"and ends when its last one is, so merged phases may overlap by a few hundred cycles"
     )
+    if args.by_source:
+        _print_by_source(phases, _phase_sources(module), width)
+
+
+def _compile(file: str, pipeline: str):
+    """(the compiled module, its inputs): a file, or a model of the set by name."""
+    if os.path.exists(file) or file == "-":
+        return compile_module(file, pipeline)
+    from gecomp.bench import models
+    from gecomp.bench.models import run
+    from gecomp.core.passes import parse_pass_pipeline, run_pipeline
+    from gecomp.dialects.context import make_context
+
+    if file not in models.names():
+        raise CompileError(f"'{file}' is neither a file nor a model of bench/models.py")
+    module = run.import_proto(models.load(file))
+    run_pipeline(parse_pass_pipeline(pipeline), make_context(), module)
+    return module, models.inputs(file)
+
+
+def _phase_sources(module) -> dict[str, str]:
+    """Each phase name's source op type, from the kernels' `npu.sources`."""
+    found: dict[str, str] = {}
+    for kernel in module.walk():
+        if isinstance(kernel, npu.KernelOp):
+            found.update(zip(kernel.phase_names(), kernel.sources()))
+    return found
+
+
+def _print_by_source(phases, sources: dict[str, str], width: int) -> None:
+    """The columns summed per source op type, the costliest first."""
+    rows: dict[str, list] = defaultdict(list)
+    for p in phases:
+        rows[sources.get(p.name, "?")].append(p)
+    print()
+    print(f"{'source':<{width}}{'phases':>8}{'cycles':>8}" + "".join(f"{c:>9}" for c in COLUMNS) + f"{'not work':>10}")
+    for source, group in sorted(rows.items(), key=lambda kv: -sum(p.cycles for p in kv[1])):
+        total = sum(p.cycles for p in group)
+        cells = "".join(f"{sum(getattr(p, c) for p in group):>9}" for c in COLUMNS)
+        around = sum(p.around_work for p in group)
+        print(f"{source:<{width}}{len(group):>8}{total:>8}{cells}{around / total if total else 0:>10.0%}")
 
 
 if __name__ == "__main__":
