@@ -52,6 +52,16 @@ def test_wait_goes_past_what_reads_the_prefetched_constant_only():
     run(m)  # the race checker included
 
 
+def test_wait_goes_past_other_pipes_ops():
+    """An instruction of another pipe (here a sync op of MTE3) between the wait and
+    the vmuls does not stop it: the wait holds only its own pipe's queue."""
+    other = '    npu.pipe_barrier {pipe = "MTE3"}'
+    m = compiled("\n".join([W2, LOAD_T, LOAD_W, FLAG, other, SCALE_W, ADD_T]))
+    names = phase_names(m)
+    assert names[:5] == ["npu.copy", "npu.set_flag", "npu.pipe_barrier", "npu.vmuls", "npu.wait_flag"], names
+    run(m)
+
+
 def test_wait_stays_before_what_reads_the_phase_loads():
     m = compiled("\n".join([W2, LOAD_T, LOAD_W, FLAG, ADD_T.replace("%w2", "%w_ub"), SCALE_W]))
     names = phase_names(m)

@@ -14,8 +14,11 @@ a prefetched chunk first, `_CubeKernel._step`) would still wait for A's landing.
 So a top-level `npu.wait_flag` of a phase opened by `npu.sync_all_wait` goes
 down past each following instruction of its own pipe that touches no byte any
 instruction of the phase before it touches (its inputs come from before the
-barrier: the prefetched copies, which the barrier's wait orders); the first
-instruction that does, a sync op of its pipe or any op with regions stops it.
+barrier: the prefetched copies, which the barrier's wait orders), and past the
+instructions of other pipes (sync ops too: a wait holds its own pipe's queue
+only); the first instruction of its pipe that touches such bytes, a sync op of
+its pipe or any op with regions stops it. (The cube kernel writes out the first
+pair of L0 steps of a prefetched chunk, which would otherwise start a loop.)
 Moving a wait later keeps its set before it in program order and its pipe's
 queue order for everything it stops at, so what it ordered stays ordered; the
 simulator's race checker checks the result.
@@ -35,6 +38,7 @@ from __future__ import annotations
 from xdsl.ir import Operation
 
 from ...dialects import npu
+from ...dialects.npu.base import ALL_PIPES
 from .buffers import SYNC_OPS, Span, root_alloc, span_of
 
 
@@ -67,6 +71,13 @@ def _touched(ops: list[Operation]) -> list[Span] | None:
     return spans
 
 
+def _other_pipe(op: Operation, pipe: str) -> bool:
+    """Whether `op` is an instruction (a sync op too) of another pipe than `pipe`,
+    with no regions: a wait of `pipe` holds nothing of its queue (a barrier of
+    every pipe is no other pipe's)."""
+    return isinstance(op, npu.InstructionOp) and not op.regions and op.pipe_name() not in (pipe, ALL_PIPES)
+
+
 def _free(op: Operation, pipe: str, before: list[Span]) -> bool:
     """Whether `op` is an instruction of `pipe` that a flag wait of that pipe may go
     past: no regions, not a sync op, bytes apart from `before`."""
@@ -80,10 +91,11 @@ def _free(op: Operation, pipe: str, before: list[Span]) -> bool:
 
 
 def sink_phase_waits(phase: list[Operation]) -> int:
-    """Move each top-level flag wait of `phase` (its top-level ops, in order, after
-    an `npu.sync_all_wait`) down past the instructions of its pipe that touch no
-    byte the phase touched before them; returns how many instructions a wait went
-    past."""
+    """Move the first top-level flag wait of `phase` (its top-level ops, in order,
+    after an `npu.sync_all_wait`) down past the instructions of its pipe that
+    touch no byte the phase touched before them, and past the instructions of
+    other pipes (whose bytes then count as touched); returns how many
+    instructions of its pipe it went past."""
     passed = 0
     for index, op in enumerate(phase):
         if not isinstance(op, npu.WaitFlagOp):
@@ -97,8 +109,12 @@ def sink_phase_waits(phase: list[Operation]) -> int:
             if _free(later, pipe, before):
                 last = later
                 passed += 1
-                continue
-            if isinstance(later, npu.InstructionOp) or later.regions:
+            elif _other_pipe(later, pipe):
+                own = _touched([later])  # what comes after it must stay apart from it too
+                if own is None:
+                    break
+                before = before + own
+            elif isinstance(later, npu.InstructionOp) or later.regions:
                 break  # plain ops (index arithmetic, allocs) are gone past freely
         if last is not None:
             op.detach()

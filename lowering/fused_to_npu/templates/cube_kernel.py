@@ -652,7 +652,11 @@ class _CubeKernel:
         b_first = prefetched and stage_a and self.first_item[0]  # the core's first chunk: its B is in L1 already
 
         pairs = full // 2
-        with b.loop(0, pairs, name="kstep", pipelined=True) as j:
+        written = 1 if b_first and pairs else 0  # the first pair written out: its B moves ahead of A's flag wait
+        if written:
+            step(0, t.kb, 0, base % 2)
+            step(t.kb, t.kb, 1, (base + 1) % 2)
+        with b.loop(written, pairs, name="kstep", pipelined=True) as j:
             kk0 = b.mul(j, 2 * t.kb)
             step(kk0, t.kb, j, base % 2)
             step(b.add(kk0, t.kb), t.kb, 1, (base + 1) % 2)
