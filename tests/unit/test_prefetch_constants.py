@@ -403,3 +403,36 @@ def test_rows_stop_where_no_bytes_are_free_for_them():
     PrefetchConstantsPass(hw="tiny").apply(make_context(), m)
     assert pieces_per_group(m) == [0, 1, 1, 0]  # none at the first barrier
     np.testing.assert_array_equal(simulate(m, [x], hw="tiny").outputs[0], before)
+
+
+# Two launches side by side (npu-merge-launches): block 0 runs the first, block 1
+# the second, each with its own local memory plan, so both use %w_ub's bytes; the
+# first's vmuls touches them after its copy.
+SIDE_BY_SIDE = """    %c1g = arith.constant 1 : index
+    %c2g = arith.constant 2 : index
+    %first = arith.cmpi ult, %b2, %c1g : index
+    %from = arith.cmpi uge, %b2, %c1g : index
+    %below = arith.cmpi ult, %b2, %c2g : index
+    %second = arith.andi %from, %below : i1
+    scf.if %first {
+      npu.copy %w[%o2], %w_ub[%c1] {cols = 256}
+      npu.set_flag {src = "MTE2", dst = "V", event = 0}
+      npu.wait_flag {src = "MTE2", dst = "V", event = 0}
+      npu.vmuls %w_ub[%c1], %w_ub[%c1] {cols = 256, scalar = 1.0}
+      npu.pipe_barrier {pipe = "ALL"}
+    }
+    scf.if %second {
+      npu.copy %w[%o2], %w_ub[%c1] {cols = 256}
+    }"""
+
+
+def test_side_by_side_launches_prefetch_both_halves():
+    """MMoE's two towers share a phase on blocks [0, 16) and [16, 32): the second's
+    weights waited for the barrier (its blocks 455 cycles behind the first's)
+    because the first's instructions touch the same local bytes, which no block
+    running the second ever does (the guards' block ranges are disjoint). Both
+    copies move, each under its guard; outputs equal, race-checked. A guard whose
+    range meets the other's keeps the copy (`block_range`)."""
+    assert guarded_copies_moved(module(f"{LOAD_T}\n{SIDE_BY_SIDE}")) == [("w_ub", 1), ("w_ub", 1)]
+    overlapping = SIDE_BY_SIDE.replace("%from = arith.cmpi uge, %b2, %c1g", "%from = arith.cmpi uge, %b2, %c0")
+    assert guarded_copies_moved(module(f"{LOAD_T}\n{overlapping}")) == [("w_ub", 1)]

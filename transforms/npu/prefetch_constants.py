@@ -177,7 +177,7 @@ class _PhaseMove:
         self.phase_allocs = _allocs(phase)
         self.moved: list[Operation] = []  # in their order in the phase
         self.relocated: dict[npu.AllocOp, int] = {}
-        self.touched: list[Span] = []
+        self.touched: list[tuple[Span, tuple[int, int] | None]] = []  # with the blocks touching it (None: any)
         # MTE2 time the previous phase leaves idle, and what the moved copies take of it.
         self.slack = mte2_slack(previous, hw)
         self.spent = 0
@@ -203,7 +203,7 @@ class _PhaseMove:
                 alloc = root_alloc(instruction.operands[i])
                 span = span_of(alloc) if alloc is not None else None
                 if span is not None:
-                    self.touched.append(self._current(alloc, span))
+                    self.touched.append((self._current(alloc, span), self._blocks()))
 
     def _current(self, alloc: npu.AllocOp, span: Span) -> Span:
         offset = self.relocated.get(alloc)
@@ -217,7 +217,8 @@ class _PhaseMove:
         if span is None or alloc not in self.phase_ops:
             return False
         span = self._current(alloc, span)
-        if any(span.overlaps(t) for t in self.touched):
+        blocks = self._blocks()
+        if any(span.overlaps(t) and _may_meet(blocks, b) for t, b in self.touched):
             return False
         cycles = pipe_cycles(self.hw, copy)
         if not self.first_chunk and self.spent + cycles > self.slack:
@@ -238,6 +239,16 @@ class _PhaseMove:
         self.guarded[copy] = self.guards
         self.spent += cycles
         return True
+
+    def _blocks(self) -> tuple[int, int] | None:
+        """The blocks the current guards let run ([lo, hi)), None if not known: two
+        launches side by side run on disjoint blocks, so a copy of one moves past
+        the other's use of the same local bytes (npu-merge-launches plans each
+        launch's local memory as its own)."""
+        ranges = [r for r in (block_range(g) for g in self.guards) if r is not None]
+        if not ranges:
+            return None
+        return max(r[0] for r in ranges), min(r[1] for r in ranges)
 
     def _guard(self, op: Operation) -> SSAValue | None:
         """The condition of an `scf.if` with a then-branch alone and no results (a
@@ -302,6 +313,39 @@ class _PhaseMove:
         block.insert_op_before(wait, barrier)
         barrier.detach()
         barrier.erase()
+
+
+def _may_meet(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
+    return a is None or b is None or (a[0] < b[1] and b[0] < a[1])
+
+
+def _constant(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def block_range(cond: SSAValue) -> tuple[int, int] | None:
+    """The blocks [lo, hi) for which `cond` holds, when it is a guard of
+    npu-merge-launches' form: `block_idx < n`, or `block_idx >= a and block_idx < b`."""
+    owner = cond.owner
+    if isinstance(owner, arith.AndIOp):
+        left, right = block_range(owner.lhs), block_range(owner.rhs)
+        if left is None or right is None:
+            return None
+        return max(left[0], right[0]), min(left[1], right[1])
+    if not isinstance(owner, arith.CmpiOp) or not isinstance(owner.lhs.owner, npu.BlockIdxOp):
+        return None
+    bound = _constant(owner.rhs)
+    predicate = owner.predicate.value.data
+    if bound is None:
+        return None
+    if predicate in (6, 2):  # ult, slt
+        return 0, bound
+    if predicate in (9, 5):  # uge, sge
+        return bound, 1 << 30
+    return None
 
 
 def _guarded(op: Operation, guards: tuple[SSAValue, ...]) -> tuple[scf.IfOp, scf.IfOp]:
