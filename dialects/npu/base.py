@@ -74,8 +74,24 @@ ALL_PIPES = "ALL"
 
 
 def memref(shape: Sequence[int], element_type: Attribute, space: Space | str) -> MemRefType:
-    """`memref<shape x element_type, #npu.space<space>>`."""
-    return MemRefType(element_type, list(shape), memory_space=SpaceAttr(Space(space)))
+    """`memref<shape x element_type, #npu.space<space>>`. A type is an immutable
+    value: one object per distinct type serves every buffer of it (`_MEMREFS`; the
+    lowering asks the same few types thousands of times, and xDSL verifies each
+    construction: 6% of a GridSample node test's compile)."""
+    shape = tuple(shape)
+    if not all(type(d) is int for d in shape):  # numpy integers hash as ints (and xDSL refuses them)
+        return MemRefType(element_type, list(shape), memory_space=SpaceAttr(Space(space)))
+    key = (shape, element_type, Space(space))
+    found = _MEMREFS.get(key)
+    if found is None:
+        if len(_MEMREFS) >= _MEMREFS_SIZE:
+            _MEMREFS.clear()
+        found = _MEMREFS[key] = MemRefType(element_type, list(shape), memory_space=SpaceAttr(key[2]))
+    return found
+
+
+_MEMREFS: dict[tuple, MemRefType] = {}
+_MEMREFS_SIZE = 1 << 14
 
 
 def space_of(t: Attribute) -> Space | None:
