@@ -86,14 +86,26 @@ def _op_label(op: Operation) -> str:
     return f"{op.name}@{line}" if line is not None else op.name
 
 
-def make_part(ops: list[Operation] | tuple[Operation, ...], kinds: dict[Operation, PatternKind] | None = None) -> Part:
-    """The part `ops` (in block order) make; `kinds` caches `pattern_kind`."""
+def make_part(
+    ops: list[Operation] | tuple[Operation, ...], kinds: dict[Operation, PatternKind] | None = None,
+    splats: dict[SSAValue, bool] | None = None,
+) -> Part:
+    """The part `ops` (in block order) make; `kinds` caches `pattern_kind`, `splats`
+    whether a value is a splat constant (`splat_constant` reads the constant's data:
+    a GridSample node test's auto-fusion asked 36 thousand times of a few hundred
+    values)."""
     members = set(ops)
     inputs: dict[SSAValue, None] = {}
     for op in ops:
         for v in op.operands:
             owner = v.owner
-            if owner in members or splat_constant(v) is not None:
+            if owner in members:
+                continue
+            if splats is None:
+                splat = splat_constant(v) is not None
+            elif (splat := splats.get(v)) is None:
+                splat = splats[v] = splat_constant(v) is not None
+            if splat:
                 continue
             inputs.setdefault(v, None)
     outputs, internal = [], []
@@ -127,6 +139,7 @@ class FusionGraph:
         self._reach: dict[int, int] | None = None
         self._profile: PeakProfile | None = None
         self._kinds = {op: pattern_kind(op) for op in self.node_of}
+        self._splats: dict[SSAValue, bool] = {}  # the block's ops are not changed while the graph lives
         self.returned: set[SSAValue] = set()
         last = block.last_op
         if last is not None and last not in self.node_of:
@@ -150,7 +163,7 @@ class FusionGraph:
     def part_of(self, ops: list[Operation]) -> Part:
         key = frozenset(ops)
         if key not in self._parts:
-            self._parts[key] = make_part(sorted(ops, key=self.index.__getitem__), self._kinds)
+            self._parts[key] = make_part(sorted(ops, key=self.index.__getitem__), self._kinds, self._splats)
         return self._parts[key]
 
     def merged_part(self, a: int, b: int) -> Part:
