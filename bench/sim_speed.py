@@ -9,6 +9,8 @@ checking and numerics together, on kernels of many small tiles, and on models.
     python bench/sim_speed.py --models zoo.resnet50    # plus the models named
     python bench/sim_speed.py --mlir compiled.mlir     # plus npu-level modules already compiled
     python bench/sim_speed.py --approx --mlir a.mlir   # plus the approximate simulation's columns
+    python bench/sim_speed.py --approx --no-cases --mlir a.mlir --base /tmp/x/old --repeat 3
+                                                       # plus an older tree's approximate simulation
 
 Every row simulates twice: the full simulation (`shortcuts=False`, `ge-sim
 --exact`; "full s") and the default one ("s", "cpu s": wall and CPU seconds of
@@ -28,6 +30,13 @@ simulation executes, which the approximate one counts exactly, per CPU second:
 instructions per second equivalent), "x default" (default CPU s / approximate
 CPU s) and "cycle err%" (approximate cycles / simulated cycles - 1); a row whose
 outputs or instruction count differ says "OUTPUTS DIFFER".
+
+`--base DIR` (with `--approx`, `--mlir` rows) also runs the approximate
+simulation of an older tree (DIR holds its `gecomp` package, e.g. a `git worktree`
+at DIR/gecomp) in a subprocess on the same file and inputs, and adds its CPU
+seconds ("base cpu s", the simulation alone) and "x base" (base / this tree's
+approximate CPU s): old and new measured in one run. `--repeat N` takes the
+least of N runs for both approximate columns.
 """
 
 from __future__ import annotations
@@ -251,6 +260,36 @@ HEADER = (
 
 
 APPROX_HEADER = f"{'approx cpu s':>13}{'approx instr/cpu s':>19}{'x default':>10}{'cycle err%':>11}"
+BASE_HEADER = f"{'base cpu s':>11}{'x base':>8}"
+
+BASE_SCRIPT = """
+import sys, time
+from gecomp.dialects.context import make_context
+from gecomp.core.parsing import load_module
+from gecomp.core.signature import input_specs, main_function, random_inputs
+from gecomp.simulator.npu import simulate
+module = load_module(make_context(), sys.argv[1])
+inputs = random_inputs(input_specs(main_function(module)), seed=0)
+best = None
+for _ in range(int(sys.argv[3])):
+    start = time.process_time()
+    result = simulate(module, inputs, hw=sys.argv[2], approx=True)
+    spent = time.process_time() - start
+    best = spent if best is None else min(best, spent)
+print(best, result.report.instructions)
+"""
+
+
+def base_cpu(base: str, path: str, hw: str, repeat: int) -> float:
+    """CPU seconds of the approximate simulation of `path` by the tree at `base`."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=base)
+    out = subprocess.run([sys.executable, "-c", BASE_SCRIPT, path, hw, str(repeat)], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return float(out.split()[0])
 
 
 def row(label: str, fast, wall: float, cpu: float, full, full_wall: float, approximate=None) -> str:
@@ -291,24 +330,31 @@ def model_rows(names: list[str], hw: str, approx: bool = False) -> None:
         print(file_row(name, module, inputs, hw, approx), flush=True)
 
 
-def file_row(label: str, module, inputs, hw: str, approx: bool = False) -> str:
+def file_row(label: str, module, inputs, hw: str, approx: bool = False, repeat: int = 1,
+             base: tuple[str, str] | None = None) -> str:
+    """A row; `base`: (older tree, file) whose approximate simulation is timed too."""
     full, full_wall, _ = timed_simulation(module, inputs, hw, shortcuts=False)
     fast, wall, cpu = timed_simulation(module, inputs, hw)
     approximate = None
     if approx:
-        result, _, approx_cpu = timed_simulation(module, inputs, hw, approx=True)
-        approximate = (result, approx_cpu)
-    return row(label, fast, wall, cpu, full, full_wall, approximate)
+        runs = [timed_simulation(module, inputs, hw, approx=True) for _ in range(repeat)]
+        approximate = (runs[0][0], min(r[2] for r in runs))
+    text = row(label, fast, wall, cpu, full, full_wall, approximate)
+    if approx and base is not None:
+        old = base_cpu(base[0], base[1], hw, repeat)
+        text += f"{old:>11.2f}{old / approximate[1]:>8.2f}"
+    return text
 
 
-def mlir_rows(paths: list[str], hw: str, approx: bool = False) -> None:
+def mlir_rows(paths: list[str], hw: str, approx: bool = False, repeat: int = 1, base: str | None = None) -> None:
     """Simulate npu-level .mlir files (random inputs, seed 0), both ways."""
     from gecomp.core.parsing import load_module
 
     for path in paths:
         module = load_module(make_context(), path)
         inputs = random_inputs(input_specs(main_function(module)), seed=0)
-        print(file_row(path.rsplit("/", 1)[-1], module, inputs, hw, approx), flush=True)
+        print(file_row(path.rsplit("/", 1)[-1], module, inputs, hw, approx, repeat,
+                       None if base is None else (base, path)), flush=True)
 
 
 def main() -> None:
@@ -320,8 +366,11 @@ def main() -> None:
     parser.add_argument("--hw", default="ascend910", help="preset of the model and --mlir rows (default ascend910)")
     parser.add_argument("--approx", action="store_true", help="also run the approximate simulation: its columns")
     parser.add_argument("--no-cases", action="store_true", help="only the --mlir and --models rows")
+    parser.add_argument("--base", metavar="DIR", help="with --approx: also time this older tree's approximate "
+                        "simulation of the --mlir rows (DIR/gecomp is the tree)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N", help="least CPU s of N approximate runs")
     args = parser.parse_args()
-    header = HEADER + (APPROX_HEADER if args.approx else "")
+    header = HEADER + (APPROX_HEADER if args.approx else "") + (BASE_HEADER if args.approx and args.base else "")
     print(header)
     print("-" * len(header))
     for label, make, hw, expect in [] if args.no_cases else CASES:
@@ -336,7 +385,7 @@ def main() -> None:
             result, _ = run_case(text, hw, expect, approx=True)
             approximate = (result, time.process_time() - start)
         print(row(f"{label} ({hw})", fast, wall, cpu, full, full_wall, approximate), flush=True)
-    mlir_rows(args.mlir, args.hw, args.approx)
+    mlir_rows(args.mlir, args.hw, args.approx, args.repeat, args.base)
     if args.models is not None:
         from gecomp.bench import models
 

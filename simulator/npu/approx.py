@@ -11,12 +11,12 @@ and it says so in the report: its cycles are not the simulation's.
 
 A launch runs in two passes:
 
-1. *Numerics*: every block runs closures that compute the results and count
-   the instructions (`KernelDecoder` mode "approx", a block without weights:
-   no timing, no race check), pipes still running their instructions behind their waits as in the
-   simulation, the blocks meeting at their `npu.sync_all`s. The outputs and
-   instruction counts are therefore exactly the simulation's. Each block hashes
-   the instructions it executes in each phase (between two releases of a
+1. *Numerics*: every block's results are computed and its instructions counted
+   (`batched.py`: the blocks that take the same path run as one batch, their
+   instructions recorded by closures of `KernelDecoder` mode "approx" for a
+   block without weights, then computed once per batch), with no timing and no
+   race check; the outputs and instruction counts are exactly the simulation's.
+   Each block's instructions are hashed per phase (between two releases of a
    barrier): blocks of equal hash in a phase ran the same instructions there.
 2. *Timing*: a few blocks, chosen so that every group of equal hash of every
    phase has one (`cover`, greedy), are timed (the same closures, a block with
@@ -33,7 +33,9 @@ without barriers places its blocks on the cores that free first with their
 representatives' durations. Launches with one block, with cross-core flags
 (`npu.cross_wait_flag`: blocks wait on each other's data) or with
 `npu.read_scalar` (control flow steered by data, which the timing pass does not
-compute) run the full simulation.
+compute) run the full simulation, as do launches the numerics pass declines
+(`batched.run`: batches that do not meet at the same phases, local memories of
+every block beyond `batched.MAX_LOCAL_BYTES`).
 
 The error is measured, not bounded: `bench/time_to_result.py --approx` and
 `bench/sim_speed.py --approx` run both and print the relative cycle error per
@@ -51,8 +53,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..hardware import HardwarePreset
+from . import batched
 from .hbm import SharedHbm
 from .l2 import GlobalMemory
+from .program import STATS
 
 
 class _WeightedBandwidth(SharedHbm):
@@ -101,6 +105,9 @@ class Tally:
     timed: int = 0  # of which timed
     launches: int = 0  # launches approximated
     full_launches: int = 0  # launches run with the full simulation
+    batches: int = 0  # the most batches a segment of a launch had (`batched.py`)
+    batched: int = 0  # blocks' instructions computed in batches (one numpy call for a batch)
+    by_block: int = 0  # blocks' instructions computed block by block
 
     def as_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -169,32 +176,31 @@ def weights(signatures: list[list[int]], addresses: list[list[list[int]]], timed
     return result
 
 
-def phase_addresses(core) -> list[list[int]]:
-    """A numerics pass's GM addresses, per phase."""
-    bounds = [0, *core.cuts, len(core.addresses)]
-    return [core.addresses[a:b] for a, b in zip(bounds, bounds[1:])]
-
-
 def run_launch(plan, step, start: int, cores: list, memories, lockstep, check_races: bool, run_blocks, tally: Tally):
     """Run one launch in two passes (module docstring); `run_blocks` is the
     simulation's launch runner (`plan._run_launch`). Returns (core id, start, end,
-    Core or SharedTiming) per block, in block order, and updates `cores`."""
-    step.program.bind_arguments([b.array for b in step.args], [b.address for b in step.args])
-    ran = run_blocks(step, start, list(cores), memories, lockstep, False, False)
-    signatures = [[*core.sigs, core.sig] for *_, core in ran]
+    Core or SharedTiming) per block, in block order, and updates `cores`; None if
+    the numerics pass declines the launch (`batched.run`): the caller simulates it."""
+    program = step.program
+    program.bind_arguments([b.array for b in step.args], [b.address for b in step.args])
+    numerics = batched.run(program, step.block_dim, len(STATS))
+    if numerics is None:
+        return None
+    signatures = numerics.signatures
     timed = cover(signatures)
     try:
-        addresses = [phase_addresses(core) for *_, core in ran]
         timed_runs = run_blocks(step, start, list(cores), memories, lockstep, check_races, False, timed,
-                                weights(signatures, addresses, timed, plan.hw.core_count))
+                                weights(signatures, numerics.addresses, timed, plan.hw.core_count))
         times = {b: (begin, core) for b, (_, begin, _, core) in zip(timed, timed_runs)}
     finally:
         plan.memory.weigh(1, 1)
     tally.blocks += step.block_dim
     tally.timed += len(timed)
     tally.launches += 1
-    counts = [core.count for *_, core in ran]
-    return shared_timing(times, representatives(signatures, timed), counts, start, cores)
+    tally.batches = max(tally.batches, numerics.batches)
+    tally.batched += numerics.batched
+    tally.by_block += numerics.by_block
+    return shared_timing(times, representatives(signatures, timed), numerics.counts, start, cores)
 
 
 def _phases(begin: int, core) -> list[tuple[int, int, list, list]]:

@@ -71,7 +71,7 @@ class Core:
         "bufs",
         "sig",
         "sigs",
-        "addresses",
+        "recorded",
         "cuts",
         "weights",
     )
@@ -103,12 +103,12 @@ class Core:
         self.regs: list = []
         self.bufs: list = []
         # the approximate simulation (`approx.py`): the numerics pass's running hash of
-        # the instructions of the phase, one per phase ended, the GM address of each
-        # transfer and how many were made when each phase ended; the timing pass's
+        # the instructions of the phase, one per phase ended, the instructions it
+        # recorded (`batched.py`) and how many when each phase ended; the timing pass's
         # (HBM, L2) weights per GM transfer, `sig` counting them
         self.sig = 0
         self.sigs: list[int] = []
-        self.addresses: list[int] = []
+        self.recorded: list = []
         self.cuts: list[int] = []
         self.weights: list[tuple[float, float]] | None = None
 

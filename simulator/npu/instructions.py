@@ -19,6 +19,7 @@ from ...dialects import npu
 from ...dialects.npu.base import element_bytes
 from ..hardware import SPACES
 from .costs import SYNC_FLAG_BYTES, TransferCost, mmad_cycles, mmad_min_cycles, sync_all_transfers, transfer_cost, vector_cycles, vector_min_cycles
+from . import batch_kernels, batch_scalar
 from .core import ZERO_CLOCK
 from .hazards import PIPE_INDEX, S, Accesses
 from .lockstep import CrossCore
@@ -63,6 +64,7 @@ class Fixed:
     viewers: tuple
     cost: tuple | None = None
     kernel: object = None
+    batched: tuple | None = None  # (its kernel's form over a batch of blocks, or None): `batch_kernels.py`
 
 
 class InstructionDecoder:
@@ -197,7 +199,7 @@ class InstructionDecoder:
         if fixed.cost is None:
             fixed.cost, fixed.kernel = self._cost(op, a), op.kernel(a)
         if self.mode == "approx":
-            return self._either(self._numerics(op, fixed, pipe, operands), self._timed(op, fixed, pipe, operands, False))
+            return self._either(self._record(op, fixed, pipe, operands), self._timed(op, fixed, pipe, operands, False))
         return self._timed(op, fixed, pipe, operands, True)
 
     @staticmethod
@@ -282,64 +284,49 @@ class InstructionDecoder:
 
         return issue
 
-    def _numerics(self, op: npu.InstructionOp, fixed: Fixed, pipe: int, operands) -> Step:
-        """The numerics pass's closure (`approx.py`): the offsets checked at issue, the
-        results computed when the pipe runs it (behind its waits, as `_timed`), the
-        instruction counted and hashed into its phase's; no timing, no race check."""
+    def _record(self, op: npu.InstructionOp, fixed: Fixed, pipe: int, operands) -> Step:
+        """The numerics pass's closure (`approx.py`, `batched.py`): the offsets (one
+        per block of the batch where they differ) checked at issue, the instruction
+        and its offsets recorded when the pipe runs it (behind its waits, as
+        `_timed`), counted and hashed into its phase's; no timing, no race check,
+        nothing computed (`batched.Replay` computes the record)."""
         slots, offset_regs, views, hazard_specs, checks = operands
-        kernel = fixed.kernel
         gm = fixed.cost[2]
-        check = self._issue_checks(op, checks)
-        operands = tuple(zip(views, slots))
+        if fixed.batched is None:
+            fixed.batched = (batch_kernels.batch_kernel(op, fixed.a, fixed.kernel),)
+        instruction = batch_kernels.Instruction(
+            fixed.kernel, fixed.batched[0],
+            tuple(self._batch_operand(op, access, view) for access, view in zip(fixed.accesses, views)),
+            None if gm is None else gm.access, op.name, isinstance(op, npu.CopyOp),
+        )
         self.idents += 1
         ident = self.idents
+        check_offsets, check_offset = batch_scalar.check_offsets, self.check_offset
 
         def execute(core, issued: int, scalar_clock, offsets) -> None:
-            bufs = core.bufs
-            kernel(*[view(bufs[slot], o) for (view, slot), o in zip(operands, offsets)])
-
-        if self._local_constants(op, fixed):  # its views are the same on each core: made once per core
-            by_core: dict[int, list] = {}
-
-            def execute(core, issued: int, scalar_clock, offsets) -> None:
-                bufs = core.bufs
-                args = by_core.get(id(bufs))
-                if args is None:
-                    args = by_core[id(bufs)] = [view(bufs[slot], o) for (view, slot), o in zip(operands, offsets)]
-                kernel(*args)
-
-        if gm is not None:  # its GM address kept, in the order the pipes run transfers
-            compute, bases, gm_slot, gm_access = execute, self.bases, slots[gm.access], gm.access
-            itemsize = hazard_specs[gm.access][3]
-
-            def execute(core, issued: int, scalar_clock, offsets) -> None:
-                core.addresses.append(bases[gm_slot] + offsets[gm_access] * itemsize)
-                compute(core, issued, scalar_clock, offsets)
+            core.recorded.append((instruction, offsets))
 
         def issue(core) -> None:
             regs = core.regs
             offsets = [regs[r] for r in offset_regs]
-            if check is not None:
-                check(offsets)
+            if checks:
+                check_offsets(op, offsets, checks, check_offset)
             core.count += 1
             core.sig = hash((core.sig, ident))
             queue = core.pending[pipe]
             if queue is not None:
                 queue.append((execute, 0, ZERO_CLOCK, offsets))
             else:
-                execute(core, 0, ZERO_CLOCK, offsets)
+                core.recorded.append((instruction, offsets))
 
         return issue
 
-    def _local_constants(self, op: npu.InstructionOp, fixed: Fixed) -> bool:
-        """Whether every operand of `op` is a local buffer at a constant offset (a
-        core's local buffers stay where its memory is: their views can be kept)."""
-        for access in fixed.accesses:
-            if self.buffer(op.operands[access.operand]).argument is not None:
-                return False
-            if self.const(op.operands[access.operand + 1]) is None:
-                return False
-        return True
+    def _batch_operand(self, op: npu.InstructionOp, access, viewer) -> batch_kernels.Operand:
+        buffer = self.buffer(op.operands[access.operand])
+        return batch_kernels.Operand(
+            buffer.slot, buffer.argument is None, buffer.space_name, buffer.local_offset, buffer.dtype, viewer,
+            access.writes, access.pattern.span, access.pattern.span + access.pattern.slack,
+        )
 
     def _gm_transfer(self, gm: "GmSide", hazard_spec, slot: int):
         """The run-time part of a transfer touching GM: its HBM / L2 booking (by the
@@ -680,7 +667,7 @@ def _ends_phase(issue: Step) -> Step:
         issue(core)
         if core.weights is None:
             core.sigs.append(core.sig)
-            core.cuts.append(len(core.addresses))
+            core.cuts.append(len(core.recorded))
             core.sig = 0
 
     return ends

@@ -479,10 +479,11 @@ def _run_steps(plan: HostPlan, memories, lockstep: Lockstep, check_races: bool, 
             continue
         start = ready[step.stream] + hw.kernel_launch_cycles
         lockstep.fair_share = hw.hbm_bytes_per_cycle / min(step.block_dim, hw.core_count)
+        blocks = None
         if plan.approx and step.block_dim > 1 and approx_module.eligible(step.program):
             blocks = approx_module.run_launch(plan, step, start, cores, memories, lockstep, check_races, _run_launch,
                                               plan.tally)
-        else:
+        if blocks is None:
             if plan.approx:
                 plan.tally.full_launches += 1
                 step = dataclasses.replace(step, program=plan.variant(step.program, "full"))

@@ -125,6 +125,13 @@ class KernelProgram:
     # per GM argument slot sharing bytes with others in the launch being run, its
     # group (set by `bind_arguments`, `_shared_bytes`)
     gm_groups: dict = field(default_factory=dict)
+    # the closures of the kernel's top-level ops, `body` in order, their ops and the
+    # register of each SSA value not a constant (`batched.py` runs them one by one, to
+    # meet between phases, and asks where each register lives: `batched.lifetimes`)
+    steps: tuple = ()
+    step_ops: tuple = ()
+    registers: dict = field(default_factory=dict)
+    live: tuple | None = None
 
     @cached_property
     def arguments(self) -> list[BufferSlot]:
@@ -393,6 +400,9 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
             cross_flags=self.cross_waits > 0,
             mode=self.mode,
             scalar_reads=self.scalar_reads,
+            steps=tuple(steps),
+            step_ops=tuple(op for op in kernel.entry.ops if _kind(op) in ("instruction", "scalar")),
+            registers={v: r for v, r in self._regs.items() if v not in self._constants},
         )
 
 

@@ -303,7 +303,8 @@ class SimulationReport:
                 f"approximate (--approx): cycles not simulated for every block: {tally.timed} of the {tally.blocks} "
                 f"blocks of {tally.launches} launch(es) timed, each other block given the timing of one that ran "
                 f"its phase's instructions ({tally.full_launches} launch(es) fully simulated); outputs and "
-                f"instruction count exact"
+                f"instruction count exact ({tally.batched} of {tally.batched + tally.by_block} block instructions "
+                f"computed in batches of blocks, at most {tally.batches} batch(es) per phase)"
             )
         if not self.races_checked:
             return lines + ["race check: skipped (--no-race-check): no access was checked for a missing sync"]

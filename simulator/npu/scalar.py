@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation
 
 from ...core.diagnostics import CompileError, op_error
+from . import batch_scalar
 from .hazards import S
 
 Step = Callable[[object], None]
@@ -99,7 +100,14 @@ class ScalarDecoder:
             return self._if(op)
         return None
 
+    def _batched(self) -> bool:
+        """Whether registers may hold one value per block (`batch_scalar.py`): the
+        approximate simulation's closures."""
+        return getattr(self, "mode", "full") == "approx"
+
     def _binary(self, op: Operation, fn: Callable[[int, int], int]) -> Step:
+        if self._batched():
+            fn = batch_scalar.lifted(op, fn)
         a, b = (self.reg(v) for v in op.operands)
         out = self.define(op.results[0])
         cost = self.hw.scalar_instruction_cycles
@@ -132,6 +140,16 @@ class ScalarDecoder:
         c, a, b = (self.reg(v) for v in op.operands)
         out = self.define(op.result)
         cost = self.hw.scalar_instruction_cycles
+        if self._batched():
+            select = batch_scalar.select
+
+            def step(core) -> None:
+                regs = core.regs
+                core.s_time += cost
+                core.busy[S] += cost
+                regs[out] = select(regs[c], regs[a], regs[b])
+
+            return step
 
         def step(core) -> None:
             regs = core.regs
@@ -151,15 +169,13 @@ class ScalarDecoder:
         results = [self.define(r) for r in op.results]
         cost = self.hw.loop_iteration_cycles
         run = self.run_steps(body)
+        iterations = _batched_iterations if self._batched() else _iterations
 
         def step(core) -> None:
             regs = core.regs
             for dst, src in zip(carried, inits):
                 regs[dst] = regs[src]
-            step_value = regs[st]
-            if step_value <= 0:
-                raise op_error(op, f"step must be positive, got {step_value}")
-            for i in range(regs[lb], regs[ub], step_value):
+            for i in iterations(op, regs[lb], regs[ub], regs[st]):
                 core.s_time += cost
                 core.busy[S] += cost
                 regs[iv] = i
@@ -185,12 +201,13 @@ class ScalarDecoder:
                 branches.append((None, []))
         (then_run, then_yields), (else_run, else_yields) = branches
         cost = self.hw.scalar_instruction_cycles
+        decide = batch_scalar.uniform if self._batched() else _same
 
         def step(core) -> None:
             regs = core.regs
             core.s_time += cost
             core.busy[S] += cost
-            run, yields = (then_run, then_yields) if regs[cond] else (else_run, else_yields)
+            run, yields = (then_run, then_yields) if decide(regs[cond], op) else (else_run, else_yields)
             if run is not None:
                 run(core)
             for dst, src in zip(results, yields):
@@ -207,6 +224,21 @@ class ScalarDecoder:
                 step(core)
 
         return run
+
+
+def _same(value, op=None):
+    return value
+
+
+def _iterations(op: scf.ForOp, lower: int, upper: int, step: int) -> range:
+    """The induction variable's values of a loop."""
+    if step <= 0:
+        raise op_error(op, f"step must be positive, got {step}")
+    return range(lower, upper, step)
+
+
+def _batched_iterations(op: scf.ForOp, lower, upper, step):
+    return batch_scalar.iterations(op, lower, upper, step, _iterations)
 
 
 def unsupported(op: Operation) -> CompileError:

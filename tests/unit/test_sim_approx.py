@@ -126,7 +126,11 @@ def test_the_report_says_what_was_timed():
     inputs = random_inputs(input_specs(main_function(module)), 0)
     report = simulate(module, inputs, hw="ascend910", approx=True).report
     assert "approximate (--approx)" in report.text() and "race check: the 1 timed blocks only" in report.text()
-    assert report.as_json()["approximate"] == {"blocks": 8, "timed": 1, "launches": 1, "full_launches": 0}
+    tally = report.as_json()["approximate"]
+    assert {k: tally[k] for k in ("blocks", "timed", "launches", "full_launches", "batches", "by_block")} == {
+        "blocks": 8, "timed": 1, "launches": 1, "full_launches": 0, "batches": 1, "by_block": 0}
+    assert tally["batched"] == 8 * 16 * 5  # every block's 5 vector and copy instructions per tile, in one batch
+    assert f"{tally['batched']} of {tally['batched']} block instructions computed in batches" in report.text()
     assert "approximate" not in simulate(module, inputs, hw="ascend910").report.as_json()
 
 
