@@ -76,7 +76,7 @@ SOFTMAX = """func.func @main(%x: tensor<16x32xf16> {ge.name = "x"}) -> (tensor<1
 
 
 def test_a_form_pinned_on_an_op_no_pass_splits_is_a_located_error():
-    expected = r"'fused.softmax' op 'npu.form' = \"split-K 2\" pins a form, but no pass chooses the form of 'fused.softmax' \(fused-split-matmul-norm: fused.matmul_add_layer_norm, fused.matmul_add_rms_norm; fused-split-k: fused.matmul_bias_act; fused-split-k-conv: ge.conv2d, fused.conv2d_bias_act\)"
+    expected = r"'fused.softmax' op 'npu.form' = \"split-K 2\" pins a form, but no pass chooses the form of 'fused.softmax' \(fused-split-matmul-norm: fused.matmul_add_layer_norm, fused.matmul_add_rms_norm; fused-split-k: fused.matmul_bias_act; fused-split-k-conv: ge.conv2d, fused.conv2d_bias_act; fused-depthwise-mean: ge.global_avg_pool, ge.reduce_mean\)"
     with pytest.raises(CompileError, match=expected) as error:
         compile_module(parse(SOFTMAX), "ge-lower-to-npu")
     assert error.value.location is not None
