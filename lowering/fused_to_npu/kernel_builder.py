@@ -46,6 +46,7 @@ class KernelBuilder:
         self._anchor: Operation | None = self._entry.last_op
         self._constants: dict[int, SSAValue] = {}
         self._block_idx: SSAValue | None = None
+        self._discarding = 0  # depth of `_discarded` emission (code that never runs)
 
     # ---- values -----------------------------------------------------------------------
 
@@ -139,12 +140,15 @@ class KernelBuilder:
         op = npu.AllocOp.new(result_type=npu.memref(list(shape), element_type, space))
         if name:
             op.result.name_hint = name
-        first = next(
+        self._entry.insert_op_before(op, self._after_allocs())
+        return op.result
+
+    def _after_allocs(self) -> Operation | None:
+        """The entry block's first op after its constants and allocations."""
+        return next(
             (o for o in self._entry.ops if not isinstance(o, arith.ConstantOp | npu.BlockIdxOp | npu.AllocOp)),
             None,
         )
-        self._entry.insert_op_before(op, first)
-        return op.result
 
     def emit(self, cls: type[npu.NpuOp], *operands: Index | SSAValue, result_type: Attribute | None = None, **attrs: Any):
         """One npu op; integer operands become index constants (offsets)."""
@@ -218,8 +222,12 @@ class KernelBuilder:
         """Emission into a block that is thrown away (code that can never run)."""
         scratch = Block()
         scratch.add_op(scf.YieldOp())
-        with self._inside(scratch):
-            yield
+        self._discarding += 1
+        try:
+            with self._inside(scratch):
+                yield
+        finally:
+            self._discarding -= 1
         for op in reversed(list(scratch.ops)):
             op.detach()
             op.erase(safe_erase=False)
@@ -228,6 +236,27 @@ class KernelBuilder:
     def _inside(self, block: Block) -> Iterator[None]:
         saved = self._block, self._anchor
         self._block, self._anchor = block, block.last_op
+        try:
+            yield
+        finally:
+            self._block, self._anchor = saved
+
+    @property
+    def discarding(self) -> bool:
+        """Whether what is emitted now is thrown away (a static branch or loop that never runs)."""
+        return self._discarding > 0
+
+    @contextmanager
+    def at_entry(self) -> Iterator[None]:
+        """Emission at the top of the kernel, after its constants and allocations:
+        once per run, whatever loop the caller is emitting into (a buffer's
+        one-time initialisation). Code that never runs (`discarding`) stays
+        where it is, thrown away with it."""
+        if self._discarding:
+            yield
+            return
+        saved = self._block, self._anchor
+        self._block, self._anchor = self._entry, self._after_allocs()
         try:
             yield
         finally:

@@ -209,3 +209,21 @@ def test_the_estimate_chooses_the_faster_epilogue_form_of_a_bert_matmul(monkeypa
     faster, slower = sorted((blocked, row_major))
     assert (faster[1] < slower[1]) == (faster[0] < slower[0]), runs  # the estimate ranks them as simulated
     assert chosen == faster, runs
+
+
+def test_one_block_chunks_fill_the_slabs_in_turn():
+    """Chunks of one channel block (the stem's 3 colours) take the two UB slabs in
+    turn with the L1 copies, each slab (and the NCHW rows' staging planes) zeroed
+    once at the kernel's top, its rows outside the image zeroed by the fill that
+    needs them: no item's fill waits for a zeroing queued on the vector unit
+    behind the previous item's epilogue. Numerics against the reference, race-checked."""
+    module = parse(stem_module())
+    check_lowering(module, "ascend910", pipeline="ge-lower-to-npu{hw=ascend910}")
+    kernel = next(op for op in module.walk() if isinstance(op, npu.KernelOp))
+    written = {op.operands[2].name_hint for op in kernel.walk() if isinstance(op, npu.VTransposeOp)}
+    assert {"slab0", "slab1"} <= written, written
+    sizes = {op.result.name_hint: op.result.type.get_shape()[0] for op in kernel.walk()
+             if isinstance(op, npu.AllocOp) and op.result.name_hint and op.result.name_hint.startswith(("slab", "planes"))}
+    whole = [op for op in kernel.walk() if isinstance(op, npu.VDupOp) and op.operands[0].name_hint in sizes
+             and op.attr_values().cols == sizes[op.operands[0].name_hint]]
+    assert len(whole) == len(sizes) and all(op.parent_block() is kernel.entry for op in whole), whole

@@ -4,7 +4,9 @@
 // tile go to a zero-padded UB slab (the NCHW planes transposed by the vector unit
 // into pixels x 16 channels; the rows' planes loaded into two buffers in turn, both
 // loads of a pair before its transposes, the 5th row written out after the loop
-// over pairs), then each window position (kh, kw) goes to L1 in one
+// over pairs; a chunk of one channel block fills a slab zeroed once at the
+// kernel's top, each row outside the image zeroed by its own fill), then each
+// window position (kh, kw) goes to L1 in one
 // MTE3 copy: a run of 6 pixels x 16 channels for each of the tile's 3 output rows.
 // The staging order is the estimate's: here the image is staged before the
 // weights, because its gathers land the chunk later than the weights' DMA.
@@ -25,6 +27,8 @@ func.func @main(%x: tensor<1x16x6x6xf16> {ge.name = "x"}, %bias: tensor<8xf16> {
 // CHECK-NOT:          npu.vtranspose
 // CHECK:              npu.copy %0[%{{.*}}], %[[PLANES1:.*]][%c0] {rows = 16, cols = 6, strides = [36, 16]}
 // CHECK:              npu.vtranspose %[[PLANES0]][%c0], %[[SLAB]][%{{.*}}] {rows = 16, cols = 6, strides = [16, 16]}
+// CHECK:            scf.if
+// CHECK:              npu.vdup %[[SLAB]][%{{.*}}] {cols = 128, value = 0.0}
 // CHECK:              npu.vtranspose %[[PLANES1]][%c0], %[[SLAB]][%{{.*}}] {rows = 16, cols = 6, strides = [16, 16]}
 // CHECK:        } {npu.pipelined}
 // CHECK:          npu.copy %0[%{{.*}}], %[[PLANES0]][%c0] {rows = 16, cols = 6, strides = [36, 16]}
