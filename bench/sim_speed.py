@@ -35,8 +35,8 @@ outputs or instruction count differ says "OUTPUTS DIFFER".
 simulation of an older tree (DIR holds its `gecomp` package, e.g. a `git worktree`
 at DIR/gecomp) in a subprocess on the same file and inputs, and adds its CPU
 seconds ("base cpu s", the simulation alone) and "x base" (base / this tree's
-approximate CPU s): old and new measured in one run. `--repeat N` takes the
-least of N runs for both approximate columns.
+approximate CPU s): old and new measured in one run, alternating. `--repeat N`
+takes the least of N runs for both approximate columns.
 """
 
 from __future__ import annotations
@@ -335,14 +335,17 @@ def file_row(label: str, module, inputs, hw: str, approx: bool = False, repeat: 
     """A row; `base`: (older tree, file) whose approximate simulation is timed too."""
     full, full_wall, _ = timed_simulation(module, inputs, hw, shortcuts=False)
     fast, wall, cpu = timed_simulation(module, inputs, hw)
-    approximate = None
+    approximate, olds = None, []
     if approx:
-        runs = [timed_simulation(module, inputs, hw, approx=True) for _ in range(repeat)]
+        runs = []
+        for _ in range(repeat):  # alternating with the older tree's, on a machine whose load varies
+            runs.append(timed_simulation(module, inputs, hw, approx=True))
+            if base is not None:
+                olds.append(base_cpu(base[0], base[1], hw, 1))
         approximate = (runs[0][0], min(r[2] for r in runs))
     text = row(label, fast, wall, cpu, full, full_wall, approximate)
-    if approx and base is not None:
-        old = base_cpu(base[0], base[1], hw, repeat)
-        text += f"{old:>11.2f}{old / approximate[1]:>8.2f}"
+    if olds:
+        text += f"{min(olds):>11.2f}{min(olds) / approximate[1]:>8.2f}"
     return text
 
 
