@@ -708,9 +708,6 @@ class _Scoring:
         self.gm_latency = hw.paths["gm_to_l1"].latency
         self.l0b_latency = hw.paths["l1_to_l0b"].latency
         self.hbm = (shape.batch * (shape.m * shape.k + shape.weights * shape.k * shape.n) * shape.in_bytes) / hw.hbm_bytes_per_cycle
-        # With B's first chunk prefetched, its HBM share is not in the kernel's time (`staged`):
-        # the bounds, for every K chunk, floor at A's share alone.
-        self.a_hbm = shape.batch * shape.m * shape.k * shape.in_bytes / hw.hbm_bytes_per_cycle
         self._l1: dict[tuple, int] = {}
         self._reserved: dict[tuple, tuple[int, int]] = {}
         self._a_reserved: dict[tuple, int] = {}
@@ -896,11 +893,11 @@ class _Scoring:
         steps, _, _, mmad, load = self.step(c)
         cube = steps * mmad
         mte1 = steps * load
-        return max(load + per_core * cube, per_core * mte1 + mmad, self.a_hbm if self.first_b_prefetched else self.hbm)
+        return max(load + per_core * cube, per_core * mte1 + mmad, self.hbm)
 
-    def staged(self, c: _Candidate) -> tuple[float, float, float]:
-        """(the first chunk's staging before the cube may start, MTE2 cycles per item,
-        the kernel's HBM time) of the candidate's item size, K chunk and residency."""
+    def staged(self, c: _Candidate) -> tuple[float, float]:
+        """(the first chunk's staging before the cube may start, MTE2 cycles per item)
+        of the candidate's item size, K chunk and residency."""
         key = (c.mb, c.n_block, c.kc, c.a_resident)
         found = self._staged.get(key)
         if found is None:
@@ -911,25 +908,18 @@ class _Scoring:
             stage = stage_a + stage_b
             # The first chunk's B loaded before the barrier leaves the first item's MTE2
             # and the fill (its landing stays: A's first chunk lands under the same flag).
-            # Its HBM share too: the panels' first kc rows are read before the phase starts,
-            # so neither the item's B from the HBM nor the kernel's HBM time counts them
-            # (llama_layer tp=4's 64 x 2816 @ 2816 x 1024 as split-K 4, first chunk 512 of
-            # 704: estimated at its whole weight's HBM time, 6,308 cycles, it ran 4,750).
-            prefetched, first, hbm = 0.0, 0.0, self.hbm
-            _, _, block_dim, _, n_block = self.item(c.mb, c.n_block)
-            if self.first_b_prefetched and _first_chunk_at_top(self.shape, c, per_core, block_dim, self.hw):
+            prefetched = 0.0
+            if self.first_b_prefetched and _first_chunk_at_top(self.shape, c, per_core, self.item(c.mb, c.n_block)[2], self.hw):
                 prefetched = stage_b - self.gm_latency
                 stage -= prefetched
-                first = _weights_streamed(self.hw, self.shape, self.bs, min(c.kc, self.shape.k), n_block, block_dim, c.mb)
-                hbm -= first
             # A resident: the core's first item stages A and B, the others B alone.
             # Not resident: every later item stages A again, from the L2, on every core
             # at once (the items start together), while the HBM waits for their B: A's
             # staging adds to B's HBM time (calibrated on bench/gemm_estimate.py).
-            with_a = max(a_item + b_item - prefetched, b_hbm - first)
+            with_a = max(a_item + b_item - prefetched, b_hbm)
             later = max(b_item, b_hbm) if c.a_resident else a_item + max(b_item, b_hbm)
             mte2 = (with_a + (per_core - 1) * later) / per_core
-            found = self._staged[key] = (stage, mte2, hbm)
+            found = self._staged[key] = (stage, mte2)
         return found
 
     def staging_bound(self, c: _Candidate) -> float:
@@ -937,8 +927,7 @@ class _Scoring:
         the candidate's item size, K chunk and residency: the first critical path of
         `estimate` without its non-negative parts after MTE2's, and the HBM bound
         (the same expression: see `bound`)."""
-        _, mte2, hbm = self.staged(c)
-        return max(self.item(c.mb, c.n_block)[1] * mte2, hbm)
+        return max(self.item(c.mb, c.n_block)[1] * self.staged(c)[1], self.hbm)
 
     def estimate(self, c: _Candidate, rows: int) -> tuple:
         """(estimate, and the terms cube, mte2, mte1, epilogue, fill, drain, and the
@@ -963,7 +952,7 @@ class _Scoring:
         chunks, kc = self.chunk(c)[:2]
         steps, kb, n_sub, mmad, load = self.step(c)  # one L0 step
         cube = steps * mmad
-        stage, mte2, hbm = self.staged(c)
+        stage, mte2 = self.staged(c)
         mte1 = steps * load
         chunks_per_item, fixpipe, vector, store, inputs = self.epilogue(c, rows, n_sub, blocked)
         # The epilogue's input tiles load on MTE2 with the item's staging, before its
@@ -993,7 +982,7 @@ class _Scoring:
         )
         contention = _steady(cube, mte2, mte1, epilogue) - max(cube, mte2, mte1, epilogue)
         estimate = critical + per_core * contention + (per_core - 1) * drain
-        return max(estimate, hbm), cube, mte2, mte1, epilogue, fill, drain
+        return max(estimate, self.hbm), cube, mte2, mte1, epilogue, fill, drain
 
     def rank_key(self, c: _Candidate, rows: int) -> tuple:
         """`rank_key` of `score(c, rows, ...)` without making the tiling."""
