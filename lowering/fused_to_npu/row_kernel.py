@@ -159,6 +159,9 @@ def _row_bytes(view: RowView, temps: dict) -> tuple[int, int]:
             fixed += view.cols * size
             if view.blocked is not None:
                 per_row += view.cols * size  # expanded to a whole tile
+                work = expansion_type(view, op.tensor.element_type)
+                if work != op.tensor.element_type:  # expanded in `work`, then cast back
+                    per_row += view.cols * dtypes.byte_width(work)
         elif op.immediate is None:
             fixed += UB_ALIGN_BYTES
     for (kind, element_type), count in temps.items():
@@ -172,6 +175,17 @@ def _row_bytes(view: RowView, temps: dict) -> tuple[int, int]:
         else:
             fixed += count * view.cols * width
     return per_row, fixed
+
+
+def expansion_type(view: RowView, element_type: Attribute) -> Attribute:
+    """The type a ROW operand over the blocked dim is expanded in. The expansion
+    copies c0-element runs side by side, and a vector copy must start 32-byte
+    aligned: c0 elements of a one-byte type (a bool mask, int8, float8) are 16
+    bytes, so those are expanded as f16, which holds each of their values exactly,
+    and cast back."""
+    if (view.blocked.c0 * dtypes.byte_width(element_type)) % UB_ALIGN_BYTES == 0:
+        return element_type
+    return dtypes.f16
 
 
 def rows_that_fit(k: KernelContext, view: RowView, temps: dict) -> int:
@@ -410,15 +424,17 @@ class _RowKernel:
         repeats bias[j*c0 : (j+1)*c0] on each of its rows. Padded channels are zero."""
         b, blocked = self.b, self.view.blocked
         element_type = op.tensor.element_type
+        work_type = expansion_type(self.view, element_type)
         rows, cols = self._body_shape(self.tile_rows)
         padded = blocked.blocks * blocked.c0
-        if op.tensor.numel < padded:
-            source = Tile(b.alloc([padded], element_type, "ub"), 0, 0)
+        if op.tensor.numel < padded or work_type != element_type:
+            source = Tile(b.alloc([padded], work_type, "ub"), 0, 0)
             b.emit(npu.VDupOp, source.buffer, 0, cols=padded, value=0.0)
-            b.emit(npu.VCopyOp, raw.buffer, 0, source.buffer, 0, cols=op.tensor.numel)
+            to_work = npu.VCopyOp if work_type == element_type else npu.VCastOp
+            b.emit(to_work, raw.buffer, 0, source.buffer, 0, cols=op.tensor.numel)
         else:
             source = raw
-        expanded = b.alloc([rows * cols], element_type, "ub")
+        expanded = b.alloc([rows * cols], work_type, "ub")
         c0, blocks = blocked.c0, blocked.blocks
         b.emit(npu.VCopyOp, source.buffer, 0, expanded, 0, rows=blocks, cols=c0, strides=[c0, cols])
         filled = c0
@@ -431,6 +447,10 @@ class _RowKernel:
             step = min(filled_rows, rows - filled_rows)
             b.emit(npu.VCopyOp, expanded, 0, expanded, filled_rows * cols, cols=step * cols)
             filled_rows += step
+        if work_type != element_type:
+            narrow = b.alloc([rows * cols], element_type, "ub")
+            b.emit(npu.VCastOp, expanded, 0, narrow, 0, cols=rows * cols)
+            expanded = narrow
         return Tile(expanded, 0, cols)
 
     # ---- one tile ------------------------------------------------------------------------

@@ -187,6 +187,20 @@ CASES = {
         '<float[1] like = {0}> { t = Add(r, x)\n n = LayerNormalization<axis=0>(t, s, b)\n y = CastLike(n, like) }',
         {},
     ),
+    # `bench/fuzz.py --seed 2802`, graph 0, reduced (eager on tiny): a Where whose bool
+    # condition is broadcast over the rows of a Gemm's NZ (blocked) result. The row kernel
+    # expands such a ROW operand by copying c0-element runs side by side; 16 bools are 16
+    # bytes, so the second run's vcopy started at a misaligned UB byte. One-byte types are
+    # now expanded as f16 and cast back (`row_kernel.expansion_type`).
+    "where_bool_row_over_nz_gemm_f16": (
+        'g (float16[2,1] x1, float16[1] x32) => (float16[1,17] t34) <float16[2,17] c21 = {13119,45226,11580,'
+        '45933,47486,7727,13587,13861,46912,14725,13839,12110,14734,47183,41143,47317,13331,45066,46415,45378,'
+        '46985,14370,47149,14465,46655,44319,47395,14370,8996,12838,45454,47080,11241,14423}, float16[17] c22 = '
+        '{14787,47933,14926,48006,47288,14999,44267,45981,12888,43175,12644,47635,44622,46331,47088,14039,15024}, '
+        'bool[17] c33 = {1,0,1,0,1,1,0,0,0,0,0,1,0,0,0,1,1}> '
+        '{ t23 = Gemm<alpha=2.0, beta=0.5, transA=1, transB=0>(x1, c21, c22)\n t34 = Where(c33, t23, x32) }',
+        {},
+    ),
     "f16_add_layer_norm_unaligned_broadcast_residual": (
         'g (float16[3,6,10,9] x, float16[6,1,9] r, float16[6,10,9] s) => (float16[3,6,10,9] y) '
         '{ t = Add(r, x)\n y = RMSNormalization<axis=1>(t, s) }',
