@@ -140,8 +140,19 @@ class MultiMatmulBiasActOp(GEOp):
         return [MatmulBiasActOp.compute(product, cls._single(a), None) for product in cls.products(inputs, a)]
 
 
+class _Conv2DAttrs(FusedOp):
+    """A convolution's attributes and its activation, as `ge.conv2d` has them."""
+
+    strides = attr(Kind.INTS, (1, 1))
+    pads = attr(Kind.INTS, (0, 0, 0, 0))
+    dilations = attr(Kind.INTS, (1, 1))
+    groups = attr(Kind.INT, 1)
+    act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+
 @irdl_op_definition
-class Conv2DBiasActOp(FusedOp):
+class Conv2DBiasActOp(_Conv2DAttrs):
     """`act(conv2d(input, weight) + bias + residual)`: `ge.conv2d` with its epilogue.
     `bias` holds one value per output channel (axis 1): shape (O), (O, 1, 1) or
     (1, O, 1, 1), as BN folding leaves it; `residual` broadcasts to the NCHW
@@ -153,12 +164,6 @@ class Conv2DBiasActOp(FusedOp):
     bias = opt_operand_def(TensorType)
     residual = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    strides = attr(Kind.INTS, (1, 1))
-    pads = attr(Kind.INTS, (0, 0, 0, 0))
-    dilations = attr(Kind.INTS, (1, 1))
-    groups = attr(Kind.INT, 1)
-    act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -189,7 +194,7 @@ class Conv2DBiasActOp(FusedOp):
 
 
 @irdl_op_definition
-class Conv2DBiasActMeanOp(FusedOp):
+class Conv2DBiasActMeanOp(_Conv2DAttrs):
     """`y = conv2d_bias_act(...)` and `mean`, the mean of y over its pixels
     (`ge.global_avg_pool` of it, shape (N, O, 1, 1)): results (y, mean). A
     squeeze-and-excitation block pools the output of its depthwise convolution;
@@ -202,12 +207,6 @@ class Conv2DBiasActMeanOp(FusedOp):
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
     mean = result_def(TensorType)
-    strides = attr(Kind.INTS, (1, 1))
-    pads = attr(Kind.INTS, (0, 0, 0, 0))
-    dilations = attr(Kind.INTS, (1, 1))
-    groups = attr(Kind.INT, 1)
-    act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     @classmethod
     def infer(cls, types, a, declared):
