@@ -27,7 +27,6 @@ kernel) and only `fused.matmul_bias_act` (the products the estimate covers).
 from __future__ import annotations
 
 import dataclasses
-import sys
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -42,7 +41,7 @@ from ...simulator.hardware import HardwarePreset, load_preset
 from ...simulator.npu.costs import next_kernel_cycles
 from ..plan.launches import SHARED_PHASE_ATTR
 from .launches import kernel_before, launches_kernel
-from .split_k import SplitKPass, estimates
+from .split_k import SplitKPass, debug_line, estimates
 
 CORES_ATTR = "npu.cores"
 """On a fused op: the cores `ge-to-npu` tiles its kernel for (fewer than the preset's)."""
@@ -144,10 +143,10 @@ class ShareCoresPass(ModulePass):
                 apart = estimate(a, hw) + estimate(b, hw) + barrier
                 together = max(estimate(a, half), estimate(b, half))
                 if self.debug:
-                    print(
-                        f"[{self.name}] {a.name} at {a.location} with {b.name} at {b.location}: {apart:.0f} cycles "
+                    debug_line(
+                        self.name,
+                        f"{a.name} at {a.location} with {b.name} at {b.location}: {apart:.0f} cycles "
                         f"in two phases, {together:.0f} side by side on {half.core_count} cores each",
-                        file=sys.stderr,
                     )
                 if together < apart:
                     gains.append((apart - together, i, j))

@@ -251,8 +251,13 @@ def choose_form(pass_name: str, op: Operation, forms: dict[str, float], debug: b
     if debug:
         listed = ", ".join(f"{form} ~{cycles:.0f}" for form, cycles in forms.items())
         how = f" ({FORM})" if pinned is not None else ""
-        print(f"[{pass_name}] {op.name} at {op.location}: {listed} cycles: {verdict}{how}", file=sys.stderr)
+        debug_line(pass_name, f"{op.name} at {op.location}: {listed} cycles: {verdict}{how}")
     return verdict
+
+
+def debug_line(pass_name: str, text: str) -> None:
+    """One `debug=true` line of a form choice on stderr, named by its pass."""
+    print(f"[{pass_name}] {text}", file=sys.stderr)
 
 
 def replace_op(op: Operation, ops: list[Operation], values: list[SSAValue]) -> None:
