@@ -33,6 +33,7 @@ from ...core import dtypes
 from ...dialects import npu
 from .context import KernelContext
 from .kernel_builder import Index, KernelBuilder
+from .channel_rows import ChannelRows
 from .row_view import (  # noqa: F401  (the view is part of this module's API)
     Blocked,
     Role,
@@ -255,6 +256,10 @@ def _legal_rows(wanted: int, fits: int, view: RowView) -> int:
     rows = wanted
     for p in sorted(set(periods)):
         rows = _fit_period(rows, p)
+    if len(set(periods)) == 1 and any(isinstance(c, ChannelRows) for c in converters):
+        p = periods[0]
+        if rows % p == 0 and rows < wanted and rows + p <= fits:
+            rows += p  # whole channel blocks just past `wanted`: rounded down, a core could take a tile more
     for q in {op.repeat for op in view.inputs if op.repeat}:  # a tile within one operand row
         rows = max(d for d in range(1, min(rows, q) + 1) if q % d == 0)
     if any(not (rows % p == 0 or p % rows == 0) for p in periods):

@@ -21,7 +21,8 @@ Three layouts of a tile, chosen by the view:
 * plain: a tile of t rows is t*C consecutive elements in GM and in UB. When
   every operand is FULL (same shape and format) or a SCALAR, the physical
   buffers are processed flat, whatever their format, in rows of W elements.
-  Operands held in FRACTAL_NZ are converted on the way (`nz_rows.py`).
+  Operands held in FRACTAL_NZ are converted on the way (`nz_rows.py`), and so
+  are NC1HWC0 results whose rows are their channels (`channel_rows.py`).
 * transposed (`inner` I > 1): the reduced axis is not the last one. A view row
   is a (C x I) slab, C the reduced axis (softmax over axis 1 of (N, C, H*W)).
   The slabs are loaded as they lie and transposed in UB (`vtranspose`), so the
@@ -43,6 +44,7 @@ from enum import Enum
 
 from ...dialects.ge.formats import Format, fractal_shape
 from .context import GmTensor, KernelContext
+from .channel_rows import ChannelRows
 from .nz_rows import NzRows
 
 
@@ -209,11 +211,18 @@ def _row_pattern(padded: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, 
     return math.prod(shape[last + 1 : -1]), math.prod(shape[first : last + 1])
 
 
-def nz_rows(view: RowView, op: RowOperand) -> NzRows | None:
-    """The NZ conversion of an operand of a plain view held in FRACTAL_NZ."""
-    if view.flat or view.blocked is not None or view.inner > 1 or op.tensor.format != Format.FRACTAL_NZ:
+def nz_rows(view: RowView, op: RowOperand) -> NzRows | ChannelRows | None:
+    """The conversion of an operand of a plain view held in a blocked format: the NZ
+    conversion of a FRACTAL_NZ operand, or the channel rows of an NC1HWC0 result
+    whose view rows are its (image, channel) pairs (`channel_rows.py`)."""
+    if view.flat or view.blocked is not None or view.inner > 1:
         return None
     if op.role not in (Role.FULL, Role.COL) or op.period is not None:
+        return None
+    if op.tensor.format == Format.NC1HWC0 and op.role == Role.FULL and any(op is o for o in view.outputs):
+        width = op.columns(view.cols)
+        return ChannelRows(op.tensor, width) if ChannelRows.fits(op.tensor, view.rows, width) else None
+    if op.tensor.format != Format.FRACTAL_NZ:
         return None
     return NzRows(op.tensor, op.columns(view.cols))
 

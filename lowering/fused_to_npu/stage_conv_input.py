@@ -18,7 +18,11 @@ kernel (its launch, or its barrier in a merged launch) and the conversion's
 traffic, so it is a form the estimates choose, not a rule: the convolution's forms
 as `fused-split-k-conv` estimates them (one kernel, split-K, ...) against the
 staged convolution's same forms, each plus the conversion's estimate and what
-running a second kernel costs. The pass runs before `fused-split-k-conv`,
+running a second kernel costs. Where the input is a vector group's result read by nothing else (a
+squeeze-and-excitation block's scaling), the group writes the NC1HWC0 image
+itself and the conversion is no kernel (`group_formats.py`): the staged forms
+then count what that adds to the group instead of the conversion's kernel.
+The pass runs before `fused-split-k-conv`,
 which then chooses the staged convolution's form by the same estimates.
 `debug=true` prints every estimate; `npu.form` pins a form.
 """
@@ -32,7 +36,8 @@ from xdsl.ir import Operation
 
 from ...dialects import fused, ge
 from ...dialects.ge.formats import Format, format_of, with_format
-from ...simulator.hardware import HardwarePreset
+from ...simulator.hardware import HardwarePreset, load_preset
+from .group_formats import conversion_cycles, converts_itself, fold_conversion
 from .kernel_exists import kernel_problem, scratch_context
 from .split_k import FORM, FormChoicePass, replace_op
 from .split_k_conv import estimates as conv_forms
@@ -67,6 +72,8 @@ class StageConvInputPass(FormChoicePass):
         product = stage_conv_input(op)
         if FORM in product.attributes:  # the staged convolution's own form stays pinned
             product.attributes[FORM] = StringAttr(verdict.removeprefix(f"{STAGED} + "))
+        if fold_conversion(product.operands[0].owner, load_preset(self.hw)):
+            return "convolutions reading NC1HWC0 written by the group before"
         return "convolutions reading NC1HWC0"
 
 
@@ -95,9 +102,12 @@ def staged_forms(op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[
     the conversion and a second kernel; none where the conversion has no kernel."""
     change, product = staged_ops(op)
     try:
-        if kernel_problem(change, hw) is not None:
+        if converts_itself(op.operands[0], [op, change], hw):  # the group computing it writes NC1HWC0
+            before = conversion_cycles(op.operands[0], hw)
+        elif kernel_problem(change, hw) is not None:
             return {}
-        before = transdata_cycles(change, scratch_context(change, hw)) + next_kernel
+        else:
+            before = transdata_cycles(change, scratch_context(change, hw)) + next_kernel
         return {f"{STAGED} + {form}": before + cycles for form, cycles in conv_forms(product, hw, next_kernel, WHOLE).items()}
     finally:
         product.erase()

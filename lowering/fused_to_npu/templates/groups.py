@@ -46,6 +46,7 @@ from ....dialects.fused.kinds import PatternKind, pattern_kind, reduced_axes_of
 from ....dialects.ge.formats import Format, format_of
 from ..context import GmTensor, KernelContext
 from .registry import kernel_for
+from ..channel_rows import ChannelRows
 from ..nz_rows import NzRows
 from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel
 from ..row_view import wide_row_pieces
@@ -103,7 +104,7 @@ class GroupPlan:
         t = value.type
         shape = tuple(t.get_shape())
         owner = value.owner
-        if format_of(t) not in (Format.ND, Format.FRACTAL_NZ):
+        if format_of(t) not in (Format.ND, Format.FRACTAL_NZ) and not is_result_conversion(value):
             raise GroupUnsupported(f"a {format_of(t).value} value inside the group ({t})")
         if isinstance(owner, ge.ConstOp):
             if not (owner.is_splat() or math.prod(shape) == 1):
@@ -167,6 +168,17 @@ class GroupPlan:
         )
         if not supported:
             raise GroupUnsupported(f"'{op.name}' inside the group")
+
+
+def is_result_conversion(value: SSAValue) -> bool:
+    """A conversion of a group result to NC1HWC0 (`ge.transdata` yielded and used
+    nowhere else): the kernel writes that result's image itself, its rows being
+    the channels (`channel_rows.py`; `fused_to_npu/group_formats.py` moves such a
+    conversion into the group)."""
+    op = value.owner
+    if not isinstance(op, ge.TransDataOp) or format_of(value.type) != Format.NC1HWC0:
+        return False
+    return all(isinstance(use.operation, fused.YieldOp) for use in value.uses)
 
 
 def _plane_axes(op: Operation | None) -> int | None:
@@ -321,6 +333,10 @@ class _GroupKernel:
         return RowOperand(t, Role.FULL, width=value.width)
 
     def _output(self, t: GmTensor, value: Value) -> RowOperand:
+        if t.format == Format.NC1HWC0 and t.numel > 1:
+            if value.kind != "full" or not ChannelRows.fits(t, self.plan.rows, value.width):
+                raise GroupUnsupported(f"an NC1HWC0 result ({t.type}) whose channels are not the rows {list(self.plan.lead)}")
+            return RowOperand(t, Role.FULL, width=value.width)
         self._check_format(t, value)
         if value.kind != "full":
             raise GroupUnsupported("a group result that is not computed per row")
