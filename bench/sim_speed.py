@@ -34,8 +34,9 @@ outputs or instruction count differ says "OUTPUTS DIFFER".
 `--base DIR` (with `--approx`, `--mlir` rows) also runs the approximate
 simulation of an older tree (DIR holds its `gecomp` package, e.g. a `git worktree`
 at DIR/gecomp) in a subprocess on the same file and inputs, and adds its CPU
-seconds ("base cpu s", the simulation alone) and "x base" (base / this tree's
-approximate CPU s): old and new measured in one run, alternating. `--repeat N`
+seconds ("base cpu s", the simulation alone), "x base" (base / this tree's
+approximate CPU s) and "base err%" (its cycle error against this tree's default
+simulation): old and new measured in one run, alternating. `--repeat N`
 takes the least of N runs for both approximate columns.
 """
 
@@ -260,7 +261,7 @@ HEADER = (
 
 
 APPROX_HEADER = f"{'approx cpu s':>13}{'approx instr/cpu s':>19}{'x default':>10}{'cycle err%':>11}"
-BASE_HEADER = f"{'base cpu s':>11}{'x base':>8}"
+BASE_HEADER = f"{'base cpu s':>11}{'x base':>8}{'base err%':>10}"
 
 BASE_SCRIPT = """
 import sys, time
@@ -276,12 +277,12 @@ for _ in range(int(sys.argv[3])):
     result = simulate(module, inputs, hw=sys.argv[2], approx=True)
     spent = time.process_time() - start
     best = spent if best is None else min(best, spent)
-print(best, result.report.instructions)
+print(best, result.report.instructions, result.report.total_cycles)
 """
 
 
-def base_cpu(base: str, path: str, hw: str, repeat: int) -> float:
-    """CPU seconds of the approximate simulation of `path` by the tree at `base`."""
+def base_cpu(base: str, path: str, hw: str, repeat: int) -> tuple[float, int]:
+    """CPU seconds and cycles of the approximate simulation of `path` by the tree at `base`."""
     import os
     import subprocess
     import sys
@@ -289,7 +290,7 @@ def base_cpu(base: str, path: str, hw: str, repeat: int) -> float:
     env = dict(os.environ, PYTHONPATH=base)
     out = subprocess.run([sys.executable, "-c", BASE_SCRIPT, path, hw, str(repeat)], env=env, check=True,
                          capture_output=True, text=True).stdout
-    return float(out.split()[0])
+    return float(out.split()[0]), int(out.split()[2])
 
 
 def row(label: str, fast, wall: float, cpu: float, full, full_wall: float, approximate=None) -> str:
@@ -345,7 +346,9 @@ def file_row(label: str, module, inputs, hw: str, approx: bool = False, repeat: 
         approximate = (runs[0][0], min(r[2] for r in runs))
     text = row(label, fast, wall, cpu, full, full_wall, approximate)
     if olds:
-        text += f"{min(olds):>11.2f}{min(olds) / approximate[1]:>8.2f}"
+        least = min(cpu for cpu, _ in olds)
+        error = 100 * (olds[0][1] / fast.report.total_cycles - 1)
+        text += f"{least:>11.2f}{least / approximate[1]:>8.2f}{error:>+10.2f}"
     return text
 
 

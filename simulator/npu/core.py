@@ -74,6 +74,8 @@ class Core:
         "recorded",
         "cuts",
         "weights",
+        "skips",
+        "skip",
     )
 
     def __init__(self, start: int, hazards: Hazards | None, trace: bool, flag_latency: int, stats_size: int):
@@ -111,6 +113,10 @@ class Core:
         self.recorded: list = []
         self.cuts: list[int] = []
         self.weights: list[tuple[float, float]] | None = None
+        # the timing pass's phases this block skips (`approx.skips`), and whether it
+        # skips the phase it is in: its instructions there are not timed
+        self.skips: tuple[bool, ...] = ()
+        self.skip = False
 
     # ---- issuing to pipes -----------------------------------------------------------
 

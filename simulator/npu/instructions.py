@@ -210,7 +210,7 @@ class InstructionDecoder:
         def issue(core) -> None:
             if core.weights is None:
                 numerics(core)
-            else:
+            elif not core.skip:  # a phase skipped times none of its instructions
                 timed(core)
 
         return issue
@@ -661,7 +661,8 @@ _RELEASES = ("_sync_all", "_sync_all_wait", "_cross_wait_flag")
 
 
 def _ends_phase(issue: Step) -> Step:
-    """In the numerics pass: the phase's instruction hash is kept once the phase ends."""
+    """In the numerics pass: the phase's instruction hash is kept once the phase ends;
+    in the timing pass: whether the next phase is skipped."""
 
     def ends(core) -> None:
         issue(core)
@@ -669,6 +670,9 @@ def _ends_phase(issue: Step) -> Step:
             core.sigs.append(core.sig)
             core.cuts.append(len(core.recorded))
             core.sig = 0
+        else:  # the timing pass: does the block skip the phase starting here (`approx.skips`)
+            phase = len(core.phase_marks)
+            core.skip = phase < len(core.skips) and core.skips[phase]
 
     return ends
 

@@ -513,7 +513,8 @@ def _run_launch(
     heap of (free cycle, core id), updated), side by side (`lockstep.py`). Returns
     (core id, start, end, Core) per block, in block order. The approximate
     simulation's timing pass (`approx.py`) runs the blocks `indices` only, meeting at
-    barriers among themselves, with their GM transfers' `weights` per block."""
+    barriers among themselves, with per block (its GM transfers' weights, the phases
+    it skips)."""
     program = step.program
     indices = range(step.block_dim) if indices is None else indices
     parties = len(indices)
@@ -533,7 +534,7 @@ def _run_launch(
             core_id,
             begin,
             lambda: program.run_block(block_idx, step.block_dim, begin, memory, check_races, trace, meet, checks,
-                                      None if weights is None else weights[block_idx]),
+                                      *(() if weights is None else weights[block_idx])),
             _nothing,
             _nothing,
         )

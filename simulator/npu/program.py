@@ -187,11 +187,13 @@ class KernelProgram:
     def run_block(
         self, block_idx: int, block_dim: int, start: int, memory: LocalMemory, check_races: bool, trace: bool,
         meet=None, checks: LaunchChecks | None = None, weights: list[float] | None = None,
+        skips: tuple[bool, ...] = (),
     ) -> Core:
         """Run one block from cycle `start` on the core whose local memory is `memory`;
         `meet` is how its npu.sync_all waits for the launch's other blocks (see Core.meet);
         `checks` gathers the race checkers of the launch's blocks (`segments.py`);
-        `weights` the HBM weight of each phase in a timing pass (`approx.py`)."""
+        `weights` the HBM weight of each GM transfer in a timing pass (`approx.py`), `skips`
+        per phase whether it times none of the phase's instructions there (`approx.skips`)."""
         memory.poison(self.extents)
         hazards = (
             Hazards(
@@ -212,6 +214,8 @@ class KernelProgram:
             regs[r] = block_dim
         core.bufs = self.bufs_for(memory)
         core.weights = weights
+        core.skips = skips
+        core.skip = bool(skips) and skips[0]
         if meet is not None:
             core.meet = meet
         self.body(core)

@@ -309,7 +309,8 @@ class SimulationReport:
         if not self.races_checked:
             return lines + ["race check: skipped (--no-race-check): no access was checked for a missing sync"]
         if tally is not None and tally.timed < tally.blocks:
-            lines.append(f"race check: the {tally.timed} timed blocks only (of {tally.blocks} approximated)")
+            lines.append(f"race check: the {tally.timed} timed blocks only (of {tally.blocks} approximated), "
+                         "each in the phases it is timed in")
         return lines
 
     def _gm_plan_line(self) -> list[str]:

@@ -16,6 +16,7 @@ from gecomp.core.passes import parse_pass_pipeline, run_pipeline
 from gecomp.core.signature import input_specs, main_function, random_inputs
 from gecomp.dialects.context import make_context
 from gecomp.simulator.npu import approx, simulate
+from gecomp.simulator.npu.hazards import PIPE_NAMES
 from gecomp.tools import ge_sim
 from npu_pass_testing import compiled, inputs_for
 from npu_random_kernels import random_kernel
@@ -107,18 +108,22 @@ def races(module, inputs, **options) -> bool:
 
 
 def test_cover_and_weights():
-    """Every (phase, hash) has a timed block; a timed block weighs its group's
-    blocks on the L2 and those at distinct addresses on the HBM."""
+    """Every (phase, hash) has a timed block; in each phase one timed block of each
+    group stands in (the lowest), weighing its group's blocks on the L2 and those
+    at distinct addresses on the HBM; the group's other timed blocks skip the phase."""
     signatures = [[1, 5], [1, 6], [2, 6], [1, 6]]
     timed = approx.cover(signatures)
     assert {(p, signatures[t][p]) for t in timed for p in range(2)} == {(p, s[p]) for s in signatures for p in range(2)}
     assert timed == [0, 2]  # block 0 covers two pairs (lowest first), block 2 the two left
     addresses = [[[0, 64], [7]], [[0, 128], [8]], [[4, 4], [9]], [[0, 192], [8]]]
     w = approx.weights(signatures, addresses, [0, 1, 2], cores=4)
-    # phase 0: blocks 0, 1, 3 share hash 1, two timed: first transfer one address, second three
-    assert w[0][:2] == [(0.5, 1.5), (1.5, 1.5)] and w[1][:2] == [(0.5, 1.5), (1.5, 1.5)]
-    # phase 1: block 0 alone; blocks 1, 2, 3 share hash 6, timed 1 and 2, at two distinct addresses
-    assert w[0][2:] == [(1.0, 1.0)] and w[1][2:] == [(1.0, 1.5)] and w[2][2:] == [(1.0, 1.5)]
+    # phase 0: blocks 0, 1, 3 share hash 1, block 0 stands in: first transfer one address, second three;
+    # phase 1: block 0 alone; blocks 1, 2, 3 share hash 6, block 1 stands in, two distinct addresses
+    assert w[0] == [(1.0, 3.0), (3.0, 3.0), (1.0, 1.0)]
+    assert w[1] == [(2.0, 3.0)]
+    assert w[2] == [(1.0, 1.0), (1.0, 1.0)]  # phase 0 alone (hash 2); phase 1 skipped
+    assert approx.skips(signatures, [0, 1, 2]) == {0: (False, False), 1: (True, False), 2: (False, True)}
+    assert approx.representatives(signatures, [0, 1, 2]) == [[0, 0], [0, 1], [2, 1], [0, 1]]
 
 
 def test_the_report_says_what_was_timed():
@@ -144,3 +149,35 @@ def test_cli(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert err.startswith("error:") and "--approx" in err and "\n" not in err
     assert "--approx" in ge_sim.build_parser().format_help()
+
+
+def test_a_timed_block_skips_the_phases_another_stands_in_for(monkeypatch):
+    """test_sim_batched's vector kernel: phase 0 the same on all 8 blocks, phase 1
+    in three groups (blocks 0-2 scale and exp, 3-4 exp, 5-7 neither). Three blocks
+    are timed; in phase 0 block 0 stands in for all, the other two skip it: their
+    vector pipe does nothing there (it would if they timed it), block 0's books the
+    eight blocks' work. Outputs exact, cycles close."""
+    from test_sim_batched import vector_kernel
+
+    seen = {}
+    shared = approx.shared_timing
+
+    def spy(times, reps, counts, start, cores):
+        seen.update(times=times, reps=reps)
+        return shared(times, reps, counts, start, cores)
+
+    monkeypatch.setattr(approx, "shared_timing", spy)
+    module = parsed(vector_kernel(True))
+    inputs = random_inputs(input_specs(main_function(module)), 0)
+    simulated, approximate = both(module, inputs, "ascend910")
+    assert_exact_outputs(simulated, approximate)
+    assert error(simulated, approximate) <= CYCLE_ERROR
+    times = seen["times"]
+    assert sorted(times) == [0, 3, 5]
+    assert all(rep[0] == 0 for rep in seen["reps"])  # phase 0: block 0 for every block
+    vector = PIPE_NAMES.index("V")
+    phase0 = {t: approx._phases(begin, core)[0] for t, (begin, core) in times.items()}
+    assert phase0[0][2][vector] > 0
+    assert phase0[3][2][vector] == 0 and phase0[5][2][vector] == 0
+    # phase 1: each group times its own block, none skips
+    assert all(approx._phases(begin, core)[1][2][vector] > 0 for begin, core in times.values())
