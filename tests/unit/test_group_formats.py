@@ -191,3 +191,12 @@ def test_the_estimate_counts_the_conversion():
         group = next(op for op in module.walk() if isinstance(op, fused.GroupOp))
         costs.append(conversion_cycles(group.results[0], hw))
     assert 0 < costs[0] < costs[1]
+
+
+@pytest.mark.parametrize("args", [(2, 20, 3, 3, 16), (3, 16, 4, 4, 8)])
+def test_f16_blocks_of_sixteen_channels(args):
+    """In f16 a C0 block is 16 channels (32 bytes): 20 channels pad the second block."""
+    text = scaling_module(*args).replace("xf32", "xf16")
+    assert _top_transdatas(_staged(text)) == 0
+    mismatch, _, _ = compile_and_compare(text, pipeline="ge-lower-to-npu{hw=ascend910}", hw="ascend910")
+    assert mismatch is None, mismatch
