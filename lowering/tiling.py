@@ -337,11 +337,25 @@ def _fitting(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[_Scoring, 
     return scoring.prefetching(first_b_prefetched), fits
 
 
+class _Group:
+    """The candidates of one item size and K chunk list whose epilogue row chunks are
+    the same (every L0 step of the item size, unless its UB fits fewer than 16 rows:
+    then the rows depend on the sub-tile width, `_chunk_rows`): (kc, A resident,
+    rows, UB its operands reserve) each, in the order tried. What fits L1 and UB
+    depends on neither the L0 step nor the sub-tile, so the runs of an item size
+    share their group, and `_best` bounds its staging once for all of them."""
+
+    __slots__ = ("members",)
+
+    def __init__(self, members: tuple[tuple, ...]) -> None:
+        self.members = members
+
+
 class _Run(NamedTuple):
     """Consecutive candidates of one item size and L0 step: those of `chunks` (the K
     chunks in the order tried, up to the first whose L1 does not fit) whose
     epilogue fits, each followed by its A-resident twin when `resident` and it fits
-    L1. `start`: the index of its first candidate among all that fit."""
+    L1 (`group`). `start`: the index of its first candidate among all that fit."""
 
     mb: int
     n_block: int
@@ -351,6 +365,7 @@ class _Run(NamedTuple):
     resident: bool
     start: int
     count: int
+    group: _Group
 
     @property
     def end(self) -> int:
@@ -360,77 +375,81 @@ class _Run(NamedTuple):
 class _Fits:
     """Every candidate that fits one search's buffers, in the order `_runs` makes
     them (ties of the estimate go to the earliest), as runs of one item size and
-    L0 step: each run is counted when the search starts (the count is part of
-    the answer), its candidates, (candidate, epilogue row chunk, UB its operands
-    reserve), are made the first time `members` asks (`_best` asks only those
-    of the runs whose bound may still beat the best estimate)."""
+    L0 step, each with its group (`_Group`: the K chunks, residencies and epilogue
+    rows that fit, shared by the runs of an item size). Counting them (the count
+    is part of the answer) takes a group per item size, not a look at every
+    candidate; `members` makes a run's candidates when asked."""
 
     def __init__(self, scoring: _Scoring) -> None:
         self.scoring = scoring  # without the prefetch term: what fits does not depend on it
         self.capacity = scoring.hw.capacity("l1")
         self.runs: list[_Run] = []
         self.count = 0
-        self._members: dict[int, list[tuple]] = {}
-        self._epilogues: dict[tuple, tuple] = {}  # (mb, n_block, nb, kc): (rows, reserved)
-        self._rows: dict[tuple, int | None] = {}  # (mb, n_block, nb, UB reserved): rows
-        self._counts: dict[tuple, int] = {}  # (mb, n_block, nb, chunks): candidates
+        self._chunks: dict[tuple, tuple] = {}  # (mb, n_block, chunks): (kc, reserved, UB rows, twin fits) that fit L1, narrow
+        self._groups: dict[tuple, _Group] = {}  # (mb, n_block, chunks, nb when narrow): group
+        self._ub_rows: dict[tuple, int] = {}  # (mb, n_block, UB reserved): rows UB fits
+        self._rows: dict[tuple, int | None] = {}  # (mb, nb when narrow, UB rows): the epilogue's row chunk
 
     def add(self, mb: int, n_block: int, nb: int, kb: int, chunks: tuple[int, ...], resident: bool) -> None:
-        key = (mb, n_block, nb, chunks)
-        count = self._counts.get(key)
-        if count is None:
-            count = self._counts[key] = self._count(mb, n_block, nb, chunks, resident)
+        group = self._group(mb, n_block, nb, chunks, resident)
+        count = len(group.members)
         if count:
-            self.runs.append(_Run(mb, n_block, nb, kb, chunks, resident, self.count, count))
+            self.runs.append(_Run(mb, n_block, nb, kb, chunks, resident, self.count, count, group))
             self.count += count
 
     def members(self, r: int) -> list[tuple]:
         """The candidates of run `r`, in order: (candidate, rows, reserved) each."""
-        found = self._members.get(r)
-        if found is None:
-            run = self.runs[r]
-            found = self._members[r] = list(self._candidates(run.mb, run.n_block, run.nb, run.kb, run.chunks, run.resident))
-        return found
+        run = self.runs[r]
+        return [(_Candidate(run.mb, run.n_block, run.nb, run.kb, kc, resident), rows, reserved)
+                for kc, resident, rows, reserved in run.group.members]
 
     def all(self) -> list[tuple]:
         """Every candidate that fits, in order."""
         return [member for r in range(len(self.runs)) for member in self.members(r)]
 
-    def _count(self, mb: int, n_block: int, nb: int, chunks: tuple[int, ...], resident: bool) -> int:
-        """How many candidates `_candidates` makes, without making them."""
-        l1, capacity, epilogue = self.scoring.l1_bytes, self.capacity, self._epilogue
-        count = 0
-        for kc in chunks:
-            if l1(mb, n_block, kc, False) > capacity:
-                break
-            if epilogue(mb, n_block, nb, kc)[0] is not None:
-                count += 2 if resident and l1(mb, n_block, kc, True) <= capacity else 1
-        return count
-
-    def _candidates(self, mb: int, n_block: int, nb: int, kb: int, chunks: tuple[int, ...], resident: bool):
-        l1, capacity = self.scoring.l1_bytes, self.capacity
-        for kc in chunks:
-            if l1(mb, n_block, kc, False) > capacity:
-                break
-            rows, reserved = self._epilogue(mb, n_block, nb, kc)
-            if rows is None:
-                continue
-            yield _Candidate(mb, n_block, nb, kb, kc), rows, reserved
-            if resident and l1(mb, n_block, kc, True) <= capacity:
-                yield _Candidate(mb, n_block, nb, kb, kc, True), rows, reserved
-
-    def _epilogue(self, mb: int, n_block: int, nb: int, kc: int) -> tuple:
-        key = (mb, n_block, nb, kc)
-        found = self._epilogues.get(key)
+    def _group(self, mb: int, n_block: int, nb: int, chunks: tuple[int, ...], resident: bool) -> _Group:
+        key = (mb, n_block, chunks)
+        found = self._chunks.get(key)
         if found is None:
-            scoring = self.scoring
+            found = self._chunks[key] = self._fitting_chunks(mb, n_block, chunks, resident)
+        fitting, narrow = found
+        key = (mb, n_block, chunks, nb if narrow else 0)
+        group = self._groups.get(key)
+        if group is None:
+            members = []
+            for kc, reserved, ub_rows, twin in fitting:
+                rows_key = (mb, nb if ub_rows < FRACTAL else 0, ub_rows)
+                rows = self._rows.get(rows_key, _Fits)
+                if rows is _Fits:
+                    rows = self._rows[rows_key] = _chunk_rows(self.scoring.e, mb, nb, ub_rows)
+                if rows is None:
+                    continue
+                members.append((kc, False, rows, reserved))
+                if twin:
+                    members.append((kc, True, rows, reserved))
+            group = self._groups[key] = _Group(tuple(members))
+        return group
+
+    def _fitting_chunks(self, mb: int, n_block: int, chunks: tuple[int, ...], resident: bool) -> tuple:
+        """((kc, reserved, rows UB fits, whether the A-resident twin fits L1) of each of
+        `chunks` up to the first whose L1 does not fit, whether UB fits fewer than 16
+        rows for one of them)."""
+        scoring, capacity = self.scoring, self.capacity
+        shape, a, bs, per_core = scoring.shape, scoring.a, scoring.bs, scoring.item(mb, n_block)[1]
+        fitting = []
+        narrow = False
+        for kc in chunks:
+            plain, with_a = _l1_bytes(shape, a, bs, per_core, mb, n_block, kc)
+            if plain > capacity:
+                break
             reserved = scoring.reserved(mb, kc, n_block)
-            rows_key = (mb, n_block, nb, reserved[0] + reserved[1])  # what the rows depend on
-            rows = self._rows.get(rows_key, _Fits)
-            if rows is _Fits:
-                rows = self._rows[rows_key] = _epilogue_rows(scoring.hw, _Candidate(mb, n_block, nb, 0, kc), scoring.e, rows_key[3])
-            found = self._epilogues[key] = (rows, reserved)
-        return found
+            ub_key = (mb, n_block, reserved[0] + reserved[1])
+            ub_rows = self._ub_rows.get(ub_key)
+            if ub_rows is None:
+                ub_rows = self._ub_rows[ub_key] = _ub_rows(scoring.hw, scoring.e, mb, n_block, ub_key[2])
+            narrow = narrow or ub_rows < FRACTAL
+            fitting.append((kc, reserved, ub_rows, resident and with_a <= capacity))
+        return tuple(fitting), narrow
 
 
 def _fit(hw, shape, a, bs, epilogue, _) -> tuple[_Scoring, _Fits]:
@@ -453,44 +472,70 @@ def _search(hw, shape, a, bs, epilogue, first_b_prefetched) -> list[CubeTiling]:
 
 def _best(hw, shape, a, bs, epilogue, first_b_prefetched) -> tuple[CubeTiling, int]:
     """Branch and bound over `_fitting`'s candidates, best bound first: a candidate's
-    lower bound of its estimate is first its run's (`_Scoring.bound` of its item size
-    and L0 step, one per run), then, once that comes first, the larger of it and
-    `_Scoring.staging_bound` of its item size, K chunk and residency (computed only
-    then, with the run's candidates: those of runs whose step bound rounds above
-    the best estimate are never made), and the candidate is estimated when that
-    bound comes first. The search stops when a bound rounds above the best
-    estimate found: no candidate left can rank first (`rank_key` compares rounded
-    estimates first). Ties are broken by the candidates' order, as `min` over
-    `_search`'s list breaks them, so the tiling is the same as estimating every
-    candidate."""
+    lower bound of its estimate is the larger of its run's (`_Scoring.bound` of its
+    item size and L0 step) and `_Scoring.staging_bound` of its item size, K chunk
+    and residency. A run is first taken by its own bound; when that comes first,
+    its group's staging bounds are computed (once for the runs of the group) and
+    sorted, and the run walks its candidates in that order, each taken when its
+    bound comes first, so that only the candidates whose bound may still beat the
+    best estimate are ever made and estimated. The search stops when a bound rounds
+    above the best estimate found: no candidate left can rank first (`rank_key`
+    compares rounded estimates first). Ties are broken by the candidates' order
+    (run, then place in it), as `min` over `_search`'s list breaks them, so the
+    tiling is the same as estimating every candidate."""
     scoring, fits = _fitting(hw, shape, a, bs, epilogue, first_b_prefetched)
-    # (bound, index, run or -1): a run by its step bound and its first candidate's
-    # index, a candidate by the larger bound (-1).
-    heap = [(scoring.bound(run), run.start, r) for r, run in enumerate(fits.runs)]
+    runs = fits.runs
+    run_bounds = [scoring.bound(run) for run in runs]
+    # (bound, run, step): a run by its own bound (step -1), or its candidate of that
+    # step in its group's order by staging bound.
+    heap = [(bound, r, -1) for r, bound in enumerate(run_bounds)]
     heapq.heapify(heap)
-    chunks: dict[tuple, float] = {}
-    made: dict[int, tuple] = {}  # index: (candidate, rows, reserved) of the runs made
-    best = None
+    staging: dict[tuple, float] = {}  # (mb, n_block, kc, A resident): staging bound
+    orders: dict[_Group, list[tuple[float, int]]] = {}  # (staging bound, place) of a group's members, sorted
+    best = None  # (rank key, run, place)
     while heap:
-        bound, index, run = heapq.heappop(heap)
+        bound, r, step = heapq.heappop(heap)
         if best is not None and round(bound) > best[0][0]:
             break
-        if run >= 0:
-            for i, member in enumerate(fits.members(run), index):
-                made[i] = member
-                cand = member[0]
-                key = (cand.mb, cand.n_block, cand.kc, cand.a_resident)
-                chunk = chunks.get(key)
-                if chunk is None:
-                    chunk = chunks[key] = scoring.staging_bound(cand)
-                if best is None or round(chunk) <= best[0][0]:  # else it cannot rank first: not pushed
-                    heapq.heappush(heap, (bound if bound >= chunk else chunk, i, -1))
-            continue
-        cand, rows, _ = made[index]
-        key = (scoring.rank_key(cand, rows), index)
-        if best is None or key < best:
-            best = key
-    return scoring.score(*made[best[1]]), fits.count
+        run = runs[r]
+        if step < 0:
+            order = orders.get(run.group)
+            if order is None:
+                order = orders[run.group] = _staging_order(scoring, run, staging)
+        else:
+            order = orders[run.group]
+            place = order[step][1]
+            kc, resident, rows, _ = run.group.members[place]
+            key = (scoring.rank_key(_Candidate(run.mb, run.n_block, run.nb, run.kb, kc, resident), rows), r, place)
+            if best is None or key < best:
+                best = key
+        step += 1
+        if step < len(order):
+            chunk = order[step][0]
+            bound = run_bounds[r]
+            if chunk > bound:
+                bound = chunk
+            if best is None or round(bound) <= best[0][0]:  # else neither it nor the run's next can rank first
+                heapq.heappush(heap, (bound, r, step))
+    _, r, place = best
+    run = runs[r]
+    kc, resident, rows, reserved = run.group.members[place]
+    return scoring.score(_Candidate(run.mb, run.n_block, run.nb, run.kb, kc, resident), rows, reserved), fits.count
+
+
+def _staging_order(scoring: _Scoring, run: _Run, staging: dict) -> list[tuple[float, int]]:
+    """(staging bound, place) of each member of the run's group, by bound then place.
+    The staging bound depends on the item size, K chunk and residency alone
+    (`_Scoring.staging_bound`): remembered in `staging` across groups."""
+    order = []
+    for place, (kc, resident, _, _) in enumerate(run.group.members):
+        key = (run.mb, run.n_block, kc, resident)
+        chunk = staging.get(key)
+        if chunk is None:
+            chunk = staging[key] = scoring.staging_bound(_Candidate(run.mb, run.n_block, run.nb, run.kb, kc, resident))
+        order.append((chunk, place))
+    order.sort()
+    return order
 
 
 def _no_ub_bytes(rows: int, cols: int) -> int:
@@ -644,9 +689,17 @@ def _a_can_stay(hw, shape: GemmShape, a, mb: int, n_block: int) -> bool:
 
 def l1_bytes(hw, shape: GemmShape, a, bs, mb: int, n_block: int, kc: int, a_resident: bool) -> int:
     """L1 of a tiling: the copies of each chunk's panels, A's whole panel once if resident."""
-    copies = l1_copies(_share(hw, shape, mb, n_block)[1], shape.k, kc)
-    a_elements = a.l1_elements(mb, shape.k) if a_resident else copies * a.l1_elements(mb, kc)
-    return (a_elements + copies * sum(b.l1_elements(kc, n_block) for b in bs)) * shape.in_bytes
+    return _l1_bytes(shape, a, bs, _share(hw, shape, mb, n_block)[1], mb, n_block, kc)[a_resident]
+
+
+def _l1_bytes(shape: GemmShape, a, bs, per_core: int, mb: int, n_block: int, kc: int) -> tuple[int, int]:
+    """(`l1_bytes` of A staged chunk by chunk, of A resident) with `per_core` items a core."""
+    copies = l1_copies(per_core, shape.k, kc)
+    b_elements = copies * sum(b.l1_elements(kc, n_block) for b in bs)
+    return (
+        (copies * a.l1_elements(mb, kc) + b_elements) * shape.in_bytes,
+        (a.l1_elements(mb, shape.k) + b_elements) * shape.in_bytes,
+    )
 
 
 def _even_split(n_block: int, nb: int) -> int:
@@ -655,20 +708,25 @@ def _even_split(n_block: int, nb: int) -> int:
     return round_up(-(-n_block // count), FRACTAL)
 
 
-def _epilogue_rows(hw: HardwarePreset, c: _Candidate, e: EpilogueCost, reserved: int = 0) -> int | None:
-    """The epilogue's row chunk: chunks of equal multiples of 16 rows, as few as fit,
-    but at least `copies` of them when mb allows, so that every chunk of an item
-    has its own buffers and L0C drains at the fixpipe's pace. When 16 rows do not
-    fit UB (long rows), fewer: a chunk must start on a 512-byte boundary of the
-    fp32 L0C sub-tile (rows x nb x 4 bytes). None if not even one row fits."""
-    cols = round_up(c.n_block, FRACTAL)
+def _ub_rows(hw: HardwarePreset, e: EpilogueCost, mb: int, n_block: int, reserved: int = 0) -> int:
+    """Rows of an item of mb x n_block whose epilogue tiles fit UB beside `reserved` bytes."""
+    cols = round_up(n_block, FRACTAL)
     budget = hw.capacity("ub") - reserved - e.ub_fixed_bytes - e.ub_bytes_per_col * cols
     per_row = e.ub_bytes_per_element * cols + e.ub_bytes_per_row
-    fit = budget // per_row if per_row > 0 else c.mb
+    return budget // per_row if per_row > 0 else mb
+
+
+def _chunk_rows(e: EpilogueCost, mb: int, nb: int, fit: int) -> int | None:
+    """The epilogue's row chunk when UB fits `fit` rows (`_ub_rows`): chunks of equal
+    multiples of 16 rows, as few as fit, but at least `copies` of them when mb
+    allows, so that every chunk of an item has its own buffers and L0C drains at
+    the fixpipe's pace. When 16 rows do not fit UB (long rows), fewer: a chunk must
+    start on a 512-byte boundary of the fp32 L0C sub-tile (rows x nb x 4 bytes),
+    the only case where the sub-tile width `nb` matters. None if not even one row fits."""
     if fit < FRACTAL:
-        return next((r for r in (8, 4, 2, 1) if r <= fit and r * c.nb * 4 % 512 == 0), None)
-    chunks = max(-(-c.mb // (fit // FRACTAL * FRACTAL)), min(e.copies, c.mb // FRACTAL))
-    return round_up(-(-c.mb // chunks), FRACTAL)
+        return next((r for r in (8, 4, 2, 1) if r <= fit and r * nb * 4 % 512 == 0), None)
+    chunks = max(-(-mb // (fit // FRACTAL * FRACTAL)), min(e.copies, mb // FRACTAL))
+    return round_up(-(-mb // chunks), FRACTAL)
 
 
 def _last_chunk_outside_loop(k: int, kc: int) -> bool:
