@@ -96,6 +96,16 @@ class InstructionDecoder:
             return _ends_phase(step)
         return step
 
+    @staticmethod
+    def only_computes(op) -> bool:
+        """Whether the ops inside `op` are arith / scf ops and compute or transfer
+        instructions only: no flag, barrier, sync or scalar read. A timing pass's
+        block skipping a phase (`approx.skips`) skips such a loop without results
+        whole: what it would do there is time instructions and define registers
+        that live inside it."""
+        classes = tuple(cls for cls, _ in _METHODS)
+        return not any(isinstance(inner, classes) for inner in op.walk() if inner is not op)
+
     # ---- operands -------------------------------------------------------------------
 
     def _operands(self, op: npu.InstructionOp, fixed: Fixed, pipe: int, aligned: bool = True):
@@ -294,10 +304,15 @@ class InstructionDecoder:
         gm = fixed.cost[2]
         if fixed.batched is None:
             fixed.batched = (batch_kernels.batch_kernel(op, fixed.a, fixed.kernel),)
+        memo = self.__dict__.setdefault("_batch_operands", {})  # the same Fixed on the same buffers
+        key = (id(fixed), slots)  # (every Fixed lives in self._fixed: its id stays its own)
+        batch_operands = memo.get(key)
+        if batch_operands is None:
+            batch_operands = memo[key] = tuple(
+                self._batch_operand(op, access, view) for access, view in zip(fixed.accesses, views))
         instruction = batch_kernels.Instruction(
-            fixed.kernel, fixed.batched[0],
-            tuple(self._batch_operand(op, access, view) for access, view in zip(fixed.accesses, views)),
-            None if gm is None else gm.access, op.name, isinstance(op, npu.CopyOp),
+            fixed.kernel, fixed.batched[0], batch_operands, None if gm is None else gm.access, op.name,
+            isinstance(op, npu.CopyOp),
         )
         self.idents += 1
         ident = self.idents

@@ -181,3 +181,37 @@ def test_a_timed_block_skips_the_phases_another_stands_in_for(monkeypatch):
     assert phase0[3][2][vector] == 0 and phase0[5][2][vector] == 0
     # phase 1: each group times its own block, none skips
     assert all(approx._phases(begin, core)[1][2][vector] > 0 for begin, core in times.values())
+
+
+def test_a_skipped_phase_skips_its_loops_without_flags(monkeypatch):
+    """The same kernel with a 200-trip loop of vector ops (no flag inside, no
+    result) in phase 0: the two timed blocks skipping phase 0 skip the loop whole
+    (their scalar unit pays none of its 2 cycles per trip), the stand-in runs it.
+    Outputs exact (the numerics pass runs it)."""
+    from test_sim_batched import vector_kernel
+
+    text = vector_kernel(True).replace(
+        "npu.vtranspose %a[%c0], %wu[%c0] {rows = 4, cols = 16}",
+        "npu.vtranspose %a[%c0], %wu[%c0] {rows = 4, cols = 16}\n"
+        "    %c200 = arith.constant 200 : index\n"
+        "    scf.for %t0 = %c0 to %c200 step %c1 {\n"
+        "      npu.vmuls %wu[%c0], %wu[%c0] {cols = 64, scalar = 1.0}\n"
+        "    }",
+    )
+    seen = {}
+    shared = approx.shared_timing
+
+    def spy(times, reps, counts, start, cores):
+        seen.update(times=times)
+        return shared(times, reps, counts, start, cores)
+
+    module = parsed(text)
+    inputs = random_inputs(input_specs(main_function(module)), 0)
+    simulated = simulate(module, inputs, hw="ascend910")
+    monkeypatch.setattr(approx, "shared_timing", spy)
+    approximate = simulate(module, inputs, hw="ascend910", approx=True)
+    assert_exact_outputs(simulated, approximate)
+    scalar = PIPE_NAMES.index("S")
+    phase0 = {t: approx._phases(begin, core)[0][2][scalar] for t, (begin, core) in seen["times"].items()}
+    assert sorted(phase0) == [0, 3, 5]
+    assert phase0[0] >= 400 and phase0[3] < 400 and phase0[5] < 400
