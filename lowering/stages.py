@@ -16,6 +16,7 @@ from ..transforms.npu.plan_local_memory import PlanLocalMemoryPass
 from ..transforms.npu.prefetch_constants import PrefetchConstantsPass
 from .fused_to_npu.convert import ToNpuPass
 from .fused_to_npu.depthwise_mean import DepthwiseMeanPass
+from .fused_to_npu.fuse_separable import DepthwisePointwisePass
 from .fused_to_npu.materialize_broadcasts import MaterializeBroadcastsPass
 from .fused_to_npu.share_cores import ShareCoresPass
 from .fused_to_npu.split_k import SplitKPass
@@ -32,7 +33,7 @@ from .plan.streams import AssignStreamsPass
 
 def form_stages(hw: str, debug: bool, merge: bool) -> list[ModulePass]:
     """Each fused op in the form its kernels take: split normalised products,
-    split-K products and 1x1 convolutions, groups that cannot be one kernel ungrouped, max pools whose
+    split-K products and 1x1 convolutions, depthwise convolutions joined to a 1x1 convolution beside them, groups that cannot be one kernel ungrouped, max pools whose
     window has no kernel split into rows and columns, pools of a depthwise
     convolution's output computed by its kernel, broadcasts materialised
     where a kernel cannot read them, independent products paired on half the
@@ -41,6 +42,7 @@ def form_stages(hw: str, debug: bool, merge: bool) -> list[ModulePass]:
         SplitMatmulNormPass(hw=hw, debug=debug, merge=merge),
         SplitKPass(hw=hw, debug=debug, merge=merge),
         StageConvInputPass(hw=hw, debug=debug, merge=merge),
+        DepthwisePointwisePass(hw=hw, debug=debug, merge=merge),
         SplitKConvPass(hw=hw, debug=debug, merge=merge),
         UngroupPass(hw=hw, debug=debug),
         SplitPoolPass(hw=hw),

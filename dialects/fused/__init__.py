@@ -28,6 +28,7 @@ from .cube import (
 from .group import GROUP_OPS, GroupOp, YieldOp
 from .kinds import PatternKind, pattern_kind
 from .rotary import ROTARY_OPS, RotaryMatmulOp
+from .separable import SEPARABLE_OPS, DepthwisePointwiseOp, PointwiseDepthwiseOp
 from .norm import (
     NORM_OPS,
     AddLayerNormOp,
@@ -40,7 +41,7 @@ from .norm import (
     SwigluOp,
 )
 
-NAMED_OPS = (*CUBE_OPS, *ROTARY_OPS, *NORM_OPS, *ATTENTION_OPS)
+NAMED_OPS = (*CUBE_OPS, *SEPARABLE_OPS, *ROTARY_OPS, *NORM_OPS, *ATTENTION_OPS)
 """The named fused ops, each with a dedicated kernel."""
 
 FUSED = Dialect("fused", [*NAMED_OPS, *GROUP_OPS], [])
@@ -58,6 +59,8 @@ __all__ = [
     "MultiMatmulBiasActOp",
     "Conv2DBiasActOp",
     "Conv2DBiasActMeanOp",
+    "DepthwisePointwiseOp",
+    "PointwiseDepthwiseOp",
     "Conv2DPartialsOp",
     "ConvPartialsBiasActOp",
     "FusedBatchMatmulOp",
