@@ -143,10 +143,7 @@ def block_dependencies(
             for (key, _), (_, hi) in phase.items():
                 if key in written_keys:
                     sizes[key] = max(sizes.get(key, 0), int(hi.max(initial=0)) + 1)
-    cells = [
-        [{(key, w): _cells(phase.get((key, w)), size) for key, size in sizes.items() for w in (False, True)} for phase in s]
-        for s in spans
-    ]
+    cells = [[{(key, w): _cells(phase.get((key, w))) for key in sizes for w in (False, True)} for phase in s] for s in spans]
     written = [{key: _mask(cells, j, key, True, block_dim, sizes[key]) for key in sizes} for j in range(phases)]
     touched = [{key: written[j][key] | _mask(cells, j, key, False, block_dim, sizes[key]) for key in sizes} for j in range(phases)]
     barriers: list[dict[int, dict[int, int]] | None] = []
@@ -181,30 +178,51 @@ def _block_spans(program, trace: list, block: int, block_dim: int, roots: list[_
     for r in program.block_dim_regs:
         program.regs[r] = block_dim
     program.run(SimpleNamespace(s_time=0, busy=[0] * NP))
-    phases: list[dict] = [{}]
+    # per phase, the offsets each (argument, reads, writes, pattern) was run at: the
+    # spans of one pattern at many offsets are computed at once (a pattern's runs
+    # start at the offset plus the same steps, whatever the offset)
+    phases: list[dict[tuple, list[int]]] = [{}]
     for entry in trace:
         if entry is None:
             phases.append({})
             continue
-        argument, reads, writes, offset, pattern = entry
+        phases[-1].setdefault((entry[0], entry[1], entry[2], entry[4]), []).append(entry[3])
+    return [_phase_spans(phase, roots) for phase in phases]
+
+
+def _phase_spans(offsets: dict[tuple, list[int]], roots: list[_Root]) -> dict:
+    """(root key, writes) -> (granule starts, granule ends) of the accesses of one phase
+    (in no particular order: only their union and their last granule count)."""
+    spans: dict[tuple, list] = {}
+    for (argument, reads, writes, pattern), at in offsets.items():
         root = roots[argument]
         _, run = pattern.runs()
-        lo = root.base + pattern.run_starts(offset).astype(np.int64) * root.itemsize
+        steps = pattern.run_starts(0).astype(np.int64)
+        lo = root.base + (np.array(at, dtype=np.int64)[:, None] + steps[None, :]).reshape(-1) * root.itemsize
         hi = lo + run * root.itemsize - 1
         for flag in (False, True):
             if (writes if flag else reads):
-                phases[-1].setdefault((root.key, flag), []).append((lo // GRANULE, hi // GRANULE))
-    return [{key: (np.concatenate([a for a, _ in v]), np.concatenate([b for _, b in v])) for key, v in p.items()} for p in phases]
+                spans.setdefault((root.key, flag), []).append((lo // GRANULE, hi // GRANULE))
+    return {key: (np.concatenate([a for a, _ in v]), np.concatenate([b for _, b in v])) for key, v in spans.items()}
 
 
-def _cells(spans, size: int) -> np.ndarray:
-    """The granules covered by (starts, ends) spans, as indices."""
+def _cells(spans) -> np.ndarray:
+    """The granules covered by (starts, ends) spans (inclusive), as sorted indices:
+    the union of the spans, each merged run of them expanded, in time proportional to the spans and the granules they cover rather than to the
+    allocation's whole size (a phase touches a few tensors of a model's arena)."""
     if spans is None:
         return _EMPTY
-    diff = np.zeros(size + 1, dtype=np.int64)
-    np.add.at(diff, spans[0], 1)
-    np.add.at(diff, spans[1] + 1, -1)
-    return np.flatnonzero(np.cumsum(diff[:-1]) > 0)
+    order = np.argsort(spans[0], kind="stable")
+    starts, ends = spans[0][order], np.maximum.accumulate(spans[1][order])
+    # a merged run starts where a span begins after every earlier one has ended
+    fresh = np.ones(len(starts), dtype=bool)
+    fresh[1:] = starts[1:] > ends[:-1]
+    first = starts[fresh]
+    last = np.append(ends[np.flatnonzero(fresh)[1:] - 1], ends[-1])
+    lengths = last - first + 1
+    # each run's granules: a running count, shifted to its first granule
+    shift = np.repeat(first - (np.cumsum(lengths) - lengths), lengths)
+    return np.arange(int(lengths.sum()), dtype=np.int64) + shift
 
 
 def _mask(cells, phase: int, key, writes: bool, block_dim: int, size: int) -> np.ndarray:

@@ -280,3 +280,20 @@ def test_ge_compile_turns_the_barriers_no_block_needs_into_flags():
     assert waits and all(w.triples() == [] for w in waits)
     for got, want in zip(simulate(merged, inputs).outputs, simulate(separate, inputs).outputs):
         np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-3)
+
+
+def test_granules_of_spans_are_their_union_whatever_the_order_and_overlap():
+    """`_cells` merges the spans instead of counting over the whole allocation: the
+    same granules as marking every span's granules one by one."""
+    from gecomp.lowering.plan.narrow_sync import _cells
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        count = int(rng.integers(1, 9))
+        starts = rng.integers(0, 60, count)
+        ends = starts + rng.integers(0, 12, count)
+        marked = np.zeros(80, dtype=bool)
+        for lo, hi in zip(starts, ends):
+            marked[lo : hi + 1] = True
+        assert np.array_equal(_cells((starts, ends)), np.flatnonzero(marked))
+    assert len(_cells(None)) == 0

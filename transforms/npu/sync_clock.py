@@ -103,6 +103,8 @@ class ClockRun:
         self.width = PIPE_COUNT + schedule.tokens
         self.zero = (0,) * self.width
         self.vc = [[ENTRY if i == p else 0 for i in range(self.width)] for p in range(PIPE_COUNT)]
+        self._scalar_version = 0
+        self._seen = [-1] * PIPE_COUNT
         self.fifos: dict[object, deque] = {
             key: deque([tuple(ENTRY if i == component else 0 for i in range(self.width))])
             for key, component in schedule.preset
@@ -129,9 +131,17 @@ class ClockRun:
             self.ends.append([tuple(self._learn_scalar(p)) for p in range(PIPE_COUNT)])
 
     def _learn_scalar(self, pipe: int) -> list[int]:
+        """Pipe's clock, having learned the scalar unit's. The join is skipped when the
+        scalar unit's clock has not changed since this pipe last learned it (clocks
+        only grow, so it would change nothing): `_scalar_version` counts the times
+        the scalar unit's row may have changed (it is handed out to be changed, or
+        joined into), `_seen` the version each pipe last learned."""
         row = self.vc[pipe]
-        if pipe != S:
+        if pipe == S:
+            self._scalar_version += 1
+        elif self._seen[pipe] != self._scalar_version:
             _join(row, self.vc[S])
+            self._seen[pipe] = self._scalar_version
         return row
 
     def _node(self, it: int, node: int, pipes) -> None:
@@ -213,9 +223,12 @@ class ClockRun:
             learned = [(r, self.partial(node, p, known)) for p, r, known in triples]
             for r, state in learned:
                 _join(self.vc[r], state)
+                if r == S:
+                    self._scalar_version += 1
         else:
             merged = [max(column) for column in zip(*self.vc)]
             self.vc = [list(merged) for _ in range(PIPE_COUNT)]
+            self._scalar_version += 1
 
     def orders(self, d: Dependency) -> bool:
         tick = self.tick(0, d.x, d.xi, d.p)

@@ -192,6 +192,7 @@ class LevelPlanner:
         self.chains = self._chains(passing if level.loop is not None else 0)
         self.passed = [c for c in self.chains if c.passed]
         self._link_chain = {(link.node, link.index): c for c in self.chains for link in c.links}
+        self._nested: tuple[list[list[Event]], list[list[Event]]] | None = None
 
     def _chains(self, passing: int) -> list[LevelChain]:
         """Each nested token joins the first chain of its pipe pair whose last link is
@@ -234,45 +235,61 @@ class LevelPlanner:
         for i, s in enumerate(syncs):
             sets[s.set_gap].append(i)
             waits[s.wait_position(size)].append(i)
+        after, before = self._nested_events()
+        gaps = schedule.gaps
         for gap in range(size + 1):
-            self._after_node(schedule, gap)
+            events = gaps[gap]
+            events.extend(after[gap])
             for i in sets[gap]:
-                schedule.add(gap, Event("set", i, syncs[i].p))
+                events.append(Event("set", i, syncs[i].p))
             for i in waits[gap]:
-                schedule.add(gap, Event("wait", i, syncs[i].q))
-            self._before_node(schedule, gap)
+                events.append(Event("wait", i, syncs[i].q))
+            events.extend(before[gap])
         schedule.preset.extend((("chain", id(c)), PIPE_COUNT + j) for j, c in enumerate(self.passed))
         schedule.preset.extend((i, PIPE_COUNT + len(self.passed) + n) for n, i in enumerate(own))
         return schedule
 
-    def _before_node(self, schedule: Schedule, gap: int) -> None:
+    def _nested_events(self) -> tuple[list[list[Event]], list[list[Event]]]:
+        """Per gap, the events of the nested nodes after node gap-1 and before node gap:
+        they do not depend on this level's flags, so they are made once per planner
+        (a plan runs the clocks once per flag tried)."""
+        if self._nested is None:
+            gaps = range(self.level.size + 1)
+            self._nested = ([self._after_node(gap) for gap in gaps], [self._before_node(gap) for gap in gaps])
+        return self._nested
+
+    def _before_node(self, gap: int) -> list[Event]:
+        events = []
         boundary = self.nested.get(gap)
         for k, f in enumerate(boundary.flags if boundary else []):
             chain = self._link_chain[(gap, k)]
             key = ("chain", id(chain))
             if not chain.passed and chain.links[0].node == gap:
-                schedule.add(gap, Event("set", key, f.p))
-            schedule.add(gap, Event("take" if boundary.runs else "peek", key, slot=(gap, k)))
+                events.append(Event("set", key, f.p))
+            events.append(Event("take" if boundary.runs else "peek", key, slot=(gap, k)))
+        return events
 
-    def _after_node(self, schedule: Schedule, gap: int) -> None:
+    def _after_node(self, gap: int) -> list[Event]:
+        events: list[Event] = []
         node = gap - 1
         boundary = self.nested.get(node)
         if boundary is None:
-            return
+            return events
         for k, f in enumerate(boundary.flags):
             # the last set made inside the loop, if it ran (if it may not have, what the
             # next wait learns either way: `sync_clock.ClockRun._either`)
             key = ("chain", id(self._link_chain[(node, k)]))
-            schedule.add(gap, Event("set" if boundary.runs else "replace", key, f.p, node=node, known=f.known))
+            events.append(Event("set" if boundary.runs else "replace", key, f.p, node=node, known=f.known))
         triples = tuple(sorted((p, r, n) for (p, r), n in boundary.exit.items() if p != r))
         if triples:
-            schedule.add(gap, Event("exit", (node, triples)))
+            events.append(Event("exit", (node, triples)))
         for k, f in enumerate(boundary.flags):
             if boundary.runs:  # the loop's first wait took the token
-                schedule.add(gap, Event("join", None, f.q, slot=(node, k)))
+                events.append(Event("join", None, f.q, slot=(node, k)))
             chain = self._link_chain[(node, k)]
             if not chain.passed and chain.links[-1].node == node:
-                schedule.add(gap, Event("wait", ("chain", id(chain)), f.q))
+                events.append(Event("wait", ("chain", id(chain)), f.q))
+        return events
 
     def run(self, syncs: list[Sync]) -> ClockRun:
         return ClockRun(self.schedule(syncs), self.iterations, self.watched)
