@@ -10,7 +10,9 @@ an optional `prologue` prepares them once, e.g. batch_norm's per-channel
 factors). The body is any function of the tiles (`emit_elementwise` for one
 op, a whole fused group, a softmax...), so the tiling and data movement are
 written once. The tail tile (fewer rows) runs under `scf.if` with buffers of
-its own, so the loop's buffers stay private to it.
+its own, so the loop's buffers stay private to it. Where each core has one
+tile there is no loop, and each input's load stands just before the body's
+first reader of it (`_load_at_first_use`): nothing else hides those loads.
 
 Tile size: the largest number of rows whose buffers fit UB, counting every
 buffer private to the tile loop twice (npu-double-buffer gives them a second
@@ -27,7 +29,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from ...core import dtypes
 from ...dialects import npu
@@ -333,8 +335,12 @@ class _RowKernel:
             self.prepared = self.prologue(self._setup_emitter(), inputs)
             self.placeholders = inputs
         start = b.mul(b.block_idx(), self.per_core) if self.k.block_dim > 1 else 0
-        stop = b.min(b.add(start, self.per_core), self.full_tiles) if self.k.block_dim > 1 else self.full_tiles
-        if self.full_tiles:
+        if self.full_tiles and self.per_core == 1 and self.k.block_dim > 1:
+            # a tile per core: no loop (npu-double-buffer would pair tiles no core has)
+            with b.when(True if self.full_tiles >= self.k.block_dim else b.less_than(start, self.full_tiles)):
+                self._tile(loop_set, b.mul(start, self.tile_rows), self.tile_rows)
+        elif self.full_tiles:
+            stop = b.min(b.add(start, self.per_core), self.full_tiles) if self.k.block_dim > 1 else self.full_tiles
             with b.loop(start, stop, name="tile") as t:
                 self._tile(loop_set, b.mul(t, self.tile_rows), self.tile_rows)
         if self.tail_rows:
@@ -464,15 +470,19 @@ class _RowKernel:
         b = self.b
         body_rows, body_cols = self._body_shape(rows)
         loaded = tiles.inputs(self.once)
+        copies = []
         for op, tile in zip(self.view.inputs, loaded):
             if self._loaded_per_tile(op):
-                self._load(tiles, op, row0, rows, tile)
+                copies.append(self._load(tiles, op, row0, rows, tile))
         if self.prologue is not None:  # the prologue's results, with this tile's own inputs
             mapping = {id(p): t for p, t in zip(self.placeholders, loaded)}
             loaded = [mapping.get(id(t), t) for t in self.prepared]
         tiles.pool.reset()
         outputs = [self._fitted(op, tile, rows) for op, tile in zip(self.view.outputs, tiles.outputs)]
         self.body(tiles.pool.emitter(b, body_rows, body_cols), loaded, outputs)
+        for copy in copies:
+            if copy is not None and self.per_core == 1:
+                _load_at_first_use(copy)
         for op, tile in zip(self.view.outputs, outputs):
             self._store(tiles, op, row0, rows, tile)
 
@@ -482,7 +492,10 @@ class _RowKernel:
             return tile
         return Tile(tile.buffer, 0, op.width or self._body_shape(rows)[1])
 
-    def _load(self, tiles: "_TileSet", op: RowOperand, row0: Index, rows: int, home: Tile) -> None:
+    def _load(self, tiles: "_TileSet", op: RowOperand, row0: Index, rows: int, home: Tile) -> npu.CopyOp | None:
+        """Emits the tile's load of `op` into `home`; returns the copy when it is
+        one plain transfer straight into `home` (which may then move to the
+        body's first use of `home`: `_load_at_first_use`)."""
         b = self.b
         if op.repeat is not None:
             row = b.floordiv(row0, op.repeat)
@@ -497,9 +510,11 @@ class _RowKernel:
             self.nz[id(op)].load(b, row0, rows, tiles.nz[id(op)], home)
             return
         staging = tiles.staging.get(id(op))
-        self._transfer(op, row0, rows, staging if staging is not None else home, gm_to_ub=True)
+        copy = self._transfer(op, row0, rows, staging if staging is not None else home, gm_to_ub=True)
         if staging is not None:
             self._transpose(op, rows, staging, home, into_body=True)
+            return None
+        return copy
 
     def _store(self, tiles: "_TileSet", op: RowOperand, row0: Index, rows: int, tile: Tile) -> None:
         if id(op) in tiles.nz:
@@ -519,14 +534,13 @@ class _RowKernel:
         shape = (rows * width, chunk) if into_body else (chunk, rows * width)
         self.b.emit(npu.VTransposeOp, src.buffer, 0, dst.buffer, 0, rows=shape[0], cols=shape[1])
 
-    def _transfer(self, op: RowOperand, row0: Index, rows: int, tile: Tile, gm_to_ub: bool) -> None:
+    def _transfer(self, op: RowOperand, row0: Index, rows: int, tile: Tile, gm_to_ub: bool) -> npu.CopyOp:
         """A tile between GM and UB, in the order it has in GM."""
         gm_offset, copy_rows, copy_cols, gm_stride = self._gm_pattern(op, row0, rows)
         strides = {"strides": [gm_stride, copy_cols] if gm_to_ub else [copy_cols, gm_stride]} if copy_rows > 1 else {}
         if gm_to_ub:
-            self.b.emit(npu.CopyOp, op.tensor.value, gm_offset, tile.buffer, 0, rows=copy_rows, cols=copy_cols, **strides)
-        else:
-            self.b.emit(npu.CopyOp, tile.buffer, 0, op.tensor.value, gm_offset, rows=copy_rows, cols=copy_cols, **strides)
+            return self.b.emit(npu.CopyOp, op.tensor.value, gm_offset, tile.buffer, 0, rows=copy_rows, cols=copy_cols, **strides)
+        return self.b.emit(npu.CopyOp, tile.buffer, 0, op.tensor.value, gm_offset, rows=copy_rows, cols=copy_cols, **strides)
 
     def _gm_pattern(self, op: RowOperand, row0: Index, rows: int) -> tuple[Index, int, int, int]:
         """(GM offset, rows, cols, GM row stride) of a tile of `rows` view rows."""
@@ -549,6 +563,29 @@ class _RowKernel:
             offset = b.add(batch, b.mul(b.rem(row0, blocked.rows), blocked.c0))
             return offset, blocked.blocks, rows * blocked.c0, block
         return b.add(op.base, b.mul(row0, width)), 1, rows * width, 0
+
+
+def _load_at_first_use(copy: npu.CopyOp) -> None:
+    """Move a tile's load down to the first op of the body reading its buffer.
+    The loads are emitted together before the body, and npu-insert-sync then
+    gives them one flag: the vector unit waits for the last to land before its
+    first instruction. Each load just before its first reader gets a flag of its
+    own, so the body starts on the first input to land (a group reading eight
+    planes casts the first while the others stream in). The scalar unit issues
+    the copies as before, one MTE2 transfer after another (a vector wait between
+    them does not hold MTE2), so the loads take no longer."""
+    home = copy.operands[copy.buffer_operands()[1]]
+    op = copy.next_op
+    while op is not None and not _reads(op, home):
+        op = op.next_op
+    if op is not None and op is not copy.next_op:
+        copy.detach()
+        op.parent_block().insert_op_before(copy, op)
+
+
+def _reads(op: Operation, buffer: SSAValue) -> bool:
+    """Whether `op` (or an op nested in it) has `buffer` as an operand."""
+    return any(o is buffer for o in op.operands) or any(_reads(inner, buffer) for r in op.regions for blk in r.blocks for inner in blk.ops)
 
 
 class _TileSet:

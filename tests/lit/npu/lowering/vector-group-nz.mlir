@@ -20,7 +20,7 @@ func.func @main(%x: tensor<48x40xf16>, %w: tensor<40xf16>) -> tensor<48x40xf16> 
 
 // CHECK:      [ge-to-npu] @k0_g: group of 3 ops on rows [48], widest value 40
 // CHECK:      npu.kernel @k0_g
-// CHECK:      scf.for %tile
+// CHECK-NOT:  scf.for %tile
 // CHECK:        npu.copy %0[%{{.*}}], %[[X:[0-9]+]][%c0] {cols = 960}
 // CHECK-NEXT:   npu.vcast %[[X]][%c0], %[[W:[0-9]+]][%c0] {rows = 24, cols = 40}
 // CHECK:        npu.vrsqrt
