@@ -752,6 +752,31 @@ def _first_chunk_at_top(shape: GemmShape, c: _Candidate, per_core: int, block_di
     return first_item_at_top and shape.m % c.mb == 0 and shape.n % c.n_block == 0 and pairs <= 1
 
 
+@dataclass(frozen=True)
+class Prefetched:
+    """A search's `first_b_prefetched` when the kernel is a later phase of a merged
+    kernel whose phase before leaves the HBM idle for `room` cycles at the barrier
+    (transforms/npu/prefetch_constants.py `hbm_idle`: from that kernel's tiling,
+    `prefetch_room.tiling_room`, or its instructions, `hbm_room`).
+    npu-prefetch-constants loads the first B chunk before the barrier whatever its
+    size; the estimate takes its port time off the fill, and its HBM share off the
+    item's B and the kernel's HBM time only up to `room`: the rest crosses the HBM
+    while the phase before still needs it (the mlp's first product after an
+    HBM-bound f32 cast, credited its whole first chunk, picked a tiling whose chunk
+    made the cast 2,466 -> 4,182 cycles and itself ran 4,380 -> 4,871). `True`
+    alone: prefetched, with no room known (its HBM share not taken off)."""
+
+    room: float = 0.0
+
+    def __bool__(self) -> bool:
+        return True
+
+
+def _room(first_b_prefetched) -> float:
+    """The HBM time a prefetched first chunk's HBM share may take off the estimate."""
+    return first_b_prefetched.room if isinstance(first_b_prefetched, Prefetched) else 0.0
+
+
 class _Scoring:
     """The estimate of each candidate of one search (`score`). Candidates share
     most of their parts: those of an item's size (its share of the cores), of its
@@ -780,7 +805,7 @@ class _Scoring:
         self._chunks: dict[tuple, tuple] = {}
         self._steps: dict[tuple, tuple] = {}
         self._epilogues: dict[tuple, tuple] = {}
-        self._staged: dict[tuple, tuple[float, float]] = {}  # depends on first_b_prefetched
+        self._staged: dict[tuple, tuple[float, float, float]] = {}  # depends on first_b_prefetched
 
     def prefetching(self, first_b_prefetched: bool) -> _Scoring:
         """This scoring for a search with or without the first chunk of B prefetched:
@@ -951,11 +976,16 @@ class _Scoring:
         steps, _, _, mmad, load = self.step(c)
         cube = steps * mmad
         mte1 = steps * load
-        return max(load + per_core * cube, per_core * mte1 + mmad, self.hbm)
+        return max(load + per_core * cube, per_core * mte1 + mmad, self.hbm_floor())
 
-    def staged(self, c: _Candidate) -> tuple[float, float]:
-        """(the first chunk's staging before the cube may start, MTE2 cycles per item)
-        of the candidate's item size, K chunk and residency."""
+    def hbm_floor(self) -> float:
+        """The kernel's HBM time less the most a prefetched first B chunk may take
+        off it (`Prefetched.room`): a bound for every K chunk."""
+        return self.hbm - _room(self.first_b_prefetched) if self.first_b_prefetched else self.hbm
+
+    def staged(self, c: _Candidate) -> tuple[float, float, float]:
+        """(the first chunk's staging before the cube may start, MTE2 cycles per item,
+        the kernel's HBM time) of the candidate's item size, K chunk and residency."""
         key = (c.mb, c.n_block, c.kc, c.a_resident)
         found = self._staged.get(key)
         if found is None:
@@ -966,18 +996,27 @@ class _Scoring:
             stage = stage_a + stage_b
             # The first chunk's B loaded before the barrier leaves the first item's MTE2
             # and the fill (its landing stays: A's first chunk lands under the same flag).
-            prefetched = 0.0
-            if self.first_b_prefetched and _first_chunk_at_top(self.shape, c, per_core, self.item(c.mb, c.n_block)[2], self.hw):
+            # Its HBM share too, as far as the phase before leaves the HBM idle
+            # (`Prefetched`): neither the item's B from the HBM nor the kernel's HBM
+            # time counts that part (llama_layer tp=4's 64 x 2816 @ 2816 x 1024 as
+            # split-K 4, first chunk 512 of 704 rows, after a cube-bound phase:
+            # estimated at its whole weight's HBM time, 6,308 cycles, it ran 4,750).
+            prefetched, first, hbm = 0.0, 0.0, self.hbm
+            _, _, block_dim, _, n_block = self.item(c.mb, c.n_block)
+            if self.first_b_prefetched and _first_chunk_at_top(self.shape, c, per_core, block_dim, self.hw):
                 prefetched = stage_b - self.gm_latency
                 stage -= prefetched
+                whole = _weights_streamed(self.hw, self.shape, self.bs, min(c.kc, self.shape.k), n_block, block_dim, c.mb)
+                first = min(whole, _room(self.first_b_prefetched))
+                hbm -= first
             # A resident: the core's first item stages A and B, the others B alone.
             # Not resident: every later item stages A again, from the L2, on every core
             # at once (the items start together), while the HBM waits for their B: A's
             # staging adds to B's HBM time (calibrated on bench/gemm_estimate.py).
-            with_a = max(a_item + b_item - prefetched, b_hbm)
+            with_a = max(a_item + b_item - prefetched, b_hbm - first)
             later = max(b_item, b_hbm) if c.a_resident else a_item + max(b_item, b_hbm)
             mte2 = (with_a + (per_core - 1) * later) / per_core
-            found = self._staged[key] = (stage, mte2)
+            found = self._staged[key] = (stage, mte2, hbm)
         return found
 
     def staging_bound(self, c: _Candidate) -> float:
@@ -985,7 +1024,8 @@ class _Scoring:
         the candidate's item size, K chunk and residency: the first critical path of
         `estimate` without its non-negative parts after MTE2's, and the HBM bound
         (the same expression: see `bound`)."""
-        return max(self.item(c.mb, c.n_block)[1] * self.staged(c)[1], self.hbm)
+        _, mte2, hbm = self.staged(c)
+        return max(self.item(c.mb, c.n_block)[1] * mte2, hbm)
 
     def estimate(self, c: _Candidate, rows: int) -> tuple:
         """(estimate, and the terms cube, mte2, mte1, epilogue, fill, drain, and the
@@ -1010,7 +1050,7 @@ class _Scoring:
         chunks, kc = self.chunk(c)[:2]
         steps, kb, n_sub, mmad, load = self.step(c)  # one L0 step
         cube = steps * mmad
-        stage, mte2 = self.staged(c)
+        stage, mte2, hbm = self.staged(c)
         mte1 = steps * load
         chunks_per_item, fixpipe, vector, store, inputs = self.epilogue(c, rows, n_sub, blocked)
         # The epilogue's input tiles load on MTE2 with the item's staging, before its
@@ -1040,7 +1080,7 @@ class _Scoring:
         )
         contention = _steady(cube, mte2, mte1, epilogue) - max(cube, mte2, mte1, epilogue)
         estimate = critical + per_core * contention + (per_core - 1) * drain
-        return max(estimate, self.hbm), cube, mte2, mte1, epilogue, fill, drain
+        return max(estimate, hbm), cube, mte2, mte1, epilogue, fill, drain
 
     def rank_key(self, c: _Candidate, rows: int) -> tuple:
         """`rank_key` of `score(c, rows, ...)` without making the tiling."""

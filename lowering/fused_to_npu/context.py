@@ -107,6 +107,12 @@ class KernelContext:
     # The kernel will be a later phase of a merged kernel (`ge-to-npu{merge=true}`),
     # whose first loads of constants npu-prefetch-constants moves before its barrier.
     after_a_barrier: bool = False
+    # HBM cycles the phase before leaves idle for the first B chunk prefetched
+    # (`tiling.Prefetched`: `prefetch_room.tiling_room` or `prefetch_constants.hbm_room`
+    # of the kernel launched before this one).
+    prefetch_room: float = 0.0
+    # The cube kernel's tiling (`prefetch_room.tiling_room`: the room it leaves the next phase).
+    tiling: object = None
 
     def explain(self, text: str) -> None:
         self.notes.append(text)

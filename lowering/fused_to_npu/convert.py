@@ -40,10 +40,12 @@ from ...dialects import fused, ge, npu
 from ...dialects.ge.formats import Format, format_of, physical_shape, with_format
 from ...simulator.hardware import load_preset
 from ...core.signature import NAME_ATTR, input_specs, main_function, output_specs
+from ...transforms.npu.prefetch_constants import hbm_room
 from .context import GmTensor, KernelContext, print_notes
 from .templates import template_for
 from .kernel_builder import KernelBuilder
 from .kernel_cache import KernelCache, kernel_key
+from .prefetch_room import tiling_room
 from .launches import ALIASING_OPS as _ALIASING_OPS, is_view, moves_nothing as _moves_nothing
 from ..plan.launches import SHARED_PHASE_ATTR
 from .share_cores import tiling_cores
@@ -113,6 +115,8 @@ class _HostPlanBuilder:
         self.debug = debug
         self.merge = merge
         self.kernel_count = 0
+        self.room = 0.0  # the HBM room the kernel launched last leaves (`Prefetched`)
+        self.tilings: dict = {}  # a cached kernel's `KernelContext.tiling`
         self.cache = KernelCache()
         self.tiling_choices: list[tuple[Operation, int]] = []  # (graph op, tilings its kernel chose among)
         self.buffers: dict[SSAValue, SSAValue] = {}  # graph value -> host GM memref
@@ -238,20 +242,25 @@ class _HostPlanBuilder:
         args = [buffer for buffer, _, _ in ins + outs]
         param_types = [a.type for a in args]
         after_a_barrier = self.merge and self.kernel_count > 0
+        room = round(self.room) if after_a_barrier else 0
         hw = tiling_cores(where, self.hw)  # fused-share-cores: fewer cores, side by side
-        key = cache_as(hw, param_types, after_a_barrier) if cache_as is not None and memo.enabled() else None
+        key = cache_as(hw, param_types, (after_a_barrier, room)) if cache_as is not None and memo.enabled() else None
         cached = self.cache.get(key) if key is not None else None
         if cached is not None:
             kernel, block_dim, notes, choices = cached.instance(name), cached.block_dim, cached.notes, cached.tiling_choices
+            tiling = self.tilings[key]
         else:
             k = KernelContext(where, KernelBuilder(name, param_types), [], [], hw)
             k.after_a_barrier = after_a_barrier
+            k.prefetch_room = room
             tensors = [GmTensor(p, t, v) for p, (_, t, v) in zip(k.b.params, ins + outs)]
             k.inputs, k.outputs = tensors[: len(ins)], tensors[len(ins) :]
             write(k)
             kernel, block_dim, notes, choices = k.b.finish(k.block_dim), k.block_dim, k.notes, k.tiling_choices
+            tiling = k.tiling
             if key is not None:
                 self.cache.put(key, kernel, block_dim, notes, choices)
+                self.tilings[key] = tiling
         if choices > 1:
             self.tiling_choices.append((where, choices))
         kernel.location = where.location
@@ -264,6 +273,14 @@ class _HostPlanBuilder:
         if self.debug:
             print_notes(name, notes)
         self.kernel_count += 1
+        # What the next kernel, a later phase once merged, finds of the HBM left idle
+        # at its barrier for its prefetched first B chunk (`tiling.Prefetched`): from
+        # a cube kernel's tiling, as the form choices see it, else from the kernel's
+        # instructions.
+        if tiling is not None:
+            self.room = tiling_room(tiling, self.hw)
+        else:
+            self.room = hbm_room(kernel.entry.ops, self.hw, block_dim)
 
     # ---- helpers -------------------------------------------------------------------------
 

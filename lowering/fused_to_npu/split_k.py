@@ -38,9 +38,9 @@ from ...dialects import fused
 from ...dialects.ge.formats import Format
 from ...simulator.hardware import HardwarePreset, load_preset
 from ...simulator.npu.costs import next_kernel_cycles
-from ..tiling import FRACTAL, best_cube_tiling
+from ..tiling import FRACTAL, Prefetched, best_cube_tiling
 from .context import GmTensor, named
-from .launches import kernel_before
+from .prefetch_room import room_before
 from .templates.cube import bias_act_epilogue, epilogue_input, gemm_problem, views_of
 from .templates.cube_epilogue import CubeEpilogue
 
@@ -77,11 +77,11 @@ class FormChoicePass(ModulePass):
     def rewrite(self, op: Operation, verdict: str) -> str:
         raise NotImplementedError
 
-    def after_barrier(self, op: Operation) -> bool:
+    def after_barrier(self, op: Operation, hw: HardwarePreset | None = None) -> Prefetched | bool:
         """Whether `op`'s (first) kernel will start after a barrier: a later phase of
         the merged kernel, whose constant Bs npu-prefetch-constants loads before
-        it (`cube_cycles`)."""
-        return self.merge and kernel_before(op)
+        it (`cube_cycles`), with the room the kernel before leaves them."""
+        return self.merge and room_before(op, hw or load_preset(self.hw), whole_tiling)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         hw = load_preset(self.hw)
@@ -101,7 +101,7 @@ class SplitKPass(FormChoicePass):
     whole = "one kernel"
 
     def estimates(self, op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
-        return estimates(op, hw, next_kernel, after_barrier=self.after_barrier(op))
+        return estimates(op, hw, next_kernel, after_barrier=self.after_barrier(op, hw))
 
     def rewrite(self, op: Operation, verdict: str) -> str:
         if verdict == self.whole:
@@ -119,10 +119,7 @@ def estimates(
     a = op.attr_values()
     x = named(op, [GmTensor(None, v.type, v) for v in op.operands])
     out = GmTensor(None, op.result.type, op.result)
-    inputs = [i for i in (epilogue_input(x.bias, out.shape), epilogue_input(x.residual, out.shape)) if i is not None]
-    epilogue = bias_act_epilogue(views_of([out]), inputs, a.act)
-    whole = gemm_problem(x.lhs, [x.rhs], out.shape, a.transpose_a, a.transpose_b, epilogue)
-    forms = {SplitKPass.whole: cube_cycles(hw, whole, after_barrier)}
+    forms = {SplitKPass.whole: cube_cycles(hw, whole_problem(op), after_barrier)}
     if any(t is not None and t.format != Format.ND for t in (out, x.residual)):
         return forms
     read = out.itemsize if x.residual is not None else 0
@@ -131,6 +128,29 @@ def estimates(
         return row_kernel_cycles(hw, out.shape, splits * 4 + read, out.itemsize, splits + REDUCE_PASSES)
 
     return forms | split_k_forms(hw, x.lhs, x.rhs, out.shape, a, reduce_cycles, next_kernel, after_barrier)
+
+
+def whole_problem(op: fused.MatmulBiasActOp):
+    """`op` as one cube kernel's problem."""
+    a = op.attr_values()
+    x = named(op, [GmTensor(None, v.type, v) for v in op.operands])
+    out = GmTensor(None, op.result.type, op.result)
+    inputs = [i for i in (epilogue_input(x.bias, out.shape), epilogue_input(x.residual, out.shape)) if i is not None]
+    epilogue = bias_act_epilogue(views_of([out]), inputs, a.act)
+    return gemm_problem(x.lhs, [x.rhs], out.shape, a.transpose_a, a.transpose_b, epilogue)
+
+
+def whole_tiling(op: Operation, hw: HardwarePreset):
+    """The estimated-fastest tiling of a `fused.matmul_bias_act` as one kernel (None
+    for another op, or one no tiling fits): `prefetch_room.room_before`'s view of
+    the kernel before a form choice."""
+    if not isinstance(op, fused.MatmulBiasActOp):
+        return None
+    try:
+        problem = whole_problem(op)
+        return best_cube_tiling(hw, problem.shape, problem.a, problem.bs, problem.epilogue.cost(1))[0]
+    except ValueError:
+        return None
 
 
 def split_k(op: fused.MatmulBiasActOp, splits: int) -> None:
@@ -201,7 +221,7 @@ def cube_cycles(hw: HardwarePreset, problem, after_barrier: bool = False) -> flo
     `after_barrier`: the kernel will be a later phase of a merged kernel, so
     constant Bs have their first chunk loaded before its barrier, as
     `emit_cube_kernel` tiles it (npu-prefetch-constants)."""
-    prefetched = after_barrier and all(getattr(x, "is_constant", False) for x in problem.bs)
+    prefetched = after_barrier if after_barrier and all(getattr(x, "is_constant", False) for x in problem.bs) else False
     try:
         return best_cube_tiling(hw, problem.shape, problem.a, problem.bs, problem.epilogue.cost(1), prefetched)[0].estimate
     except ValueError:

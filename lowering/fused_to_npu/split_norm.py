@@ -61,7 +61,7 @@ class SplitMatmulNormPass(FormChoicePass):
     whole = "fused"
 
     def estimates(self, op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
-        return estimates(op, hw, next_kernel, after_barrier=self.after_barrier(op))
+        return estimates(op, hw, next_kernel, after_barrier=self.after_barrier(op, hw))
 
     def rewrite(self, op: Operation, verdict: str) -> str:
         if verdict == "split":

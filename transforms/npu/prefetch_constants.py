@@ -359,23 +359,54 @@ def _guarded(op: Operation, guards: tuple[SSAValue, ...]) -> tuple[scf.IfOp, scf
     return inner, innermost
 
 
-def pipe_work(ops, hw: HardwarePreset) -> Counter:
+GM_BYTES = "GM bytes"
+"""`pipe_work(..., gm=True)`'s key for the bytes a block's GM transfers move."""
+
+
+def pipe_work(ops, hw: HardwarePreset, gm: bool = False) -> Counter:
     """Cycles each pipe is busy running `ops`, from the instructions' attributes: loops
     of constant bounds count every iteration (others one), a branch its lighter side
-    (a tail or a guard may not run: the slack it gives is not counted on)."""
+    (a tail or a guard may not run: the slack it gives is not counted on). `gm`: also
+    the bytes its transfers move to or from GM (`GM_BYTES`), counted alike."""
     work: Counter = Counter()
     for op in ops:
         if isinstance(op, scf.ForOp):
             trips = trip_count(op) or 1
-            for pipe, cycles in pipe_work(op.body.block.ops, hw).items():
+            for pipe, cycles in pipe_work(op.body.block.ops, hw, gm).items():
                 work[pipe] += trips * cycles
         elif isinstance(op, scf.IfOp):
-            branches = [pipe_work(region.block.ops, hw) for region in op.regions if region.blocks]
+            branches = [pipe_work(region.block.ops, hw, gm) for region in op.regions if region.blocks]
             for pipe in {p for branch in branches for p in branch}:
                 work[pipe] += min(branch[pipe] for branch in branches)
         elif isinstance(op, npu.InstructionOp):
             work[op.pipe_name()] += pipe_cycles(hw, op)
+            if gm and isinstance(op, npu.TransferOp) and "gm" in op.spaces():
+                work[GM_BYTES] += _gm_bytes(op)
     return work
+
+
+def _gm_bytes(op: npu.TransferOp) -> int:
+    a = op.attr_values()
+    side = op.src if op.spaces()[0] == "gm" else op.dst
+    return a.rows * a.cols * npu.element_bytes(side.type)
+
+
+def hbm_cycles(ops, hw: HardwarePreset, blocks: int) -> float:
+    """The HBM's time for `ops` run by `blocks` blocks at once: the bytes their GM
+    transfers move on every block, but no more than the GM buffers they touch hold
+    (blocks reading one panel take it from the HBM once, from the L2 after), at the
+    HBM's bandwidth shared by all cores."""
+    per_block = pipe_work(ops, hw, gm=True)[GM_BYTES]
+    buffers = {
+        side
+        for top in ops
+        for op in instructions(top)
+        if isinstance(op, npu.TransferOp)
+        for side in (op.src, op.dst)
+        if str(npu.space_of(side.type)) == "gm"
+    }
+    held = sum(npu.buffer_bytes(b.type) for b in buffers)
+    return min(blocks * per_block, held) / hw.hbm_bytes_per_cycle
 
 
 def mte2_slack(ops, hw: HardwarePreset) -> int:
@@ -384,6 +415,26 @@ def mte2_slack(ops, hw: HardwarePreset) -> int:
     work = pipe_work(ops, hw)
     others = [cycles for pipe, cycles in work.items() if pipe != "MTE2"]
     return max(0, max(others, default=0) - work["MTE2"])
+
+
+def hbm_idle(duration: float, hbm: float) -> float:
+    """HBM time a phase of `duration` cycles whose transfers keep the HBM busy for
+    `hbm` cycles leaves idle."""
+    return max(0.0, duration - hbm)
+
+
+def hbm_room(ops, hw: HardwarePreset, blocks: int, duration: float = 0) -> float:
+    """HBM time the phase `ops` (on `blocks` blocks) leaves idle for the next phase's
+    prefetched first chunk, from its instructions: its busiest pipe's work (or its
+    estimated `duration`, where known) against the HBM time of its transfers
+    (`hbm_cycles`), and the barrier's window (`barrier_window`). The chunk is moved
+    before the barrier whatever its size (`_PhaseMove`'s first-chunk rule); what
+    exceeds this room crosses the HBM while the phase before still needs it, so the
+    tiling estimate takes its HBM share off only up to here (lowering/tiling.py
+    `Prefetched`). The mlp's f32 cast before its first product (its input's bytes at
+    the HBM's bandwidth, little vector work) leaves none beyond the window."""
+    work = pipe_work(ops, hw)
+    return hbm_idle(max(max(work.values(), default=0), duration), hbm_cycles(ops, hw, blocks)) + barrier_window(ops, hw)
 
 
 def _allocs(ops: list[Operation]) -> list[npu.AllocOp]:

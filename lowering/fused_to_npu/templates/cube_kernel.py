@@ -60,7 +60,7 @@ from ....core import dtypes
 from ....core.diagnostics import op_error
 from ....dialects import npu
 from ...tiling import (
-    FRACTAL, CubeTiling, GemmShape, best_cube_tiling, fitting_cube_tilings, rank_key, round_up, with_count,
+    FRACTAL, CubeTiling, GemmShape, Prefetched, best_cube_tiling, fitting_cube_tilings, rank_key, round_up, with_count,
 )
 from ..context import KernelContext
 from ..kernel_builder import Index, KernelBuilder
@@ -193,7 +193,7 @@ def pinned_rank(op) -> int:
 def emit_cube_kernel(k: KernelContext, problem: CubeProblem) -> CubeTiling:
     """Choose the tiling, explain it, and write the kernel."""
     if k.after_a_barrier and all(getattr(x, "is_constant", False) for x in problem.bs):
-        problem = replace(problem, first_b_prefetched=True)
+        problem = replace(problem, first_b_prefetched=Prefetched(k.prefetch_room))
     try:
         problem, tiling = choose_problem_tiling(k.hw, problem, pinned_rank(k.op))
     except ValueError as e:
@@ -201,6 +201,7 @@ def emit_cube_kernel(k: KernelContext, problem: CubeProblem) -> CubeTiling:
     k.explain(tiling.explain())
     k.tiling_choices = tiling.candidates
     k.block_dim = tiling.block_dim
+    k.tiling = tiling
     _CubeKernel(k, problem, tiling).emit()
     return tiling
 
