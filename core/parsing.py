@@ -20,6 +20,7 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from .diagnostics import CompileError, SourceLocation, location_of
+from .reverify import Reverifier
 
 
 class _LineIndex:
@@ -136,13 +137,23 @@ def _error_offset(e: ParseError, text: str) -> int:
     return e.span.start
 
 
-def verify_module(module: Operation) -> None:
-    """Verify every operation, reporting the first failure at that op's location."""
+def verify_module(module: Operation, reverifier: Reverifier | None = None) -> None:
+    """Verify every operation, reporting the first failure at that op's location.
+    With a `reverifier` (core/reverify.py), the operations unchanged since it last
+    verified this module are skipped."""
+    if reverifier is not None:
+        reverifier.verify(module)
+        return
     for op in module.walk():
-        try:
-            op.verify(verify_nested_ops=False)
-        except DiagnosticException as e:
-            raise CompileError(_verifier_message(op, e), location_of(_culprit(op, e))) from None
+        verify_op(op)
+
+
+def verify_op(op: Operation) -> None:
+    """Verify one operation (not its nested ones), as a located CompileError."""
+    try:
+        op.verify(verify_nested_ops=False)
+    except DiagnosticException as e:
+        raise CompileError(_verifier_message(op, e), location_of(_culprit(op, e))) from None
 
 
 _REDEFINED = re.compile(r'Redefinition of symbol "([^"]+)"')

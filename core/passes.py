@@ -27,7 +27,8 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
 from .collector import cyclic_gc_paused
 from .diagnostics import CompileError
-from .parsing import verify_module
+from .parsing import verify_module, verify_op
+from .reverify import Reverifier
 
 # ---- the registry ----------------------------------------------------------------------
 
@@ -232,6 +233,7 @@ class Instrumentation:
     """What happens around each leaf pass; the tools configure one per run."""
 
     verify_each: bool = True
+    reverifier: Reverifier = field(default_factory=lambda: Reverifier(verify_op))
     after_pass: list[Callable[[ModulePass, ModuleOp], None]] = field(default_factory=list)
     statistics: dict[str, dict[str, int]] = field(default_factory=dict)
     timings: list[tuple[str, float]] = field(default_factory=list)
@@ -286,7 +288,7 @@ def run_pass(p: ModulePass, ctx: Context, module: ModuleOp) -> None:
     current.timings.append((p.name, time.perf_counter() - start))
     if current.verify_each:
         try:
-            verify_module(module)
+            verify_module(module, current.reverifier)
         except CompileError as e:
             raise CompileError(f"{e.message} (after pass '{p.name}')", e.location) from None
     for hook in current.after_pass:

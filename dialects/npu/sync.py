@@ -66,6 +66,8 @@ the same GM workspace mechanism, read for fewer flags.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from xdsl.ir import Operation
 from xdsl.irdl import irdl_op_definition
 from xdsl.utils.exceptions import VerifyException
@@ -117,6 +119,8 @@ class KernelBarrierOp(InstructionOp):
     """A barrier of all the blocks of a launch, or one half of it: it stands at the
     top level of the npu.kernel body, where every block meets it the same number
     of times."""
+
+    VERIFIER_READS_OTHER_OPS: ClassVar[bool] = True  # its pairing: the barriers beside it (core/reverify.py)
 
     def pipe_name(self) -> str:
         return ALL_PIPES
