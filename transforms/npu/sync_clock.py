@@ -133,16 +133,19 @@ class ClockRun:
     def _learn_scalar(self, pipe: int) -> list[int]:
         """Pipe's clock, having learned the scalar unit's. The join is skipped when the
         scalar unit's clock has not changed since this pipe last learned it (clocks
-        only grow, so it would change nothing): `_scalar_version` counts the times
-        the scalar unit's row may have changed (it is handed out to be changed, or
-        joined into), `_seen` the version each pipe last learned."""
+        only grow, so it would change nothing): `_scalar_version` counts the changes
+        of the scalar unit's row (`_changed`: a tick, a wait, a join), `_seen` the
+        version each pipe last learned."""
         row = self.vc[pipe]
-        if pipe == S:
-            self._scalar_version += 1
-        elif self._seen[pipe] != self._scalar_version:
+        if pipe != S and self._seen[pipe] != self._scalar_version:
             _join(row, self.vc[S])
             self._seen[pipe] = self._scalar_version
         return row
+
+    def _changed(self, pipe: int) -> None:
+        """Pipe's row has changed (after a tick, a wait or a join)."""
+        if pipe == S:
+            self._scalar_version += 1
 
     def _node(self, it: int, node: int, pipes) -> None:
         inner = self.inner.get(node)
@@ -157,6 +160,7 @@ class ClockRun:
                         row[pipe] += 1
                         self.inner_ticks[it][(node, index, pipe)] = row[pipe]
             self.ticks[it][node][pipe] = row[pipe]
+            self._changed(pipe)
 
     def tick(self, it: int, node: int, inner: int, pipe: int) -> int | None:
         """Pipe's tick of node (of its inner node `inner`, or the last one if BEFORE)."""
@@ -204,6 +208,7 @@ class ClockRun:
         elif kind == "wait":
             fifo = self.fifos.get(event.key)
             _join(self._learn_scalar(event.pipe), fifo.popleft() if fifo else self.zero)
+            self._changed(event.pipe)
         elif kind in ("take", "peek"):
             fifo = self.fifos.get(event.key)
             if not fifo:
@@ -212,6 +217,7 @@ class ClockRun:
                 self.held[self._it][event.slot] = fifo.popleft() if kind == "take" else fifo[0]
         elif kind == "join":
             _join(self._learn_scalar(event.pipe), self.held[self._it].get(event.slot, self.zero))
+            self._changed(event.pipe)
         elif kind == "replace":
             fifo = self.fifos.setdefault(event.key, deque())
             pending = fifo.popleft() if fifo else self.zero
@@ -223,8 +229,7 @@ class ClockRun:
             learned = [(r, self.partial(node, p, known)) for p, r, known in triples]
             for r, state in learned:
                 _join(self.vc[r], state)
-                if r == S:
-                    self._scalar_version += 1
+                self._changed(r)
         else:
             merged = [max(column) for column in zip(*self.vc)]
             self.vc = [list(merged) for _ in range(PIPE_COUNT)]
