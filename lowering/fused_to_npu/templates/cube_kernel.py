@@ -688,10 +688,11 @@ class _CubeKernel:
             pieces = self._pieces(a_off, b_offs, m0, n0, m_act, n_act, k0, a_k0, copy, size, stage_a, prefetched)
             for s, (kk0, rows, stage, stage_a_piece) in enumerate(pieces):
                 stage()
-                last = s == len(pieces) - 1
-                if staged is not None and last and stage_a_piece is None:
+                # `staged` (the item before's epilogue, reading the L0C this item's
+                # multiplies overwrite) goes before the first step's multiply.
+                if staged is not None and s == 0 and stage_a_piece is None:
                     staged()
-                after_a = staged if staged is not None and last else None
+                after_a = staged if staged is not None and s == 0 else None
                 step(kk0, rows, s, (base + s) % 2, stage_a_piece and partial(_then, stage_a_piece, after_a))
             return
         for stage in staging_order(stages, prefetched):
