@@ -24,8 +24,20 @@ from .base import ACTIVATION_NAMES, FusedOp, by_name, operand
 from .cube import Conv2DBiasActOp
 
 
+class _SeparableAttrs(FusedOp):
+    """The depthwise convolution's `strides`, `pads`, `dilations` and activation
+    (`dw_act`), and the 1x1 convolution's activation (`act`)."""
+
+    strides = attr(Kind.INTS, (1, 1))
+    pads = attr(Kind.INTS, (0, 0, 0, 0))
+    dilations = attr(Kind.INTS, (1, 1))
+    act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
+    dw_act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+
 @irdl_op_definition
-class DepthwisePointwiseOp(FusedOp):
+class DepthwisePointwiseOp(_SeparableAttrs):
     """`conv2d_bias_act(conv2d_bias_act(input, dw_weight, dw_bias, groups=C,
     act=dw_act), weight, bias, residual, act=act)` with a 1x1, stride-1,
     unpadded second convolution; the depthwise result is rounded to the element
@@ -40,12 +52,6 @@ class DepthwisePointwiseOp(FusedOp):
     bias = opt_operand_def(TensorType)
     residual = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    strides = attr(Kind.INTS, (1, 1))
-    pads = attr(Kind.INTS, (0, 0, 0, 0))
-    dilations = attr(Kind.INTS, (1, 1))
-    dw_act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
-    act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     @classmethod
     def infer(cls, types, a, declared):
@@ -94,7 +100,7 @@ def _pointwise_attrs(a, t) -> SimpleNamespace:
 
 
 @irdl_op_definition
-class PointwiseDepthwiseOp(FusedOp):
+class PointwiseDepthwiseOp(_SeparableAttrs):
     """`conv2d_bias_act(conv2d_bias_act(input, weight, bias, act=act), dw_weight,
     dw_bias, groups=C, act=dw_act)`: an inverted-residual block's expand 1x1
     convolution (stride 1, unpadded) and the depthwise convolution that alone
@@ -109,12 +115,6 @@ class PointwiseDepthwiseOp(FusedOp):
     bias = opt_operand_def(TensorType)
     dw_bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    strides = attr(Kind.INTS, (1, 1))
-    pads = attr(Kind.INTS, (0, 0, 0, 0))
-    dilations = attr(Kind.INTS, (1, 1))
-    act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
-    dw_act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     @classmethod
     def infer(cls, types, a, declared):
