@@ -256,13 +256,6 @@ class Copies:
         return self.buffers[index]
 
 
-def _then(first, second) -> None:
-    """`first()`, then `second()` if there is one."""
-    first()
-    if second is not None:
-        second()
-
-
 def for_core_items(b: KernelBuilder, items: int, per_core: int, block_dim: int, body) -> None:
     """`body(item)` for the items of this core, [block_idx x per_core, ..) up to
     `items`: an scf.for over them (constant bounds when every core has the same
@@ -684,16 +677,14 @@ class _CubeKernel:
             self._step(copy, a_k0, kk0, kb_act, n_act, m_act, 1 if nonzero else b.add(first, index), parity,
                        b_first or before_a is not None, before_a)
 
-        if self._staged_in_pieces(k0, size):
+        # A chunk after which the item before's epilogue stands (`staged`: it reads the
+        # L0C this item's multiplies overwrite) is staged whole, the epilogue before
+        # its first multiply; in pieces it would follow a piece's multiply.
+        if staged is None and self._staged_in_pieces(k0, size):
             pieces = self._pieces(a_off, b_offs, m0, n0, m_act, n_act, k0, a_k0, copy, size, stage_a, prefetched)
             for s, (kk0, rows, stage, stage_a_piece) in enumerate(pieces):
                 stage()
-                # `staged` (the item before's epilogue, reading the L0C this item's
-                # multiplies overwrite) goes before the first step's multiply.
-                if staged is not None and s == 0 and stage_a_piece is None:
-                    staged()
-                after_a = staged if staged is not None and s == 0 else None
-                step(kk0, rows, s, (base + s) % 2, stage_a_piece and partial(_then, stage_a_piece, after_a))
+                step(kk0, rows, s, (base + s) % 2, stage_a_piece)
             return
         for stage in staging_order(stages, prefetched):
             stage()
