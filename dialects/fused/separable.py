@@ -57,9 +57,7 @@ class DepthwisePointwiseOp(_SeparableAttrs):
     def infer(cls, types, a, declared):
         t = by_name(types, a)
         middle = Conv2DBiasActOp.infer(_depthwise_operands(t), _depthwise_attrs(t.input, a, t), None)
-        w = shape_of(t.weight)
-        if len(w) != 4 or tuple(w[2:]) != (1, 1):
-            raise fail(f"the pointwise weight must be (O, C, 1, 1), got {list(w)}")
+        _require_pointwise_weight(t.weight)
         return Conv2DBiasActOp.infer(_pointwise_operands(middle, t), _pointwise_attrs(a, t), None)
 
     @classmethod
@@ -75,6 +73,12 @@ class DepthwisePointwiseOp(_SeparableAttrs):
         """The depthwise result's type: (N, C, OH, OW) of the result's element type."""
         n, _, oh, ow = result.get_shape()
         return TensorType(result.element_type, [n, input_shape[1], oh, ow])
+
+
+def _require_pointwise_weight(weight) -> None:
+    w = shape_of(weight)
+    if len(w) != 4 or tuple(w[2:]) != (1, 1):
+        raise fail(f"the pointwise weight must be (O, C, 1, 1), got {list(w)}")
 
 
 def _depthwise_operands(t) -> list:
@@ -119,9 +123,7 @@ class PointwiseDepthwiseOp(_SeparableAttrs):
     @classmethod
     def infer(cls, types, a, declared):
         t = by_name(types, a)
-        w = shape_of(t.weight)
-        if len(w) != 4 or tuple(w[2:]) != (1, 1):
-            raise fail(f"the pointwise weight must be (O, C, 1, 1), got {list(w)}")
+        _require_pointwise_weight(t.weight)
         middle = Conv2DBiasActOp.infer(_expand_operands(t.input, t), _pointwise_attrs(a, SimpleNamespace(
             bias=operand(t, "bias"))), None)
         return Conv2DBiasActOp.infer(_depthwise_operands(SimpleNamespace(input=middle, dw_weight=t.dw_weight,
