@@ -38,8 +38,10 @@ A launch runs in two passes:
 Every block is then given, phase by phase, the timing of its group's timed
 block (`shared_timing`): its busy cycles, statistics and phase ends; a launch
 without barriers places its blocks on the cores that free first with their
-representatives' durations. Launches with one block, with cross-core flags
-(`npu.cross_wait_flag`: blocks wait on each other's data) or with
+representatives' durations. Launches with one block, with cross-core flags that make a block wait for
+another (`npu.cross_wait_flag`: blocks wait on each other's data; a wait for
+nobody, a barrier npu-narrow-sync found no block needs, is approximated: it ends
+the phase, no block meeting another there) or with
 `npu.read_scalar` (control flow steered by data, which the timing pass does not
 compute) run the full simulation, as do launches the numerics pass declines
 (`batched.run`: batches that do not meet at the same phases, local memories of
@@ -123,8 +125,10 @@ class Tally:
 
 
 def eligible(program) -> bool:
-    """Whether a launch of `program` may be approximated (module docstring)."""
-    return not program.cross_flags and not program.scalar_reads
+    """Whether a launch of `program` may be approximated (module docstring): cross-core
+    flags are, where no block waits for another (each `npu.cross_wait_flag` then ends
+    a phase of every block as a barrier does, without the meeting)."""
+    return not program.cross_waits and not program.scalar_reads
 
 
 def cover(signatures: list[list[int]]) -> list[int]:

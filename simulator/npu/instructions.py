@@ -654,6 +654,7 @@ class InstructionDecoder:
         needs = {}
         for consumer, producer, count in op.triples():
             needs.setdefault(consumer, []).append((producer, count))
+        self.cross_needs += len(needs)
         polls = {consumer: flags_read(self.hw, [b for b, _ in mine]) for consumer, mine in needs.items()}
         block = self.own_block_reg()
 
@@ -661,7 +662,8 @@ class InstructionDecoder:
             regs = core.regs
             mte2_free = core.pipe_free[mte2]
             drained = drain_all(core, cost, barrier_cost, where)
-            mine = needs.get(regs[block])
+            # (waiting for nobody, a batch of blocks (`batched.py`) never looks its index up)
+            mine = needs.get(regs[block]) if needs else None
             if mine is None:
                 release(core, drained, drained, NO_POLL, op.name)
                 return

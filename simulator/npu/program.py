@@ -113,6 +113,9 @@ class KernelProgram:
     # the kernel has npu.cross_wait_flag ops: its GM accesses are checked between
     # blocks as they are made, so its race checks are not put off (`segments.py`)
     cross_flags: bool = False
+    # whether some npu.cross_wait_flag makes a block wait for others (all may wait for
+    # nobody: the barriers npu-narrow-sync found no block needs)
+    cross_waits: bool = False
     # what the closures do (`KernelDecoder.mode`): "full" or "approx"
     mode: str = "full"
     scalar_reads: int = 0  # npu.read_scalar ops: control flow that depends on data
@@ -259,6 +262,7 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
         self.open_arrive: npu.SyncAllArriveOp | None = None  # decoding between it and its wait
         self.read_between: list[tuple[BufferSlot, Operation]] = []  # GM reads there, checked at the end
         self.cross_waits = 0  # npu.cross_wait_flag ops decoded
+        self.cross_needs = 0  # of the blocks, those an npu.cross_wait_flag makes wait for others (summed)
         self.scalar_reads = 0  # npu.read_scalar ops decoded
 
     # ---- registers and buffers --------------------------------------------------------
@@ -402,6 +406,7 @@ class KernelDecoder(ScalarDecoder, InstructionDecoder):
             phases=self.phase + 1,
             shortcuts=self.shortcuts,
             cross_flags=self.cross_waits > 0,
+            cross_waits=self.cross_needs > 0,
             mode=self.mode,
             scalar_reads=self.scalar_reads,
             steps=tuple(steps),

@@ -215,3 +215,35 @@ def test_a_skipped_phase_skips_its_loops_without_flags(monkeypatch):
     phase0 = {t: approx._phases(begin, core)[0][2][scalar] for t, (begin, core) in seen["times"].items()}
     assert sorted(phase0) == [0, 3, 5]
     assert phase0[0] >= 400 and phase0[3] < 400 and phase0[5] < 400
+
+
+def _narrowed_merged(text: str):
+    from gecomp.lowering.plan.merge_launches import MergeLaunchesPass
+    from gecomp.lowering.plan.narrow_sync import NarrowSyncPass
+
+    module = parsed(text)
+    MergeLaunchesPass(hw="tiny").apply(make_context(), module)
+    NarrowSyncPass(hw="tiny").apply(make_context(), module)
+    return module
+
+
+def test_cross_flags_that_wait_for_nobody_are_approximated():
+    """npu-narrow-sync's lit kernel (three launches merged on 2 blocks) with @swap
+    copying its own half: every barrier becomes a flag set and a wait for nobody
+    (ResNet-50 has five), which the approximate simulation approximates (each ends a
+    phase); the original, whose second wait makes each block wait for the other,
+    runs the full simulation. Outputs exact either way, cycles close."""
+    source = (Path(__file__).parents[1] / "lit" / "npu" / "passes" / "narrow-sync.mlir").read_text()
+    own = source.replace("%from = arith.muli %other, %c256", "%from = arith.muli %b, %c256")
+    assert own != source
+    for text, approximated in ((own, True), (source, False)):
+        module = _narrowed_merged(text)
+        waits = [op for op in module.walk() if op.name == "npu.cross_wait_flag"]
+        assert len(waits) == 2 and any(w.triples() for w in waits) != approximated
+        inputs = random_inputs(input_specs(main_function(module)), 0)
+        simulated = simulate(module, inputs, hw="tiny")
+        approximate = simulate(module, inputs, hw="tiny", approx=True)
+        assert_exact_outputs(simulated, approximate)
+        assert error(simulated, approximate) <= CYCLE_ERROR
+        tally = approximate.report.approximate
+        assert (tally.launches, tally.full_launches) == ((1, 0) if approximated else (0, 1))
