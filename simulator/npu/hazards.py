@@ -38,7 +38,7 @@ from operator import attrgetter, sub
 from xdsl.ir import Operation
 
 from ...core.diagnostics import CompileError, location_of
-from ...dialects.npu.access import Pattern, runs_overlap
+from ...dialects.npu.access import Pattern, Strided, runs_overlap
 from .segments import VerifiedSegments
 
 PIPE_NAMES = ("S", "MTE1", "MTE2", "MTE3", "M", "V", "FIX")
@@ -75,6 +75,16 @@ class Record:
     def runs(self):
         starts = self.base + self.pattern.run_starts(self.offset) * self.itemsize
         return starts, self.pattern.runs()[1] * self.itemsize
+
+    def progression(self) -> tuple[int, int, int, int]:
+        """Its runs as (first start, count, step, length) in bytes: run i is
+        [first + i * step, first + i * step + length)."""
+        pattern = self.pattern
+        count, elements = pattern.runs()
+        step = 0
+        if count > 1:  # as `run_starts` steps them
+            step = (pattern.row_stride if type(pattern) is Strided else pattern.block_stride) * self.itemsize
+        return self.lo, count, step, elements * self.itemsize
 
 
 @dataclass(frozen=True, eq=False)
@@ -382,8 +392,23 @@ class Hazards:
 
     @staticmethod
     def _overlap(a: Record, b: Record) -> bool:
+        """Whether a run of `a` meets a run of `b` (their byte ranges meet). Runs
+        of equal steps (or one side a single run) are answered in closed form
+        (`runs_meet`), others by `runs_overlap` over their starts: the same answer."""
         if a.contiguous and b.contiguous:
             return True
+        a0, na, sa, la = a.progression()
+        b0, nb, sb, lb = b.progression()
+        if na == 1:
+            if nb == 1:
+                return a0 < b0 + lb and b0 < a0 + la
+            if sb > 0:
+                return runs_meet(b0 - a0, 0, nb - 1, sb, -lb, la)
+        elif nb == 1:
+            if sa > 0:
+                return runs_meet(a0 - b0, 0, na - 1, sa, -la, lb)
+        elif sa == sb and sa > 0:
+            return runs_meet(b0 - a0, 1 - na, nb - 1, sa, -lb, la)
         a_starts, a_len = a.runs()
         b_starts, b_len = b.runs()
         return runs_overlap(a_starts, a_len, b_starts, b_len)
@@ -427,6 +452,14 @@ class Hazards:
         self.prune_at = max(PRUNE_AT, 2 * total)
 
 
+def runs_meet(d: int, k_min: int, k_max: int, step: int, lo: int, hi: int) -> bool:
+    """Whether some integer k in [k_min, k_max] has lo < d + k * step < hi (step > 0).
+    Runs [b0 + j s, + lb) and [a0 + i s, + la) meet iff b0 - a0 + (j - i) s lies in
+    (-lb, la): with d = b0 - a0 and k = j - i, `Hazards._overlap`'s closed form."""
+    k = max(k_min, (lo - d) // step + 1)
+    return k <= k_max and d + k * step < hi
+
+
 class BlockOrder:
     """Race detection between the blocks of one launch on GM, with vector clocks
     over the blocks, for kernels whose phases meet at `npu.cross_set_flag` /
@@ -448,8 +481,9 @@ class BlockOrder:
     def __init__(self):
         self.vc: dict[int, dict[int, int]] = {}
         self.posts: dict[int, list[dict[int, int]]] = {}
-        # live[bucket][block]: (epoch, record) of the block's accesses touching the bucket
-        self.live: dict[int, dict[int, list[tuple[int, Record]]]] = {}
+        # live[bucket][block]: (epoch, record) of the block's accesses touching the
+        # bucket, all of them and its writes alone (a read is checked against writes)
+        self.live: dict[int, dict[int, tuple[list, list]]] = {}
 
     def clock(self, block: int) -> dict[int, int]:
         vc = self.vc.get(block)
@@ -488,20 +522,27 @@ class BlockOrder:
         epoch = vc.get(block, 0)
         lo, hi, writes = record.lo, record.hi, record.writes
         buckets = range(lo // self.BUCKET, (hi - 1) // self.BUCKET + 1)
+        which = 0 if writes else 1  # a write meets every access, a read only the writes
         for bucket in buckets:
-            for other, records in self.live.get(bucket, {}).items():
+            for other, kept in self.live.get(bucket, {}).items():
                 if other == block:
                     continue
                 known = vc.get(other, 0)  # other's accesses before its (known + 1)-th set are ordered
-                for other_epoch, r in reversed(records):
+                for other_epoch, r in reversed(kept[which]):
                     if other_epoch < known:
                         break
-                    if r.hi <= lo or r.lo >= hi or not (writes or r.writes):
+                    if r.hi <= lo or r.lo >= hi:
                         continue
                     if Hazards._overlap(r, record):
                         raise self._race(block, record, other, r)
+        entry = (epoch, record)
         for bucket in buckets:
-            self.live.setdefault(bucket, {}).setdefault(block, []).append((epoch, record))
+            kept = self.live.setdefault(bucket, {}).get(block)
+            if kept is None:
+                kept = self.live[bucket][block] = ([], [])
+            kept[0].append(entry)
+            if writes:
+                kept[1].append(entry)
 
     @staticmethod
     def _race(block: int, later: Record, other: int, earlier: Record) -> CompileError:

@@ -59,3 +59,42 @@ def test_indexed_and_scanned_supersession_keep_the_same_records(seed, index_at, 
     assert dropped > 50  # supersession happened: the comparison is not vacuous
     assert indexed > 0 or index_at == hazards.INDEX_AT
     assert NP > max(PIPES)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_closed_form_overlap_equals_the_runs_search(seed, monkeypatch):
+    """`Hazards._overlap` answers runs of equal steps (or a single run on one side)
+    in closed form (`runs_meet`): on random strided and fractal patterns at random
+    offsets and element sizes it equals `runs_overlap` over the runs' starts, and
+    most pairs take the closed form."""
+    from gecomp.dialects.npu.access import Fractal, Strided, runs_overlap
+
+    rng = random.Random(seed)
+    searched = []
+    monkeypatch.setattr(hazards, "runs_overlap", lambda *a: searched.append(1) or runs_overlap(*a))
+
+    def pattern():
+        if rng.random() < 0.3:
+            n0 = rng.choice((4, 16))
+            return Fractal(rng.randint(1, 6), n0 * rng.randint(1, 4), n0 * rng.randint(1, 9), n0)
+        return Strided(rng.randint(1, 6), rng.randint(1, 12), rng.randint(0, 30), rng.choice((1, 1, 0)))
+
+    def record(p, itemsize: int) -> Record:
+        base, offset = rng.choice((0, 8, 64)), rng.randint(0, 60)
+        lo = base + offset * itemsize
+        return Record(lo, lo + p.span * itemsize, 0, 0, True, None, p, base, itemsize, offset, p.runs()[0] == 1)
+
+    pairs = meeting = 0
+    while pairs < 3000:
+        p = pattern()
+        same_steps = rng.random() < 0.5  # the common case: the same layout on both sides
+        a, b = record(p, 2), record(p if same_steps else pattern(), 2 if same_steps else rng.choice((1, 2, 4)))
+        if a.hi <= b.lo or b.hi <= a.lo:
+            continue
+        pairs += 1
+        (sa, la), (sb, lb) = a.runs(), b.runs()
+        want = (a.contiguous and b.contiguous) or runs_overlap(sa, la, sb, lb)
+        meeting += want
+        assert Hazards._overlap(a, b) == want, (a, b)
+    assert 0 < meeting < pairs
+    assert len(searched) < pairs / 3
