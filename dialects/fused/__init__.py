@@ -28,7 +28,7 @@ from .cube import (
 from .group import GROUP_OPS, GroupOp, YieldOp
 from .kinds import PatternKind, pattern_kind
 from .rotary import ROTARY_OPS, RotaryMatmulOp
-from .separable import SEPARABLE_OPS, DepthwisePointwiseOp, PointwiseDepthwiseOp
+from .separable import SEPARABLE_OPS, DepthwisePointwiseOp, ExpandDepthwiseProjectOp, PointwiseDepthwiseOp
 from .norm import (
     NORM_OPS,
     AddLayerNormOp,
@@ -61,6 +61,7 @@ __all__ = [
     "Conv2DBiasActMeanOp",
     "DepthwisePointwiseOp",
     "PointwiseDepthwiseOp",
+    "ExpandDepthwiseProjectOp",
     "Conv2DPartialsOp",
     "ConvPartialsBiasActOp",
     "FusedBatchMatmulOp",

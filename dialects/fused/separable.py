@@ -145,4 +145,65 @@ def _expand_operands(x, t) -> list:
     return [v for v in (x, t.weight, operand(t, "bias")) if v is not None]
 
 
-SEPARABLE_OPS = (DepthwisePointwiseOp, PointwiseDepthwiseOp)
+
+
+@irdl_op_definition
+class ExpandDepthwiseProjectOp(_SeparableAttrs):
+    """`conv2d_bias_act(pointwise_depthwise(input, weight, dw_weight, bias,
+    dw_bias), pw_weight, pw_bias, residual, act=pw_act)`: a whole
+    inverted-residual block (MobileNetV2, EfficientNet), its expand 1x1
+    convolution (stride 1, unpadded), the depthwise convolution that alone reads
+    it and the project 1x1 convolution that alone reads that; the expanded and
+    the depthwise tensors are rounded to the element type, as they would be
+    stored between kernels. `strides`, `pads`, `dilations` are the depthwise
+    convolution's; `act`, `dw_act`, `pw_act` the three activations."""
+
+    name = "fused.expand_depthwise_project"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    dw_weight = operand_def(TensorType)
+    pw_weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    dw_bias = opt_operand_def(TensorType)
+    pw_bias = opt_operand_def(TensorType)
+    residual = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    pw_act = attr(Kind.STR, "none", choices=ACTIVATION_NAMES)
+
+    @classmethod
+    def infer(cls, types, a, declared):
+        t = by_name(types, a)
+        middle = PointwiseDepthwiseOp.infer(_expand_half(t), _expand_half_attrs(a, t), None)
+        _require_pointwise_weight(t.pw_weight)
+        return Conv2DBiasActOp.infer(_project_operands(middle, t), _project_attrs(a, t), None)
+
+    @classmethod
+    def compute(cls, inputs, a, result_types):
+        x = by_name(inputs, a)
+        n, _, oh, ow = result_types[0].get_shape()
+        middle_type = TensorType(result_types[0].element_type, [n, x.weight.shape[0], oh, ow])
+        y = PointwiseDepthwiseOp.compute(_expand_half(x), _expand_half_attrs(a, x), [middle_type])
+        y = y.astype(dtypes.to_numpy_dtype(middle_type.element_type)).astype(y.dtype)  # as stored between kernels
+        return Conv2DBiasActOp.compute(_project_operands(y, x), _project_attrs(a, x), result_types)
+
+
+def _expand_half(t) -> list:
+    return [v for v in (t.input, t.weight, t.dw_weight, operand(t, "bias"), operand(t, "dw_bias")) if v is not None]
+
+
+def _expand_half_attrs(a, t) -> SimpleNamespace:
+    names = ("input", "weight", "dw_weight") + tuple(n for n in ("bias", "dw_bias") if operand(t, n) is not None)
+    return SimpleNamespace(strides=a.strides, pads=a.pads, dilations=a.dilations, act=a.act, dw_act=a.dw_act,
+                           operands=names)
+
+
+def _project_operands(middle, t) -> list:
+    return [v for v in (middle, t.pw_weight, operand(t, "pw_bias"), operand(t, "residual")) if v is not None]
+
+
+def _project_attrs(a, t) -> SimpleNamespace:
+    return _pointwise_attrs(SimpleNamespace(act=a.pw_act), SimpleNamespace(bias=operand(t, "pw_bias"),
+                                                                           residual=operand(t, "residual")))
+
+
+SEPARABLE_OPS = (DepthwisePointwiseOp, PointwiseDepthwiseOp, ExpandDepthwiseProjectOp)

@@ -1,7 +1,7 @@
 """`fused-depthwise-pointwise`: a depthwise convolution joined into one kernel
-with the 1x1 convolution that produces its input (`fused.pointwise_depthwise`)
-or with the one that alone reads its output (`fused.depthwise_pointwise`),
-where that is estimated faster.
+with the 1x1 convolution that produces its input (`fused.pointwise_depthwise`),
+with the one that alone reads its output (`fused.depthwise_pointwise`), or with
+both (`fused.expand_depthwise_project`), where that is estimated faster.
 
 An inverted-residual block (MobileNetV2, EfficientNet) is an expand 1x1
 convolution, a depthwise convolution and a project 1x1 convolution. As three
@@ -17,7 +17,11 @@ about 700 cycles a phase on MobileNetV2, bench/phase_anatomy.py). Joined:
   a K chunk at a time on the vector unit and handed over in L1
   (`templates/depthwise_pointwise.py`); its pixel tiles cut the depthwise work
   into small instructions and repeat it per block of output columns, so it
-  rarely wins on small maps, and the estimates say so.
+  rarely wins on small maps, and the estimates say so;
+* both (`fused.expand_depthwise_project`): the whole block, expand, depthwise
+  and project, a band of output rows per item with every channel on one core
+  (`templates/expand_depthwise_project.py`): where both 1x1 weights fit L0B,
+  one phase for the block and nothing between the three in GM.
 
 The form is chosen by estimate, never by shape or name: each joined kernel's
 estimate (its template's plan) against the separate kernels' (the
@@ -41,11 +45,12 @@ from .depthwise_mean import conv_cycles, pooled_conv
 from .kernel_exists import kernel_problem, scratch_context
 from .split_k import FORM, FormChoicePass, replace_op
 from .split_k_conv import SplitKConvPass, estimates as conv_forms
-from .templates import depthwise_pointwise, expand_depthwise
+from .templates import depthwise_pointwise, expand_depthwise, expand_depthwise_project
 
 SEPARATE = "separate kernels"
 EXPAND = "with its expand convolution"
 FUSED = "as the pointwise product's operand"
+BLOCK = "with both 1x1 convolutions"
 
 
 @dataclass(frozen=True)
@@ -58,9 +63,15 @@ class DepthwisePointwisePass(FormChoicePass):
     whole = SEPARATE
 
     def targets(self, op: Operation) -> bool:
+        """Depthwise convolutions with a 1x1 convolution beside them, and any other
+        pinned to a form of this pass's (a pin naming no form of it and none of
+        `fused-split-k-conv`'s is a located error: `choose_form`)."""
         if not is_depthwise(op) or any(pooled_conv(use.operation) is op for use in op.result.uses):
             return False  # a pooled depthwise convolution is fused-depthwise-mean's to fold
-        return expand_writer(op) is not None or pointwise_reader(op) is not None
+        if expand_writer(op) is not None or pointwise_reader(op) is not None:
+            return True
+        pin = op.attributes.get(FORM)
+        return pin is not None and getattr(pin, "data", None) != SplitKConvPass.whole
 
     def estimates(self, op: Operation, hw: HardwarePreset, next_kernel: float) -> dict[str, float]:
         expand, pointwise = expand_writer(op), pointwise_reader(op)
@@ -78,12 +89,25 @@ class DepthwisePointwisePass(FormChoicePass):
             if kernel_problem(candidate, hw) is None:
                 forms[form] = template.plan(candidate, scratch_context(candidate, hw))[1] + rest
             candidate.erase()
+        if expand is not None and pointwise is not None and block_residual_ok(expand, pointwise):
+            candidate = joined_block(op, expand, pointwise)
+            if kernel_problem(candidate, hw) is None:
+                forms[BLOCK] = expand_depthwise_project.plan(candidate, scratch_context(candidate, hw))[4]
+            candidate.erase()
         return forms
 
     def rewrite(self, op: Operation, verdict: str) -> str:
         op.attributes.pop(FORM, None)  # consumed: the passes after this one choose the op's own forms
         if verdict == SEPARATE:
             return "depthwise convolutions kept"
+        if verdict == BLOCK:
+            expand, pointwise = expand_writer(op), pointwise_reader(op)
+            fused_op = joined_block(op, expand, pointwise)
+            replace_op(pointwise, [fused_op], [fused_op.result])
+            for gone in (op, expand):
+                gone.detach()
+                gone.erase()
+            return "joined to both 1x1 convolutions"
         if verdict == EXPAND:
             expand = expand_writer(op)
             fused_op = joined_expand(op, expand)
@@ -178,4 +202,26 @@ def joined_expand(depthwise: fused.Conv2DBiasActOp, expand: fused.Conv2DBiasActO
     return fused.PointwiseDepthwiseOp.new(
         expand.input, expand.weight, depthwise.weight, **optional, strides=a.strides, pads=a.pads,
         dilations=a.dilations, act=e.act, dw_act=a.act, result_type=depthwise.result.type,
+    )
+
+
+def block_residual_ok(expand: fused.Conv2DBiasActOp, pointwise: fused.Conv2DBiasActOp) -> bool:
+    """Whether the project convolution's residual (if any) outlives the block's
+    joining: not the expand convolution's output."""
+    return pointwise.residual is None or pointwise.residual.owner is not expand
+
+
+def joined_block(depthwise: fused.Conv2DBiasActOp, expand: fused.Conv2DBiasActOp,
+                 pointwise: fused.Conv2DBiasActOp) -> fused.ExpandDepthwiseProjectOp:
+    """The expand, depthwise and project convolutions as one op (not inserted)."""
+    a, e, p = depthwise.attr_values(), expand.attr_values(), pointwise.attr_values()
+    optional = {
+        name: value
+        for name, value in (("bias", expand.bias), ("dw_bias", depthwise.bias), ("pw_bias", pointwise.bias),
+                            ("residual", pointwise.residual))
+        if value is not None
+    }
+    return fused.ExpandDepthwiseProjectOp.new(
+        expand.input, expand.weight, depthwise.weight, pointwise.weight, **optional, strides=a.strides, pads=a.pads,
+        dilations=a.dilations, act=e.act, dw_act=a.act, pw_act=p.act, result_type=pointwise.result.type,
     )

@@ -1,5 +1,6 @@
-"""`fused-tune-forms`: choose the form of each op that `fused-split-matmul-norm` or
-`fused-split-k` may rewrite by simulating the best estimated ones
+"""`fused-tune-forms`: choose the form of each op that `fused-split-matmul-norm`,
+`fused-split-k` or `fused-depthwise-pointwise` (a depthwise convolution with a
+1x1 convolution beside it) may rewrite by simulating the best estimated ones
 (`simulated_tuning.py`).
 
 Those passes keep an op whole or split it (a matrix product and a norm; a split-K
@@ -39,6 +40,7 @@ from ...simulator.hardware import HardwarePreset
 from ...simulator.npu.costs import next_kernel_cycles
 from .simulated_tuning import Choices, SimulatedTuningPass
 from .convert import FORM_PASSES
+from .fuse_separable import DepthwisePointwisePass
 from .split_k import FORM, FormChoicePass, pin_form, pinned_form
 
 
@@ -52,7 +54,7 @@ class TuneFormsPass(SimulatedTuningPass):
     attribute = FORM
 
     def candidates(self, ops: list[Operation], hw: HardwarePreset, module: ModuleOp) -> Choices:
-        form_passes: list[FormChoicePass] = [p(hw=self.hw, merge=self.merge) for p in FORM_PASSES]
+        form_passes: list[FormChoicePass] = [p(hw=self.hw, merge=self.merge) for p in (*FORM_PASSES, DepthwisePointwisePass)]
         next_kernel = next_kernel_cycles(hw, self.merge)
         choices: Choices = []
         for position, op in enumerate(ops):
