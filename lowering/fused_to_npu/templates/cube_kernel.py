@@ -256,6 +256,37 @@ class Copies:
         return self.buffers[index]
 
 
+def _then(first, second) -> None:
+    """`first()`, then `second()` if there is one."""
+    first()
+    if second is not None:
+        second()
+
+
+class _PreviousEpilogue:
+    """The epilogue of the item before, written after this item's K chunk is
+    staged (`_CubeKernel._deferred_items`). Called, it is the whole epilogue. It
+    reads the L0C this item's multiplies overwrite, so it must stand before the
+    first of them; when the item drains first (its fixpipes ahead of the row
+    chunks, `_drains_first`) it `splits`: `drain` (the fixpipes) before the first
+    multiply, `rest` (constants, inputs, vector work, stores: nothing in L0C)
+    anywhere after it."""
+
+    def __init__(self, kernel: _CubeKernel, block: Index) -> None:
+        self.kernel, self.block = kernel, block
+        t = kernel.t
+        self.splits = kernel._drains_first(-(-t.mb // t.rows))
+
+    def __call__(self) -> None:
+        self.kernel._item_epilogue(self.block)
+
+    def drain(self) -> None:
+        self.kernel._drain(self.kernel.t.mb, self.kernel.t.n_block)
+
+    def rest(self) -> None:
+        self.kernel._item_epilogue(self.block, fixpiped=True)
+
+
 def for_core_items(b: KernelBuilder, items: int, per_core: int, block_dim: int, body) -> None:
     """`body(item)` for the items of this core, [block_idx x per_core, ..) up to
     `items`: an scf.for over them (constant bounds when every core has the same
@@ -352,6 +383,10 @@ class _CubeKernel:
             Copies(b, [x.l1_elements(t.kc, t.n_block)], et, "l1", f"b{n}_l1")
             for n, x in enumerate(p.bs)
         ]
+        # The L0 copy of the last step written so far (shared with the turns' copies of
+        # this object) and the current item's flip of its steps' copies (`_flip_l0`).
+        self.l0_last: list[int | None] = [None]
+        self.l0_flip = 0
         self.l0a = Copies(b, [round_up(t.mb, FRACTAL) * t.kb], et, "l0a", "a_l0")
         self.l0b = Copies(b, [t.kb * t.nb], et, "l0b", "b_l0")
         self.l0c = [
@@ -481,16 +516,17 @@ class _CubeKernel:
 
     def _staged_item(self, block: Index, flip: int, previous: Index | None) -> None:
         """Item `block`'s chunk staged in L1 copy `flip`, then item `previous`'s
-        epilogue (if any), then the L0 steps."""
+        epilogue (if any, `_PreviousEpilogue`), then the L0 steps."""
         b, p, t = self.b, self.p, self.t
         batch, m0, n0 = self._item_place(block)
-        hook = None if previous is None else (lambda: self._item_epilogue(previous))
+        hook = None if previous is None else _PreviousEpilogue(self, previous)
         self._k_loop(p.a.batches.offset(b, batch), [x.batches.offset(b, batch) for x in p.bs], m0, n0, t.mb,
                      t.n_block, True, None, flip, hook)
 
-    def _item_epilogue(self, block: Index) -> None:
+    def _item_epilogue(self, block: Index, fixpiped: bool = False) -> None:
         batch, m0, n0 = self._item_place(block)
-        self._epilogue(batch, self._input_offsets(batch), m0, n0, self.t.mb, self.t.n_block, False, None)
+        self._epilogue(batch, self._input_offsets(batch), m0, n0, self.t.mb, self.t.n_block, False, None,
+                       fixpiped=fixpiped)
 
     def _scalars_per_batch(self) -> bool:
         return any(self._scalar_per_batch(inp, home) for inp, home in zip(self.p.epilogue.inputs, self.homes))
@@ -604,6 +640,7 @@ class _CubeKernel:
         must be outside the loop (`_last_chunk_outside_loop`)."""
         b, t = self.b, self.t
         schedule = k_schedule(self.p.shape.k, t.kc, t.l1_copies)
+        self._flip_l0(schedule, flip)
 
         def chunk(k0: Index, copy: int, size: int, first: Index, staged=None) -> None:
             self._chunk(a_off, b_offs, m0, n0, m_act, n_act, k0, copy, size, first, stage_a, staged)
@@ -618,6 +655,28 @@ class _CubeKernel:
                 with_last_chunk()
             chunk(k0, flip if schedule.count == 1 else copy, size, k0, after_last_staging if last else None)
         return with_last_chunk is not None and bool(schedule.rest)
+
+    def _flip_l0(self, schedule: KSchedule, flip: int) -> None:
+        """Choose the item's `l0_flip` so that its first L0 step uses the other L0
+        copy than the step written before it, and note the copy its last step uses.
+        A chunk's steps alternate the copies from `copy x (kc / kb)` on, so an item
+        of an odd count of steps ended on the copy the next one started on: the
+        next item's first L0 moves waited for the last mmad of the one before (a
+        BERT layer's Q/K/V projections in turn, three steps each: 234 cycles a
+        turn). Items in a loop keep the flip of the body's first; an item's chunks
+        in the loop over pairs alternate by themselves."""
+        t = self.t
+        chunks = schedule.chunks()
+        per_copy = t.kc // t.kb
+
+        def copy_of(index: int) -> int:
+            return flip if schedule.count == 1 else chunks[index][2]
+
+        first = copy_of(0) * per_copy % 2
+        last = self.l0_last[0]
+        self.l0_flip = 0 if last is None else (last + first + 1) % 2
+        size = chunks[-1][1]
+        self.l0_last[0] = (copy_of(len(chunks) - 1) * per_copy + -(-size // t.kb) - 1 + self.l0_flip) % 2
 
     def _chunk(
         self, a_off, b_offs, m0, n0, m_act, n_act, k0: Index, copy: int, size: int, first: Index, stage_a: bool,
@@ -638,20 +697,41 @@ class _CubeKernel:
             stages.append((stage_parts(self.k.hw, x, size, n_act),
                            partial(x.stage_to_l1, b, off, k0, size, n0, n_act, bufs[copy], stride), x))
         prefetched = self.p.first_b_prefetched and isinstance(first, int) and first == 0  # the item's first chunk
+        b_first = prefetched and stage_a and self.first_item[0]  # the core's first chunk: its B is in L1 already
+        base = copy * (t.kc // t.kb) + self.l0_flip  # steps before this chunk in its pair (+ the item's flip)
+
+        def step(kk0: Index, kb_act: int, index: Index, parity: int, before_a=None) -> None:
+            # Both are >= 0: the step is the item's first when both are 0.
+            nonzero = any(isinstance(v, int) and v != 0 for v in (first, index))
+            self._step(copy, a_k0, kk0, kb_act, n_act, m_act, 1 if nonzero else b.add(first, index), parity,
+                       b_first or before_a is not None, before_a)
+
+        # The item before's epilogue (`_PreviousEpilogue`) reads the L0C this chunk's
+        # multiplies overwrite: its fixpipes go before the first one, the rest after
+        # the last piece's staging; one whose fixpipes do not all come first keeps
+        # the chunk staged whole (in the first piece, its residual load would hold
+        # every later piece's copies on MTE2).
+        splits = getattr(staged, "splits", None)
+        if splits is not False and self._staged_in_pieces(k0, size):
+            drain = None
+            if splits:
+                drain, staged = staged.drain, staged.rest
+            pieces = self._pieces(a_off, b_offs, m0, n0, m_act, n_act, k0, a_k0, copy, size, stage_a, prefetched)
+            for s, (kk0, rows, stage, stage_a_piece) in enumerate(pieces):
+                stage()
+                if s == 0 and drain is not None:
+                    drain()
+                last = s == len(pieces) - 1
+                if staged is not None and last and stage_a_piece is None:
+                    staged()
+                after_a = staged if staged is not None and last else None
+                step(kk0, rows, s, (base + s) % 2, stage_a_piece and partial(_then, stage_a_piece, after_a))
+            return
         for stage in staging_order(stages, prefetched):
             stage()
         if staged is not None:
             staged()
-        base = copy * (t.kc // t.kb)  # steps before this chunk in its pair
         full, remainder = divmod(size, t.kb)
-
-        def step(kk0: Index, kb_act: int, index: Index, parity: int) -> None:
-            # Both are >= 0: the step is the item's first when both are 0.
-            nonzero = any(isinstance(v, int) and v != 0 for v in (first, index))
-            self._step(copy, a_k0, kk0, kb_act, n_act, m_act, 1 if nonzero else b.add(first, index), parity, b_first)
-
-        b_first = prefetched and stage_a and self.first_item[0]  # the core's first chunk: its B is in L1 already
-
         pairs = full // 2
         written = 1 if b_first and pairs else 0  # the first pair written out: its B moves ahead of A's flag wait
         if written:
@@ -664,9 +744,60 @@ class _CubeKernel:
         for s in range(2 * pairs, full + (1 if remainder else 0)):
             step(s * t.kb, min(t.kb, size - s * t.kb), s, (base + s) % 2)
 
+    def _staged_in_pieces(self, k0: Index, size: int) -> bool:
+        """Whether this chunk is staged in pieces of one L0 step each (`_pieces`): a
+        chunk written out (not in the loop over pairs), of more than one step, all
+        operands DMA-staged tiles that can be staged at a place inside the chunk
+        (`stays_in_l1`, no gathers)."""
+        if not (isinstance(k0, int) and size > self.t.kb):
+            return False
+        operands = [self.p.a, *self.p.bs]
+        return all(getattr(x, "stays_in_l1", False) and not getattr(x, "gathers", True) for x in operands)
+
+    def _pieces(
+        self, a_off, b_offs, m0, n0, m_act: int, n_act: int, k0: int, a_k0: int, copy: int, size: int, stage_a: bool,
+        prefetched: bool,
+    ) -> list[tuple[int, int, object]]:
+        """The chunk's L0 steps as (k offset in the chunk, size, what stages its piece):
+        MTE2 stages the chunk one step's K range at a time (A's, then B's), each copy
+        at its place in the chunk's L1 buffers, and `_chunk` writes each piece's
+        copies just before its step: with MTE1 work between the copies,
+        npu-insert-sync does not stretch one flag over them all, so each step's L0
+        moves wait for their own piece and the cube starts once the first step's
+        operands land (one copy of the whole chunk held it until the last byte: a
+        BERT layer's FFN-out, K chunks of 1,024, exposed a 1,859-cycle A copy).
+        MTE2 still runs the copies back to back (a wait holds its own pipe only).
+        B prefetched before the phase's barrier is staged whole with the first
+        piece, before A's: npu-prefetch-constants moves top-level copies standing
+        before the phase's first MTE2 flag."""
+        b, t, p = self.b, self.t, self.p
+
+        def stage_b(kk0: int, rows: int) -> None:
+            for x, off, bufs, stride in zip(p.bs, b_offs, self.b_l1, self.b_strides):
+                x.stage_to_l1(b, off, k0 + kk0, rows, n0, n_act, bufs[copy], stride, at=(kk0, 0))
+
+        def stage_a_piece(kk0: int, rows: int) -> None:
+            p.a.stage_to_l1(b, a_off, m0, m_act, k0 + kk0, rows, self.a_l1[copy], self.a_stride, at=(0, a_k0 + kk0))
+
+        def stage(kk0: int, rows: int) -> None:
+            if prefetched:
+                if kk0 == 0:
+                    stage_b(0, size)
+                if stage_a:
+                    stage_a_piece(kk0, rows)
+            else:
+                stage_b(kk0, rows)
+
+        pieces = []
+        for kk0 in range(0, size, t.kb):
+            rows = min(t.kb, size - kk0)
+            a_apart = stage_a and not prefetched  # A's piece staged in the step, after B's first L0 move
+            pieces.append((kk0, rows, partial(stage, kk0, rows), partial(stage_a_piece, kk0, rows) if a_apart else None))
+        return pieces
+
     def _step(
         self, copy: int, a_k0: Index, kk0: Index, kb_act: int, n_act: int, m_act: int, first: Index, parity: int,
-        b_prefetched: bool = False,
+        b_prefetched: bool = False, before_a=None,
     ) -> None:
         """MTE1 moves the step's A tile (at column a_k0 + kk0 of its L1 buffer) and
         each B sub-tile into L0 copy `parity`, the cube multiplies into the L0C
@@ -684,6 +815,8 @@ class _CubeKernel:
         l0a = self.l0a[parity]
 
         def load_a() -> None:
+            if before_a is not None:
+                before_a()
             p.a.load_to_l0(b, self.a_l1[copy], self.a_stride, 0, m_act, b.add(a_k0, kk0), kb_act, l0a, t.kb)
 
         b_first = b_prefetched
@@ -743,11 +876,12 @@ class _CubeKernel:
 
     def _epilogue(
         self, batch: Index, offsets, m0: Index, n0: Index, m_act: int, n_act: int, m_end: bool, prefetched,
-        constants_staged: bool = False,
+        constants_staged: bool = False, fixpiped: bool = False,
     ) -> None:
         """The row chunks of the item: its inputs loaded chunk by chunk, or taken from
         `prefetched` (per chunk, `_load_item_inputs`); its constants loaded first
-        unless staged with the last K chunk."""
+        unless staged with the last K chunk. `fixpiped`: its products left L0C
+        already (`_drain`, the item drains first)."""
         b = self.b
         out_offsets = [o.batches.offset(b, batch) for o in self.p.epilogue.outputs]
         if prefetched is None and not constants_staged:
@@ -757,9 +891,8 @@ class _CubeKernel:
         groups = (chunks - 1) // copies  # the last chunk (a tail, maybe padding) stays out
 
         drained = self._drains_first(chunks)
-        if drained:
-            for r in range(chunks):
-                self._fixpipe_products(r * rows, min(rows, m_act - r * rows), n_act, r)
+        if drained and not fixpiped:
+            self._drain(m_act, n_act)
 
         def chunk(r0: Index, size: int, last: bool, parity: int, inputs=None) -> None:
             self._row_chunk(offsets, out_offsets, b.add(m0, r0), r0, size, last, n0, n_act, parity, inputs, drained)
@@ -777,6 +910,13 @@ class _CubeKernel:
         work: when the next item of the core waits for L0C (it accumulates into
         the same sub-tiles) and every row chunk has UB copies of its own."""
         return self.t.per_core > 1 and self.p.epilogue.body is not None and chunks <= self.copies
+
+    def _drain(self, m_act: int, n_act: int) -> None:
+        """The fixpipes of every row chunk of an item that drains first, each into
+        the UB copies of its chunk."""
+        rows = self.t.rows
+        for r in range(-(-m_act // rows)):
+            self._fixpipe_products(r * rows, min(rows, m_act - r * rows), n_act, r)
 
     def _fixpipe_products(self, r0: Index, rows: int, n_act: int, parity: int) -> list[Tile]:
         products = [Tile(bufs[parity], 0, self.n_alloc) for bufs in self.products]
