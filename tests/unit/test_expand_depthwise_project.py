@@ -196,3 +196,29 @@ def test_tune_forms_knows_the_depthwise_forms():
     assert isinstance(ops[position], fused.Conv2DBiasActOp) and ops[position].attr_value("groups") == 24
     forms = {SEPARATE, BLOCK, "with its expand convolution", "as the pointwise product's operand"}
     assert len(trials) >= 2 and set(trials) <= forms, trials
+
+
+@pytest.mark.parametrize("segments, case", [
+    (2, dict(n=1, cin=8, c=24, o=9, h=6, w=8, k=3, stride=1, residual=True)),
+    (4, dict(n=2, cin=6, c=20, o=8, h=7, w=8, k=5, stride=1)),
+    (3, dict(n=1, cin=8, c=16, o=8, h=8, w=11, k=3, stride=2)),
+])
+def test_column_segments_many_a_core(monkeypatch, segments, case):
+    """Bands cut into column segments (each a static branch: its columns inside
+    the image known), many a core on the 2 cores of `tiny`, so a core's segments
+    take turns in its buffers (each zeroes its own padding columns again): the
+    estimate's choice narrowed to `segments` segments of one row."""
+    from gecomp.lowering.fused_to_npu.templates import expand_depthwise_project as template
+
+    chosen = []
+    original = template.BlockKernel.bands
+
+    def narrowed(self, hw):
+        found = [f for f in original(self, hw) if f[1].segments == segments and f[1].rows == 1]
+        chosen.extend(found)
+        return found
+
+    monkeypatch.setattr(template.BlockKernel, "bands", narrowed)
+    mismatch, _, _ = compile_and_compare(_block(**case, form=BLOCK), pipeline="ge-lower-to-npu{hw=tiny}", hw="tiny")
+    assert mismatch is None, (case, mismatch)
+    assert chosen and all(items > cores for _, _, items, cores in chosen), chosen
