@@ -161,7 +161,7 @@ class Band:
         lat = hw.paths["gm_to_l1"].latency
         once = lat + stream_cycles(hw, "gm_to_l1", 1, 4 * (self.cin16 * self.c16 + self.c16 * self.o16))
         once += stream_cycles(hw, "l1_to_l0b", 1, 4 * (self.cin16 * self.c16 + self.c16 * self.o16))
-        once += transfer_cost(hw, "gm_to_ub", 1, 4 * s.c * s.dw.window).cycles
+        once += stream_cycles(hw, "gm_to_ub", 1, 4 * s.c * s.dw.window)  # its latency under the first product
         cpad_bytes = 4 * s.cpad
         c1 = -(-s.cin // s.c0)
         item = transfer_cost(hw, "gm_to_l1", c1 * (1 if self.ew == s.w else self.in_rows), 4 * self.ew * s.c0).cycles
