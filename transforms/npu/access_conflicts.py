@@ -229,12 +229,14 @@ def _in_the_gaps(x: MemoryAccess, y: MemoryAccess, difference: Interval) -> bool
 class KernelAccesses:
     """The memory accesses of one kernel's instructions, grouped for conflict tests."""
 
-    def __init__(self, kernel: npu.KernelOp, liveness: Liveness | None = None):
+    def __init__(self, kernel: npu.KernelOp, liveness: Liveness | None = None, launches: list | None = None):
+        """`launches`: the kernel's launches, when the caller has them (a pass over
+        every kernel finds them in one walk of the host code)."""
         self.kernel = kernel
         self.affine = AffineCache()
         self.facts = IndexFacts()
         self.liveness = liveness or Liveness(kernel)
-        self.gm_class = gm_alias_classes(kernel)
+        self.gm_class = gm_alias_classes(kernel, launches)
         self.by_instruction: dict[npu.InstructionOp, list[MemoryAccess]] = {
             op: self._accesses(op) for op in instructions(kernel)
         }
@@ -293,24 +295,32 @@ class KernelAccesses:
         return False
 
 
-def gm_alias_classes(kernel: npu.KernelOp) -> list[int]:
+def gm_alias_classes(kernel: npu.KernelOp, launches: list | None = None) -> list[int]:
     """For each GM argument, the index of the first argument that may be the same GM
-    buffer in some launch of the kernel (itself if none)."""
+    buffer in some launch of the kernel (itself if none). `launches`: those of the
+    kernel (found in the module when not given)."""
     count = len(kernel.entry.args)
     classes = list(range(count))
     module = kernel.parent_op()
     if module is None:
         return classes
-    name = kernel.sym_name.data
-    for launch in _launches(module):
-        if launch.callee.root_reference.data != name:
-            continue
+    if launches is None:
+        launches = launches_by_kernel(module).get(kernel.sym_name.data, [])
+    for launch in launches:
         roots = [_gm_root(v) for v in launch.args]
         for i in range(count):
             for j in range(i):
                 if roots[i] is roots[j]:
                     classes[i] = min(classes[i], classes[j])
     return classes
+
+
+def launches_by_kernel(module: Operation) -> dict[str, list[npu.LaunchOp]]:
+    """The launches of the module's host code, per kernel name."""
+    found: dict[str, list[npu.LaunchOp]] = {}
+    for launch in _launches(module):
+        found.setdefault(launch.callee.root_reference.data, []).append(launch)
+    return found
 
 
 def _launches(module: Operation) -> Iterator[npu.LaunchOp]:

@@ -37,7 +37,7 @@ from ...core.diagnostics import op_error
 from ...core.passes import record_statistic
 from ...dialects import npu
 from ...simulator.hardware import load_preset
-from .access_conflicts import KernelAccesses
+from .access_conflicts import KernelAccesses, launches_by_kernel
 from .buffers import SYNC_OPS
 from .sync_emit import EmittedSync, allocate_event_ids, emit_syncs
 from .sync_levels import KernelLevels
@@ -73,17 +73,20 @@ def strip_syncs(kernel: npu.KernelOp) -> int:
     return len(syncs)
 
 
-def plan_syncs(kernel: npu.KernelOp, event_ids: int = 4) -> tuple[KernelLevels, list[PlannedSync]]:
-    """The kernel's levels and the flags they need (the kernel must hold no sync)."""
-    levels = KernelLevels(kernel, KernelAccesses(kernel))
+def plan_syncs(kernel: npu.KernelOp, event_ids: int = 4, launches: list | None = None) -> tuple[KernelLevels, list[PlannedSync]]:
+    """The kernel's levels and the flags they need (the kernel must hold no sync);
+    `launches`: the kernel's launches if known (`KernelAccesses`)."""
+    levels = KernelLevels(kernel, KernelAccesses(kernel, launches=launches))
     return levels, plan_kernel(levels, event_ids)
 
 
-def synchronize(kernel: npu.KernelOp, event_ids: int, leave_out: Collection[int] = ()) -> KernelSync:
+def synchronize(
+    kernel: npu.KernelOp, event_ids: int, leave_out: Collection[int] = (), launches: list | None = None
+) -> KernelSync:
     """Replace the kernel's sync by what its dependencies need. `leave_out` drops
     planned flags by index: how tests show that each flag is needed."""
     strip_syncs(kernel)
-    levels, planned = plan_syncs(kernel, event_ids)
+    levels, planned = plan_syncs(kernel, event_ids, launches)
     kept = [p for i, p in enumerate(planned) if i not in leave_out]
     emitted = emit_syncs(levels, kept)
     demoted = allocate_event_ids(kernel, emitted, event_ids)
@@ -113,10 +116,11 @@ class InsertSyncPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         event_ids = load_preset(self.hw).event_ids
+        launches = launches_by_kernel(op)  # the host code is not changed here: one walk of it
 
         def sync(kernel: npu.KernelOp) -> KernelSync:
             refuse_merged(kernel)
-            return synchronize(kernel, event_ids)
+            return synchronize(kernel, event_ids, launches=launches.get(kernel.sym_name.data, []))
 
         for result in transform_kernels(op, sync):  # once per distinct kernel
             record_statistic(self.name, "dependencies", result.dependencies)

@@ -95,10 +95,20 @@ def _join(row: list[int], other) -> None:
 
 
 class ClockRun:
-    """The clocks of one run over a schedule: one iteration, or two for a loop body."""
+    """The clocks of one run over a schedule: one iteration, or two for a loop body.
+
+    The run is LAZY: it advances over the schedule only as far as a question needs
+    (`reach`), so a planner asking whether a trial placement orders its
+    dependencies, in program order, stops at the first one it leaves unordered
+    (pruning tries every flag, and most are needed), and a run made after adding a
+    flag goes as far as the next dependency to check. Positions run in order
+    (`_position`: gap g of iteration it), each once, so a question answered early
+    gets what a run to the end would give."""
 
     def __init__(self, schedule: Schedule, iterations: int, watched: frozenset[int] = frozenset()):
         level = schedule.level
+        self.schedule = schedule
+        self.watched = watched
         self.inner = schedule.inner
         self.width = PIPE_COUNT + schedule.tokens
         self.zero = (0,) * self.width
@@ -119,16 +129,36 @@ class ClockRun:
         self.held: list[dict[object, tuple[int, ...]]] = [{} for _ in range(iterations)]
         self.ends: list[list[tuple[int, ...]]] = []  # every pipe's clock at the end of each iteration
         self._it = 0
-        for it in range(iterations):
+        self._size = level.size
+        self._done = 0  # positions run so far
+        self._positions = iterations * (level.size + 1)
+
+    def _position(self, it: int, gap: int) -> int:
+        return it * (self._size + 1) + gap
+
+    def reach(self, it: int, gap: int) -> None:
+        """Run up to and including gap `gap` of iteration `it` (its events and its
+        node, or the iteration's end)."""
+        self._advance(min(self._position(it, gap) + 1, self._positions))
+
+    def complete(self) -> ClockRun:
+        self._advance(self._positions)
+        return self
+
+    def _advance(self, stop: int) -> None:
+        size, gaps, pipes = self._size, self.schedule.gaps, self.schedule.level.pipes
+        while self._done < stop:
+            it, gap = divmod(self._done, size + 1)
             self._it = it
-            for gap in range(level.size + 1):
-                for event in schedule.gaps[gap]:
-                    self._event(event)
-                if gap < level.size:
-                    if gap in watched:
-                        self.start[it][gap] = [tuple(self._learn_scalar(p)) for p in range(PIPE_COUNT)]
-                    self._node(it, gap, level.pipes[gap])
-            self.ends.append([tuple(self._learn_scalar(p)) for p in range(PIPE_COUNT)])
+            for event in gaps[gap]:
+                self._event(event)
+            if gap < size:
+                if gap in self.watched:
+                    self.start[it][gap] = [tuple(self._learn_scalar(p)) for p in range(PIPE_COUNT)]
+                self._node(it, gap, pipes[gap])
+            else:
+                self.ends.append([tuple(self._learn_scalar(p)) for p in range(PIPE_COUNT)])
+            self._done += 1
 
     def _learn_scalar(self, pipe: int) -> list[int]:
         """Pipe's clock, having learned the scalar unit's. The join is skipped when the
@@ -235,7 +265,13 @@ class ClockRun:
             self.vc = [list(merged) for _ in range(PIPE_COUNT)]
             self._scalar_version += 1
 
+    def reach_dependency(self, d: Dependency) -> None:
+        """Run far enough to answer `orders`, `knowing` and the tokens held for `d`."""
+        self.reach(self.later(d), d.y)
+        self.reach(0, d.x)
+
     def orders(self, d: Dependency) -> bool:
+        self.reach_dependency(d)
         tick = self.tick(0, d.x, d.xi, d.p)
         clock = self.before[self.later(d)][d.y].get(d.q)
         return tick is not None and clock is not None and clock[d.p] >= tick
@@ -246,6 +282,7 @@ class ClockRun:
 
     def knowing(self, d: Dependency) -> list[int]:
         """The pipes that know the producer when the (watched) consumer node starts."""
+        self.reach_dependency(d)
         tick = self.tick(0, d.x, d.xi, d.p)
         state = self.start[self.later(d)].get(d.y)
         if tick is None or state is None:
@@ -258,6 +295,7 @@ class ClockRun:
         """(r, q) -> n: pipe q's work in the block from node n of the first iteration
         on (n = 0: all of it) comes after pipe r's entry state, or after token r (r >=
         PIPE_COUNT) as set before the loop."""
+        self.complete()
         nodes: dict[int, list[int]] = {}
         for node, pipes in enumerate(self.before[0]):
             for q in pipes:
@@ -277,6 +315,7 @@ class ClockRun:
         """(p, r) -> n: at the end of an iteration pipe r knows pipe p's work up to node
         n of that iteration (ALL: all of it), at the end of both simulated iterations
         (the first and a later one may be the last)."""
+        self.complete()
         result = {}
         for p in range(PIPE_COUNT):
             using = [n for n in range(len(self.ticks[0])) if p in self.ticks[0][n]]

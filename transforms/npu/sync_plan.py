@@ -352,6 +352,7 @@ class LevelPlanner:
         consumer until work q handed on earlier has gone round through other pipes:
         the vector unit waiting for scores the cube computed long ago because the
         same flag also covers a product of the probabilities it has just rounded."""
+        run.reach(0, late)
         before = run.before[0]
         known_early, known_late = before[early].get(p), before[late].get(p)
         return known_early is not None and known_late is not None and known_late[q] > known_early[q]
