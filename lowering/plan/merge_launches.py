@@ -42,6 +42,7 @@ from xdsl.rewriter import Rewriter
 from ...core.passes import record_statistic
 from ...dialects import npu
 from ...simulator.hardware import load_preset
+from ...transforms.npu.access_conflicts import launches_by_kernel
 from ...core.signature import is_npu_host, main_function
 from .launches import DEFINITIONS, hoist_definitions
 from .side_by_side import Footprints, pair_phases
@@ -68,10 +69,12 @@ def launch_block_dim(launch: npu.LaunchOp) -> int:
     return given if given is not None else launch.kernel_op().attr_values().block_dim
 
 
-def merge_run(run: list[npu.LaunchOp], core_count: int | None = None) -> npu.KernelOp:
+def merge_run(run: list[npu.LaunchOp], core_count: int | None = None, sole: frozenset[str] = frozenset()) -> npu.KernelOp:
     """One kernel for the launches of `run`, launched in their place; with
     `core_count`, independent launches that fit the cores together share a phase
-    (`side_by_side.py`)."""
+    (`side_by_side.py`). The bodies of the kernels named in `sole` (launched once
+    in the module: by this run, and dropped after it) are moved into the merged
+    kernel instead of copied."""
     args = list(dict.fromkeys(value for launch in run for value in launch.args))
     phases = [[launch] for launch in run] if core_count is None else pair_phases(run, launch_block_dim, core_count, Footprints())
     block_dim = max(sum(launch_block_dim(launch) for launch in phase) for phase in phases)
@@ -92,7 +95,8 @@ def merge_run(run: list[npu.LaunchOp], core_count: int | None = None) -> npu.Ker
         first = 0
         for launch in phase:
             params = {param: body.args[args.index(value)] for param, value in zip(launch.kernel_op().entry.args, launch.args)}
-            _add_phase(body, end, launch.kernel_op(), params, launch_block_dim(launch), block_dim, first)
+            kernel = launch.kernel_op()
+            _add_phase(body, end, kernel, params, launch_block_dim(launch), block_dim, first, kernel.sym_name.data in sole)
             first += launch_block_dim(launch)
     first_kernel = run[0].kernel_op()
     first_kernel.parent_block().insert_op_before(merged, first_kernel)
@@ -110,9 +114,11 @@ def merge_run(run: list[npu.LaunchOp], core_count: int | None = None) -> npu.Ker
 
 def _add_phase(
     body: Block, end: Operation, kernel: npu.KernelOp, params: dict[SSAValue, SSAValue], own: int, block_dim: int,
-    first: int = 0,
+    first: int = 0, move: bool = False,
 ) -> None:
-    """Clone `kernel`'s body before `end`, its parameters mapped by `params`; a kernel
+    """Clone `kernel`'s body before `end`, its parameters mapped by `params` (or, with
+    `move`, move it there: a kernel launched once, dropped after the merge; the same
+    ops, without copying a model's worth of them); a kernel
     written for `own` < `block_dim` blocks runs on blocks [first, first + own) only,
     seeing them as its blocks 0 .. own - 1."""
     ops = [op for op in kernel.entry.ops if not isinstance(op, npu.ReturnOp)]
@@ -134,9 +140,16 @@ def _add_phase(
         body.insert_op_before(guard, end)
         guarded.add_op(scf.YieldOp())
         body, end = guarded, guarded.last_op
-    mapping = dict(params)
-    for op in ops:
-        body.insert_op_before(op.clone(mapping), end)
+    if move:
+        for op in ops:
+            op.detach()
+            body.insert_op_before(op, end)
+        for param, value in params.items():
+            param.replace_all_uses_with(value)
+    else:
+        mapping = dict(params)
+        for op in ops:
+            body.insert_op_before(op.clone(mapping), end)
     if own < block_dim:
         for op in list(body.walk()):
             if isinstance(op, npu.BlockDimOp):
@@ -179,7 +192,8 @@ class MergeLaunchesPass(ModulePass):
         core_count = load_preset(self.hw).core_count
         runs = mergeable_runs(main.body.block, core_count)
         hoist_definitions(main.body.block)  # a later launch's arguments may be defined after the first
-        kernels = [merge_run(run, core_count if self.side_by_side else None) for run in runs]
+        sole = frozenset(name for name, launches in launches_by_kernel(op).items() if len(launches) == 1)
+        kernels = [merge_run(run, core_count if self.side_by_side else None, sole) for run in runs]
         record_statistic(self.name, "launches merged", sum(len(run) for run in runs))
         record_statistic(self.name, "kernels made", len(runs))
         shared = sum(name.count("+") for kernel in kernels for name in kernel.phase_names())

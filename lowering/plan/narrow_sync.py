@@ -136,26 +136,20 @@ def block_dependencies(
         return None
     spans = [_block_spans(program, decoder.trace, block, block_dim, roots) for block in range(block_dim)]
     phases = max(len(s) for s in spans)
-    written_keys = {key for s in spans for phase in s for key, writes in phase if writes}
-    sizes: dict[object, int] = {}  # granules of each GM allocation some phase writes
-    for block_spans in spans:
-        for phase in block_spans:
-            for (key, _), (_, hi) in phase.items():
-                if key in written_keys:
-                    sizes[key] = max(sizes.get(key, 0), int(hi.max(initial=0)) + 1)
-    cells = [[{(key, w): _cells(phase.get((key, w))) for key in sizes for w in (False, True)} for phase in s] for s in spans]
-    written = [{key: _mask(cells, j, key, True, block_dim, sizes[key]) for key in sizes} for j in range(phases)]
-    touched = [{key: written[j][key] | _mask(cells, j, key, False, block_dim, sizes[key]) for key in sizes} for j in range(phases)]
+    # the GM allocations some phase writes: only they can order two blocks
+    keys = list(dict.fromkeys(key for s in spans for phase in s for key, writes in phase if writes))
+    cells = [[{(key, w): _cells(phase.get((key, w))) for key in keys for w in (False, True)} for phase in s] for s in spans]
+    masks = [{key: _PhaseMasks.of(cells, j, key, block_dim) for key in keys} for j in range(phases)]
     barriers: list[dict[int, dict[int, int]] | None] = []
     kept = -1  # the last barrier kept: barrier k - 1 stands before phase k
     for k in range(1, phases):
         needs: dict[int, dict[int, int]] = {}
         for c in range(block_dim):
             mine = cells[c][k] if k < len(cells[c]) else {}
-            for key in sizes:
+            for key in keys:
                 reads, writes = mine.get((key, False), _EMPTY), mine.get((key, True), _EMPTY)
                 for j in range(kept + 1, k):
-                    bits = _or(written[j][key], reads) | _or(touched[j][key], writes)
+                    bits = masks[j][key].written_bits(reads) | masks[j][key].touched_bits(writes)
                     for b in range(block_dim):
                         if b != c and bits >> b & 1:
                             needs.setdefault(c, {})[b] = max(needs.get(c, {}).get(b, 0), j + 1)
@@ -225,17 +219,57 @@ def _cells(spans) -> np.ndarray:
     return np.arange(int(lengths.sum()), dtype=np.int64) + shift
 
 
-def _mask(cells, phase: int, key, writes: bool, block_dim: int, size: int) -> np.ndarray:
-    """Per granule of `key`, the bit mask of the blocks that wrote (read) it in `phase`."""
-    mask = np.zeros(size, dtype=np.uint64)
-    for b in range(block_dim):
-        if phase < len(cells[b]):
-            mask[cells[b][phase][(key, writes)]] |= np.uint64(1 << b)
-    return mask
+@dataclass(frozen=True)
+class _PhaseMasks:
+    """Who wrote and who touched (read or wrote) each granule of one allocation in
+    one phase, over the granules some block touched only (sorted): a phase touches
+    a few tensors of a model's arena, so masks over the whole allocation would make
+    the work proportional to phases x arena size."""
+
+    granules: np.ndarray  # sorted, unique
+    written: np.ndarray  # per granule, the bit mask of the blocks writing it
+    touched: np.ndarray  # per granule, the bit mask of the blocks reading or writing it
+
+    @staticmethod
+    def of(cells, phase: int, key, block_dim: int) -> _PhaseMasks:
+        parts, write_bits, touch_bits = [], [], []
+        for b in range(block_dim):
+            if phase >= len(cells[b]):
+                continue
+            bit = np.uint64(1 << b)
+            for writes in (False, True):
+                granules = cells[b][phase][(key, writes)]
+                if len(granules):
+                    parts.append(granules)
+                    write_bits.append(np.full(len(granules), bit if writes else 0, dtype=np.uint64))
+                    touch_bits.append(np.full(len(granules), bit, dtype=np.uint64))
+        if not parts:
+            return _PhaseMasks(_EMPTY, _NO_BITS, _NO_BITS)
+        everything = np.concatenate(parts)
+        order = np.argsort(everything, kind="stable")
+        ordered = everything[order]
+        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        written = np.bitwise_or.reduceat(np.concatenate(write_bits)[order], starts)
+        touched = np.bitwise_or.reduceat(np.concatenate(touch_bits)[order], starts)
+        return _PhaseMasks(ordered[starts], written, touched)
+
+    def written_bits(self, cells: np.ndarray) -> int:
+        """The blocks that wrote some granule of `cells` (sorted indices)."""
+        return self._bits(self.written, cells)
+
+    def touched_bits(self, cells: np.ndarray) -> int:
+        """The blocks that read or wrote some granule of `cells`."""
+        return self._bits(self.touched, cells)
+
+    def _bits(self, mask: np.ndarray, cells: np.ndarray) -> int:
+        if not len(cells) or not len(self.granules):
+            return 0
+        at = np.searchsorted(self.granules, cells)
+        at[at == len(self.granules)] = 0
+        return int(np.bitwise_or.reduce(mask[at[self.granules[at] == cells]], initial=0))
 
 
-def _or(mask: np.ndarray, cells: np.ndarray) -> int:
-    return int(np.bitwise_or.reduce(mask[cells])) if len(cells) else 0
+_NO_BITS = np.zeros(0, dtype=np.uint64)
 
 
 def narrow(kernel: npu.KernelOp, barriers: list[dict[int, dict[int, int]] | None]) -> None:

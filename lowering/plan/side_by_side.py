@@ -108,6 +108,8 @@ def _launches(items) -> list[npu.LaunchOp]:
 
 def _partner(x, rest, block_dim_of, core_count, independent) -> tuple[int, bool] | None:
     room = core_count - block_dim_of(x)
+    if room < 1:  # no launch fits beside x (every launch has a block)
+        return None
     for j, y in enumerate(rest):
         if isinstance(y, tuple) or block_dim_of(y) > room or not independent(x, y):
             continue

@@ -297,3 +297,36 @@ def test_granules_of_spans_are_their_union_whatever_the_order_and_overlap():
             marked[lo : hi + 1] = True
         assert np.array_equal(_cells((starts, ends)), np.flatnonzero(marked))
     assert len(_cells(None)) == 0
+
+
+def test_phase_masks_over_touched_granules_answer_as_masks_over_the_allocation():
+    """`_PhaseMasks` keeps who wrote / touched a granule for the granules touched only:
+    the blocks it names for any set of granules are those a mask over the whole
+    allocation names (blocks up to 64: the top bit too)."""
+    from gecomp.lowering.plan.narrow_sync import _cells, _PhaseMasks
+
+    rng = np.random.default_rng(1)
+    size = 120
+    for _ in range(300):
+        block_dim = int(rng.choice([1, 3, 64]))
+        cells = []
+        for b in range(block_dim):
+            phase = {}
+            for writes in (False, True):
+                spans = None
+                if rng.random() < 0.6:
+                    starts = rng.integers(0, size - 10, int(rng.integers(1, 4)))
+                    spans = (starts, starts + rng.integers(0, 9, len(starts)))
+                phase[("arena", writes)] = _cells(spans)
+            cells.append([phase] if rng.random() < 0.9 else [])  # a block without this phase
+        written, touched = np.zeros(size, dtype=np.uint64), np.zeros(size, dtype=np.uint64)
+        for b, phases in enumerate(cells):
+            for (_, writes), granules in (phases[0].items() if phases else []):
+                touched[granules] |= np.uint64(1 << b)
+                if writes:
+                    written[granules] |= np.uint64(1 << b)
+        masks = _PhaseMasks.of(cells, 0, "arena", block_dim)
+        for _ in range(5):
+            asked = np.unique(rng.integers(0, size, int(rng.integers(0, 12))))
+            assert masks.written_bits(asked) == int(np.bitwise_or.reduce(written[asked], initial=0))
+            assert masks.touched_bits(asked) == int(np.bitwise_or.reduce(touched[asked], initial=0))
