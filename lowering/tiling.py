@@ -765,9 +765,18 @@ class Prefetched:
     while the phase before still needs it (the mlp's first product after an
     HBM-bound f32 cast, credited its whole first chunk, picked a tiling whose chunk
     made the cast 2,466 -> 4,182 cycles and itself ran 4,380 -> 4,871). `True`
-    alone: prefetched, with no room known (its HBM share not taken off)."""
+    alone: prefetched, with no room known (its HBM share not taken off).
+
+    `port`: the MTE2 cycles the phase before leaves idle per core at its barrier
+    (None: unknown). The chunk queues on each core's MTE2 behind that phase's own
+    loads, so only this much of its port time comes off the fill; the rest
+    stretches the phase before as much as it would have delayed this one
+    (ResNet-50's 3x3 512-channel convolutions at 7x7 after the partials' sum, an
+    MTE2-bound row kernel: credited their whole first chunk of 1,008 of 1,152 K
+    rows, 258 KB a core, they made that kernel 1,664 -> 5,154 cycles)."""
 
     room: float = 0.0
+    port: float | None = None
 
     def __bool__(self) -> bool:
         return True
@@ -776,6 +785,13 @@ class Prefetched:
 def _room(first_b_prefetched) -> float:
     """The HBM time a prefetched first chunk's HBM share may take off the estimate."""
     return first_b_prefetched.room if isinstance(first_b_prefetched, Prefetched) else 0.0
+
+
+def _port_credit(first_b_prefetched, port_cycles: float) -> float:
+    """The part of a prefetched first chunk's `port_cycles` (its data cycles on one
+    core's MTE2) that comes off the fill: up to `Prefetched.port`, where known."""
+    port = first_b_prefetched.port if isinstance(first_b_prefetched, Prefetched) else None
+    return port_cycles if port is None else max(0.0, min(port_cycles, port))
 
 
 class _Scoring:
@@ -1023,7 +1039,7 @@ class _Scoring:
             prefetched, first, hbm = 0.0, 0.0, self.hbm
             _, _, block_dim, _, n_block = self.item(c.mb, c.n_block)
             if self.first_b_prefetched and _first_chunk_at_top(self.shape, c, per_core, block_dim, self.hw):
-                prefetched = stage_b - self.gm_latency
+                prefetched = _port_credit(self.first_b_prefetched, stage_b - self.gm_latency)
                 stage -= prefetched
                 whole = _weights_streamed(self.hw, self.shape, self.bs, min(c.kc, self.shape.k), n_block, block_dim, c.mb)
                 first = min(whole, _room(self.first_b_prefetched))

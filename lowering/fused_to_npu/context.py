@@ -111,6 +111,9 @@ class KernelContext:
     # (`tiling.Prefetched`: `prefetch_room.tiling_room` or `prefetch_constants.hbm_room`
     # of the kernel launched before this one).
     prefetch_room: float = 0.0
+    # and the MTE2 cycles per core it leaves idle (`tiling.Prefetched.port`:
+    # `prefetch_constants.port_room` of that kernel's instructions).
+    prefetch_port_room: float = 0.0
     # The cube kernel's tiling (`prefetch_room.tiling_room`: the room it leaves the next phase).
     tiling: object = None
 

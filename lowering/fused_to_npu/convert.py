@@ -40,12 +40,12 @@ from ...dialects import fused, ge, npu
 from ...dialects.ge.formats import Format, format_of, physical_shape, with_format
 from ...simulator.hardware import load_preset
 from ...core.signature import NAME_ATTR, input_specs, main_function, output_specs
-from ...transforms.npu.prefetch_constants import hbm_room
+from ...transforms.npu.prefetch_constants import hbm_room, port_room
 from .context import GmTensor, KernelContext, print_notes
 from .templates import template_for
 from .kernel_builder import KernelBuilder
 from .kernel_cache import KernelCache, kernel_key
-from .prefetch_room import tiling_room
+from .prefetch_room import tiling_port_room, tiling_room
 from .launches import ALIASING_OPS as _ALIASING_OPS, is_view, moves_nothing as _moves_nothing
 from ..plan.launches import SHARED_PHASE_ATTR
 from .share_cores import tiling_cores
@@ -116,6 +116,7 @@ class _HostPlanBuilder:
         self.merge = merge
         self.kernel_count = 0
         self.room = 0.0  # the HBM room the kernel launched last leaves (`Prefetched`)
+        self.port_room = 0.0  # and the MTE2 room per core (`Prefetched.port`)
         self.tilings: dict = {}  # a cached kernel's `KernelContext.tiling`
         self.cache = KernelCache()
         self.tiling_choices: list[tuple[Operation, int]] = []  # (graph op, tilings its kernel chose among)
@@ -242,7 +243,7 @@ class _HostPlanBuilder:
         args = [buffer for buffer, _, _ in ins + outs]
         param_types = [a.type for a in args]
         after_a_barrier = self.merge and self.kernel_count > 0
-        room = round(self.room) if after_a_barrier else 0
+        room = (round(self.room), round(self.port_room)) if after_a_barrier else (0, 0)
         hw = tiling_cores(where, self.hw)  # fused-share-cores: fewer cores, side by side
         key = cache_as(hw, param_types, (after_a_barrier, room)) if cache_as is not None and memo.enabled() else None
         cached = self.cache.get(key) if key is not None else None
@@ -252,7 +253,7 @@ class _HostPlanBuilder:
         else:
             k = KernelContext(where, KernelBuilder(name, param_types), [], [], hw)
             k.after_a_barrier = after_a_barrier
-            k.prefetch_room = room
+            k.prefetch_room, k.prefetch_port_room = room
             tensors = [GmTensor(p, t, v) for p, (_, t, v) in zip(k.b.params, ins + outs)]
             k.inputs, k.outputs = tensors[: len(ins)], tensors[len(ins) :]
             write(k)
@@ -279,8 +280,13 @@ class _HostPlanBuilder:
         # instructions.
         if tiling is not None:
             self.room = tiling_room(tiling, self.hw)
+            self.port_room = tiling_port_room(tiling, self.hw)
         else:
             self.room = hbm_room(kernel.entry.ops, self.hw, block_dim)
+            # npu-prefetch-constants spreads a chunk over the barriers before
+            # (`hoist_prefetches`): back across kernels with no cube tiling (no L1
+            # buffers in the way), to the cube kernel before them.
+            self.port_room += port_room(kernel.entry.ops, self.hw)
 
     # ---- helpers -------------------------------------------------------------------------
 

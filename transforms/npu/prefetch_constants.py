@@ -437,6 +437,16 @@ def hbm_room(ops, hw: HardwarePreset, blocks: int, duration: float = 0) -> float
     return hbm_idle(max(max(work.values(), default=0), duration), hbm_cycles(ops, hw, blocks)) + barrier_window(ops, hw)
 
 
+def port_room(ops, hw: HardwarePreset) -> float:
+    """MTE2 time per block the phase `ops` leaves idle for the next phase's prefetched
+    first chunk: its `mte2_slack` and the barrier's window (`barrier_window`). The
+    chunk is moved before the barrier whatever its size and queues behind the
+    phase's own loads on each core's MTE2; what exceeds this stretches the phase, so
+    the tiling estimate takes the chunk's port time off its fill only up to here
+    (lowering/tiling.py `Prefetched.port`)."""
+    return mte2_slack(ops, hw) + barrier_window(ops, hw)
+
+
 def _allocs(ops: list[Operation]) -> list[npu.AllocOp]:
     return [inner for op in ops for inner in op.walk() if isinstance(inner, npu.AllocOp)]
 

@@ -193,7 +193,7 @@ def pinned_rank(op) -> int:
 def emit_cube_kernel(k: KernelContext, problem: CubeProblem) -> CubeTiling:
     """Choose the tiling, explain it, and write the kernel."""
     if k.after_a_barrier and all(getattr(x, "is_constant", False) for x in problem.bs):
-        problem = replace(problem, first_b_prefetched=Prefetched(k.prefetch_room))
+        problem = replace(problem, first_b_prefetched=Prefetched(k.prefetch_room, k.prefetch_port_room))
     try:
         problem, tiling = choose_problem_tiling(k.hw, problem, pinned_rank(k.op))
     except ValueError as e:
