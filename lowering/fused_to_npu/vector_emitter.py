@@ -778,6 +778,11 @@ def add_rounded_terms(v: VectorEmitter, x: Tile, terms: list[Operand], element_t
     the tolerance. Adding in f16 costs no more than in fp32 (the terms need no
     widening). In fp32 (or an integer type) x += the terms, as `add_terms`."""
     if element_type == f32 or not dtypes.is_float(element_type):
+        if through is not None and not widen and terms and through.element_type == x.element_type:
+            add_terms(v, x, terms[:-1])  # the last addition writes the sum where it goes: no copy
+            last = terms[-1]
+            emit_elementwise(v, "ge.add", SimpleNamespace(), [x, v.widened(last) if isinstance(last, Tile) else last], through)
+            return
         add_terms(v, x, terms)
         if through is not None:
             v.cast(x, through)

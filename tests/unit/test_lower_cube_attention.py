@@ -141,3 +141,23 @@ def test_v_is_staged_after_k_has_gone_to_l0b():
     assert len(v_copies) == len(k_copies) == 2
     assert all(any(k < load < v for load in loads) for k, v in zip(k_copies, v_copies))
     assert v_copies[1] < next(i for i, op in enumerate(ops) if isinstance(op, npu.MmadOp) and i > k_copies[1])
+
+
+def test_f32_attention_copies_no_full_tile():
+    """fp32 scores and output: the exp writes P where the cube reads it from and
+    the scaling by 1 / l writes the output tile, so no vector copy of a whole
+    (rows x keys) or (rows x dv) tile is left (only the per-row running max)."""
+    from cube_lowering_testing import parse
+    from gecomp.dialects import npu
+
+    module = parse(attention_module((4,), 128, 128, 64, 64, mask=((128, 128), "f32"), dtype="f32"))
+    check_lowering(module, "ascend910")
+    _, ops = _kernel_ops(module)
+    copies = [op for op in ops if isinstance(op, npu.VCopyOp)]
+    dims = [tuple(_dim(op, name) for name in ("rows", "cols")) for op in copies]
+    assert dims and all(1 in d for d in dims), dims
+
+
+def _dim(op, name: str) -> int:
+    attr = op.attributes.get(name) or op.properties.get(name)
+    return 1 if attr is None else attr.value.data

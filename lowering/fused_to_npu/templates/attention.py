@@ -574,12 +574,13 @@ class _AttentionKernel:
         """P = exp(S - m'), l = l a + rowsum P, m = m' for the block, a into `alpha`;
         for the first block (`alpha` None), m = its max and l = its sum."""
         m, l = (per_row(buf) for buf in self.stats)
+        exps = probs if probs.element_type == scores.element_type else scores  # P written by the exp itself when no cast
         if alpha is None:
             v.reduce_rows("max", scores, m)
             v.instr(npu.VSubOp, scores, m, scores)
-            v.instr(npu.VExpOp, scores, scores)
-            v.reduce_rows("sum", scores, l)
-            v.cast(scores, probs)
+            v.instr(npu.VExpOp, scores, exps)
+            v.reduce_rows("sum", exps, l)
+            v.cast(exps, probs)
             return
         rows = v.per_row()
         block_max = v.col_temp(f32)
@@ -590,12 +591,12 @@ class _AttentionKernel:
         rows.instr(npu.VExpOp, alpha, alpha)
         rows.instr(npu.VCopyOp, new_max, m)
         v.instr(npu.VSubOp, scores, new_max, scores)
-        v.instr(npu.VExpOp, scores, scores)
+        v.instr(npu.VExpOp, scores, exps)
         block_sum = v.col_temp(f32)
-        v.reduce_rows("sum", scores, block_sum)
+        v.reduce_rows("sum", exps, block_sum)
         rows.instr(npu.VMulOp, l, alpha, l)
         rows.instr(npu.VAddOp, l, block_sum, l)
-        v.cast(scores, probs)
+        v.cast(exps, probs)
 
     def _inverse(self, mq: int) -> None:
         """1 / l per row, while l is the item's: before the next item's first softmax."""
@@ -608,12 +609,13 @@ class _AttentionKernel:
         self.scratch.reset()
         out = VectorEmitter(b, mq, s.dv, self.scratch.temp, self.scratch.column)
         acc = Tile(self.acc, 0, self.dv16)
-        out.instr(npu.VMulOp, acc, per_row(self.inverse), acc)
         result = Tile(self.out_ub, 0, self.dv16)
         pad = round_up(s.sq, FRACTAL) - s.sq if ends and self.o.layout == NZ else 0
         if self.o.layout == NZ and s.dv % FRACTAL:
             b.emit(npu.VDupOp, self.out_ub, self.dv16 - FRACTAL, rows=mq, cols=FRACTAL, strides=[self.dv16], value=0.0)
-        out.cast(acc, result)
+        scaled = result if result.element_type == acc.element_type else acc  # no copy when the types agree
+        out.instr(npu.VMulOp, acc, per_row(self.inverse), scaled)
+        out.cast(scaled, result)
         if pad:
             b.emit(npu.VDupOp, self.out_ub, mq * self.dv16, rows=pad, cols=self.dv16, strides=[self.dv16], value=0.0)
         cols = self.dv16 if self.o.layout == NZ else s.dv

@@ -129,15 +129,18 @@ def lower_matmul_partials(op: fused.MatmulPartialsOp, k: KernelContext) -> None:
 # ---- epilogue pieces ------------------------------------------------------------------------
 
 
-def activate(v: VectorEmitter, act: str, x: Tile) -> None:
-    """x = act(x), step by step as the fused activation name's ge ops define it
-    (in place; a chain that reads its input again runs in one temporary)."""
+def activate(v: VectorEmitter, act: str, x: Tile, out: Tile | None = None) -> None:
+    """out (default x) = act(x), step by step as the fused activation name's ge ops
+    define it (in place; a chain that reads its input again runs in one
+    temporary). An `out` of x's type takes the last step's result, so the
+    epilogue needs no copy into the output tile."""
     steps = ACTIVATIONS[act]
     rereads = any(second == INPUT for _, _, second in steps)
     t = v.temp(x.element_type) if rereads else x
+    last = out if out is not None else x
     for i, (op, attrs, second) in enumerate(steps):
         source = x if i == 0 else t
-        dst = x if i == len(steps) - 1 else t
+        dst = last if i == len(steps) - 1 else t
         inputs = [source] if second is None else [source, x if second == INPUT else second]
         emit_elementwise(v, op.name, SimpleNamespace(**attrs), inputs, dst)
     if rereads:
@@ -160,8 +163,11 @@ def bias_act_epilogue(outputs: list, inputs: list[EpilogueInput], act: str) -> C
             add_rounded_terms(t.v, acc, t.inputs, t.outputs[0].element_type, t.outputs[0], widen=False)
             return
         add_terms(t.v, acc, t.inputs)
-        activate(t.v, act, acc)
-        t.v.cast(acc, t.outputs[0])
+        out = t.outputs[0]
+        direct = out.element_type == acc.element_type and bool(ACTIVATIONS[act])
+        activate(t.v, act, acc, out if direct else None)
+        if not direct:
+            t.v.cast(acc, out)
 
     epilogue = CubeEpilogue(outputs, inputs, body)
     if inputs or act != "none" or epilogue.ub_block:
