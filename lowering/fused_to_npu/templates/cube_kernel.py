@@ -748,10 +748,21 @@ class _CubeKernel:
         """Whether this chunk is staged in pieces of one L0 step each (`_pieces`): a
         chunk written out (not in the loop over pairs), of more than one step, all
         operands DMA-staged tiles that can be staged at a place inside the chunk
-        (`stays_in_l1`, no gathers)."""
+        (`stays_in_l1`, no gathers).
+
+        A chunk that overwrites an L1 copy this item has read already (chunk index
+        `l1_copies` or later) needs a flag per piece and operand: each piece waits
+        for the L0 move that read its own rows, one chunk before. More of those
+        than the preset has event ids per pipe pair, and npu-insert-sync turns the
+        excess into `pipe_barrier ALL`, which serialises every pipe: a DenseNet
+        1x1 convolution (928 -> 128 at 14x14 f32, chunks of 256 in steps of 32)
+        ran 1.8x slower in pieces than staged whole. Such a chunk is staged whole."""
         if not (isinstance(k0, int) and size > self.t.kb):
             return False
         operands = [self.p.a, *self.p.bs]
+        flags = -(-size // self.t.kb) * len(operands)
+        if k0 // self.t.kc >= self.t.l1_copies and flags > self.k.hw.event_ids:
+            return False
         return all(getattr(x, "stays_in_l1", False) and not getattr(x, "gathers", True) for x in operands)
 
     def _pieces(
