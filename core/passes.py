@@ -66,6 +66,7 @@ _PROJECT_PASSES: dict[str, str] = {
     "fused-split-pool": ".lowering.fused_to_npu.split_pool:SplitPoolPass",
     "fused-depthwise-mean": ".lowering.fused_to_npu.depthwise_mean:DepthwiseMeanPass",
     "fused-depthwise-pointwise": ".lowering.fused_to_npu.fuse_separable:DepthwisePointwisePass",
+    "fused-setup-groups": ".lowering.fused_to_npu.setup_groups:SetupGroupsPass",
     "fused-share-cores": ".lowering.fused_to_npu.share_cores:ShareCoresPass",
     "fused-tune-forms": ".lowering.fused_to_npu.tune_forms:TuneFormsPass",
     "fused-tune-tilings": ".lowering.fused_to_npu.tune_tilings:TuneTilingsPass",

@@ -18,6 +18,7 @@ from .fused_to_npu.convert import ToNpuPass
 from .fused_to_npu.depthwise_mean import DepthwiseMeanPass
 from .fused_to_npu.fuse_separable import DepthwisePointwisePass
 from .fused_to_npu.materialize_broadcasts import MaterializeBroadcastsPass
+from .fused_to_npu.setup_groups import SetupGroupsPass
 from .fused_to_npu.share_cores import ShareCoresPass
 from .fused_to_npu.split_k import SplitKPass
 from .fused_to_npu.split_k_conv import SplitKConvPass
@@ -35,7 +36,8 @@ def form_stages(hw: str, debug: bool, merge: bool) -> list[ModulePass]:
     """Each fused op in the form its kernels take: split normalised products,
     split-K products and 1x1 convolutions, depthwise convolutions joined to a 1x1 convolution beside them, groups that cannot be one kernel ungrouped, max pools whose
     window has no kernel split into rows and columns, pools of a depthwise
-    convolution's output computed by its kernel, broadcasts materialised
+    convolution's output computed by its kernel, vector groups read whole by
+    one other group computed as its setup, broadcasts materialised
     where a kernel cannot read them, independent products paired on half the
     cores each where one shared phase is faster."""
     return [
@@ -47,6 +49,7 @@ def form_stages(hw: str, debug: bool, merge: bool) -> list[ModulePass]:
         UngroupPass(hw=hw, debug=debug),
         SplitPoolPass(hw=hw),
         DepthwiseMeanPass(hw=hw, debug=debug, merge=merge),
+        SetupGroupsPass(hw=hw, debug=debug, merge=merge),
         MaterializeBroadcastsPass(hw=hw),
         ShareCoresPass(hw=hw, debug=debug, merge=merge),
     ]

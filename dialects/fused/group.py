@@ -14,6 +14,10 @@ what the ops it holds computed before fusion::
       fused.yield %1 : tensor<128x64xf16>
     }
 
+An integer attribute `setup = N` (set by `fused-setup-groups`) says the first N
+body ops are computed once per core before the kernel's rows (the NPU template,
+`lowering/fused_to_npu/templates/groups.py`); it changes nothing of the semantics.
+
 The verifier checks the structure and the one-kernel rule: `ge` ops only (no
 opaque ones), and at most one cube op (a cube op with its epilogue).
 """

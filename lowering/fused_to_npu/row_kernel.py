@@ -5,7 +5,7 @@ each operand's role: FULL, ROW, COL, SCALAR; plain, transposed or blocked
 layouts). Rows are cut into tiles of `tile_rows`; the tiles are shared out
 among the cores (`block_dim` of them), each core looping over its tiles: copy
 the FULL and COL inputs of the tile into UB (MTE2), run the body on the vector
-unit, copy the outputs back (MTE3). ROW and SCALAR inputs are loaded once (and
+unit, copy the outputs back (MTE3). ROW, SCALAR and WHOLE inputs are loaded once (and
 an optional `prologue` prepares them once, e.g. batch_norm's per-channel
 factors). The body is any function of the tiles (`emit_elementwise` for one
 op, a whole fused group, a softmax...), so the tiling and data movement are
@@ -51,7 +51,8 @@ from .vector_emitter import UB_ALIGN_BYTES, Operand, Tile, VectorEmitter
 Body = Callable[[VectorEmitter, list[Operand], list[Tile]], None]
 Prologue = Callable[[VectorEmitter, list[Operand]], list[Operand]]
 """Runs once before the tiles on an emitter of one row of C: returns the inputs
-the body gets instead (e.g. a ROW operand widened to fp32)."""
+the body gets instead (e.g. a ROW operand widened to fp32), and after them any
+value it computed for every tile (a group's setup value)."""
 
 TEMP_COPIES = 2
 """`npu-double-buffer` gives every buffer private to the tile loop a second copy,
@@ -114,6 +115,8 @@ def count_temps(view: RowView, body: Body, prologue: Prologue | None = None) -> 
     def operand(op: RowOperand) -> Operand:
         if op.immediate is not None:
             return op.immediate
+        if op.role == Role.WHOLE:
+            return Tile(scratch.alloc([op.tensor.numel], op.tensor.element_type, "ub"), 0, 0)
         buffer = scratch.alloc([view.cols], op.tensor.element_type, "ub")
         if op.role == Role.FULL:
             return Tile(buffer, 0, op.columns(view.cols))
@@ -141,10 +144,12 @@ def _row_bytes(view: RowView, temps: dict) -> tuple[int, int]:
     """(bytes per tile row, bytes allocated once) of the UB buffers."""
     row_elements = view.cols * view.chunk
     staged = 3 if view.inner > 1 else 2  # transposed: two staging copies and the body tile
-    per_row = fixed = 0
+    per_row, fixed = 0, view.setup_bytes
     for op in [*view.inputs, *view.outputs]:
         size = op.tensor.itemsize
-        if op.repeat is not None:
+        if op.role == Role.WHOLE:
+            fixed += op.tensor.numel * size
+        elif op.repeat is not None:
             fixed += op.columns(view.cols) * size
         elif op.role == Role.FULL and op.period is not None:
             per_row += row_elements * size
@@ -383,6 +388,8 @@ class _RowKernel:
             return Tile(self.b.alloc([rows], element_type, "ub"), 0, 1, col_stride=0)
         if op.role == Role.ROW:
             return Tile(self.b.alloc([self.cols], element_type, "ub"), 0, 0)
+        if op.role == Role.WHOLE:
+            return Tile(self.b.alloc([op.tensor.numel], element_type, "ub"), 0, 0)
         return Tile(self.b.alloc([_block_elements(element_type)], element_type, "ub"), 0, 0, col_stride=0)
 
     def _loaded_per_tile(self, op: RowOperand) -> bool:
@@ -406,6 +413,8 @@ class _RowKernel:
                 return self._expand_blocked_row(op, tile)
         elif op.role == Role.SCALAR:
             self.b.emit(npu.CopyOp, op.tensor.value, 0, tile.buffer, 0, cols=1)
+        elif op.role == Role.WHOLE:
+            self.b.emit(npu.CopyOp, op.tensor.value, 0, tile.buffer, 0, cols=op.tensor.numel)
         elif op.period is not None and op.repeat is None and self.tile_rows >= op.period:
             # every tile starts at a multiple of the period: the same values each time
             repeats = self.tile_rows // op.period

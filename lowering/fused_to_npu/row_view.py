@@ -9,7 +9,9 @@ role in that view:
 * ROW:    one row of C values used by every row (a bias over the last dim; a
           norm's residual broadcast within its rows, expanded as it is loaded: `Spread`);
 * COL:    one value per row (a per-row scalar, or the result of a row reduction);
-* SCALAR: one value for everything (an immediate if it is a constant).
+* SCALAR: one value for everything (an immediate if it is a constant);
+* WHOLE:  a tensor of any shape loaded whole, once per core, for the kernel's
+          prologue to compute from (a group's setup: `templates/groups.py`).
 
 A FULL or COL operand may repeat: view row r reads its row (r // repeat) %
 period (a (S, S) mask of (B, H, S, S) scores repeats with period S; a
@@ -53,6 +55,7 @@ class Role(Enum):
     ROW = "row"
     COL = "col"
     SCALAR = "scalar"
+    WHOLE = "whole"
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,7 @@ class RowView:
     inner: int = 1  # transposed layout: each row is a (cols x inner) slab
     inner_chunk: int | None = None  # columns of a slab per tile (divides inner)
     blocked: Blocked | None = None
+    setup_bytes: int = 0  # UB the prologue allocates for itself (its temporaries), once per core
 
     @property
     def chunk(self) -> int:

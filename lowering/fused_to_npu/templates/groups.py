@@ -27,6 +27,16 @@ value per row: the value's tile is transposed once per tile (`vtranspose`, its
 rows starting 32-byte aligned as vector operands must) and the column is a row
 of that.
 
+A group may compute a value once per core before its rows, its *setup*:
+the group's first `setup` body ops (the group attribute `setup = N`, set by
+`fused_to_npu/setup_groups.py`) form a group of their own, with rows of their
+own, over inputs the rows do not read. Each core loads those inputs whole
+(`Role.WHOLE`), runs the setup in the row kernel's prologue, and the rows read
+its one value as one vector for every row (or a scalar): a squeeze-and-
+excitation block's squeeze product, which every channel of the excitation
+reads whole, is computed in the excitation's kernel instead of a kernel (and a
+phase) of its own. The reference semantics are the body's, in order.
+
 Groups with a cube op belong to the cube kernels: this template hands them to
 `templates/cube.py:lower_cube_group` when that exists. Anything else this
 kernel cannot do raises `unsupported`; `fused-ungroup` (run before `ge-to-npu`)
@@ -48,6 +58,7 @@ from ..context import GmTensor, KernelContext
 from .registry import kernel_for
 from ..channel_rows import ChannelRows
 from ..nz_rows import NzRows
+from ..kernel_builder import KernelBuilder
 from ..row_kernel import Role, RowOperand, RowView, emit_row_kernel
 from ..row_view import wide_row_pieces
 from ..vector_emitter import UB_ALIGN_BYTES, Operand, Tile, VectorEmitter, VectorUnsupported, emit_elementwise
@@ -59,6 +70,24 @@ _ALIASES = (ge.ReshapeOp, ge.IdentityOp, ge.DropoutOp, ge.TransDataOp)
 formats only matter where its inputs and results meet GM."""
 _ELEMENTWISE_NAMES = {op.name for op in ge.ELEMENTWISE_OPS} - {a.name for a in _ALIASES}
 _REDUCE_KINDS = {"ge.reduce_sum": "sum", "ge.reduce_mean": "mean", "ge.reduce_max": "max"}
+SETUP = "setup"
+"""The group attribute counting its setup ops (module docstring)."""
+
+
+def setup_ops(group: fused.GroupOp) -> list[Operation]:
+    """The group's setup: its first `setup` body ops (none without the attribute)."""
+    attr = group.attributes.get(SETUP)
+    return group.body_ops()[: attr.value.data] if attr is not None else []
+
+
+@dataclass(frozen=True)
+class Part:
+    """What a plan covers: ops of a group, the group inputs they read, the values
+    they give (the rows: the body without its setup; a setup: its ops)."""
+
+    ops: tuple[Operation, ...]
+    args: tuple[SSAValue, ...]
+    results: tuple[SSAValue, ...]
 
 
 class GroupUnsupported(Exception):
@@ -81,24 +110,78 @@ class GroupPlan:
     """The rows of a group and the role of each of its values (module docstring)."""
 
     group: fused.GroupOp
+    part: Part | None = None  # None: the group's rows (its body but its setup)
     lead: tuple[int, ...] = ()
     values: dict[SSAValue, Value] = field(default_factory=dict)
+    setup: "GroupPlan | None" = None  # the setup's own plan
+    setup_value: SSAValue | None = None  # what the rows read of the setup
 
     @property
     def rows(self) -> int:
         return math.prod(self.lead)
 
     def __post_init__(self) -> None:
-        for op in self.group.body_ops():
+        if self.part is None:
+            setup = setup_ops(self.group)
+            main = self.group.body_ops()[len(setup) :]
+            yields = tuple(self.group.block.last_op.operands)
+            if setup:
+                self.setup, self.setup_value = self._setup_plan(setup, main, yields)
+            skipped = set(self.setup.part.args) if self.setup else set()
+            self.part = Part(tuple(main), tuple(a for a in self.group.block.args if a not in skipped), yields)
+        for op in self.part.ops:
             self._check_op(op)
-        self.lead = _lead_dims(self.group)
-        for arg in self.group.block.args:
+        self.lead = _lead_dims(self.part.ops)
+        for arg in self.part.args:
             if not is_plane_source(arg):
                 self.values[arg] = self._classify(arg)
-        for op in self.group.body_ops():
+        if self.setup_value is not None:
+            self.values[self.setup_value] = self._setup_role(self.setup_value)
+        for op in self.part.ops:
             for r in op.results:
                 self.values[r] = self._classify(r)
         self.width = max([v.width for v in self.values.values() if v.kind == "full"], default=1)
+
+    def _setup_plan(self, setup: list[Operation], main: list[Operation], yields) -> tuple["GroupPlan", SSAValue]:
+        """The setup's own plan and the one value the rows read of it."""
+        inside = {r for op in setup for r in op.results}
+        args: list[SSAValue] = []
+        for op in setup:
+            for v in op.operands:
+                if v not in inside and v not in args:
+                    args.append(v)
+        read = {v for op in main for v in op.operands} | set(yields)
+        crossing = [r for op in setup for r in op.results if r in read]
+        if len(crossing) != 1 or crossing[0] in yields:
+            raise GroupUnsupported(f"a setup giving the rows {len(crossing)} values (one, not a result, is read)")
+        if any(a in read or is_plane_source(a) for a in args):
+            raise GroupUnsupported("a group input read by both its setup and its rows, or through planes")
+        value = root = crossing[0]
+        aliases = []  # the setup value's tile is its root's, in the setup's own rows
+        while root.owner in setup and isinstance(root.owner, _ALIASES):
+            aliases.append(root.owner)
+            root = root.owner.operands[0]
+        ops = tuple(op for op in setup if op not in aliases)
+        if any(use.operation in ops for alias in aliases for use in alias.results[0].uses):
+            raise GroupUnsupported("a setup reading the alias of its value the rows read")
+        plan = GroupPlan(self.group, Part(ops, tuple(args), (root,)))
+        result = plan.values.get(root)
+        one = result is not None and result.kind == "scalar" and plan.rows <= 1  # a single value
+        if not one and (result is None or result.kind != "full" or result.width not in (1, plan.width)):
+            raise GroupUnsupported("a setup value that is not computed per row of the setup")
+        return plan, value
+
+    def _setup_role(self, value: SSAValue) -> Value:
+        """The setup value as the rows read it: one vector for every row, or a scalar."""
+        shape = tuple(value.type.get_shape())
+        if math.prod(shape) == 1:
+            return Value("scalar", 1, value.type.element_type)
+        if self._broadcast_use(value) is None:
+            raise GroupUnsupported("a setup value that no elementwise op of the rows reads")
+        role = self._broadcast_operand(value, shape)
+        if role.kind != "row":
+            raise GroupUnsupported("a setup value that is not one vector for every row")
+        return role
 
     def _classify(self, value: SSAValue) -> Value:
         t = value.type
@@ -223,10 +306,10 @@ def is_plane_source(arg: SSAValue) -> bool:
     return bool(arg.uses) and all(plane_offset(use.operation) is not None for use in arg.uses)
 
 
-def _lead_dims(group: fused.GroupOp) -> tuple[int, ...]:
+def _lead_dims(body: tuple[Operation, ...]) -> tuple[int, ...]:
     """The rows: the leading dims the reductions keep, else the longest leading dims
     every computed value shares (all but the last dim at most)."""
-    ops = [op for op in group.body_ops() if not isinstance(op, ge.ConstOp) and plane_offset(op) is None]
+    ops = [op for op in body if not isinstance(op, ge.ConstOp) and plane_offset(op) is None]
     for op in ops:
         if pattern_kind(op) == PatternKind.REDUCE:
             shape = tuple(op.operands[0].type.get_shape())
@@ -269,8 +352,10 @@ def _cube_group_template():
 class _GroupKernel:
     def __init__(self, op: fused.GroupOp, k: KernelContext, plan: GroupPlan):
         self.op, self.k, self.plan = op, k, plan
-        self.args = list(op.block.args)
-        self.yields = list(op.block.last_op.operands)
+        self.ops = list(plan.part.ops)
+        self.args = list(plan.part.args)
+        self.yields = list(plan.part.results)
+        self.tensors = dict(zip(op.block.args, k.inputs))
 
     def emit(self) -> None:
         plan, k = self.plan, self.k
@@ -281,14 +366,64 @@ class _GroupKernel:
                     value.width //= pieces
             plan.width //= pieces
         inputs = [self._operand(t, plan.values[v], base) for t, v, base in self._read()]
+        prologue, setup_bytes = None, 0
+        if plan.setup is not None:
+            inputs += [self._whole(self.tensors[a]) for a in plan.setup.part.args]
+            prologue, setup_bytes = self._prologue, self._setup_bytes()
         outputs = [self._output(t, plan.values[y]) for t, y in zip(k.outputs, self.yields)]
-        view = RowView(max(1, plan.rows) * pieces, plan.width, inputs, outputs, flat=False)
+        view = RowView(max(1, plan.rows) * pieces, plan.width, inputs, outputs, flat=False, setup_bytes=setup_bytes)
         k.explain(
-            f"group of {len(self.op.body_ops())} ops on rows {list(plan.lead)}"
+            f"group of {len(self.ops)} ops on rows {list(plan.lead)}"
             + (f", each cut into {pieces}" if pieces > 1 else "")
             + f", widest value {plan.width}"
+            + (f"; a setup of {len(plan.setup.part.ops)} ops on rows {list(plan.setup.lead)} per core" if plan.setup else "")
         )
-        emit_row_kernel(k, view, self._body)
+        emit_row_kernel(k, view, self._body, prologue)
+
+    # ---- the setup ---------------------------------------------------------------------
+
+    def _whole(self, t: GmTensor) -> RowOperand:
+        if t.format != Format.ND:
+            raise GroupUnsupported(f"a {t.format.value} input of the group's setup ({t.type})")
+        return RowOperand(t, Role.WHOLE)
+
+    def _prologue(self, v: VectorEmitter, ins: list[Operand]) -> list[Operand]:
+        """The setup, once per core, from its inputs loaded whole (after the rows'
+        inputs in `ins`); its value is appended as one vector (or a scalar)."""
+        wholes = ins[len(self._read()) :]
+        out = self._run_setup(v.b, wholes, lambda shape, t: v.b.alloc(shape, t, "ub"))
+        scalar = self.plan.values[self.plan.setup_value].kind == "scalar"
+        return [*ins, Tile(out.buffer, 0, 0, col_stride=0 if scalar else 1)]
+
+    def _run_setup(self, b, wholes: list[Tile], alloc) -> Tile:
+        """Emits the setup's body over its own rows; the tile of its value."""
+        sub = self.plan.setup
+        rows, cols = max(1, sub.rows), sub.width
+
+        def make(kind: str, element_type) -> Tile:
+            if kind == "col":
+                return Tile(alloc([rows], element_type), 0, 1, col_stride=0)
+            return Tile(alloc([rows * cols], element_type), 0, cols)
+
+        emitter = VectorEmitter(b, rows, cols, lambda t: make("full", t), lambda t: make("col", t))
+        root = sub.part.results[0]
+        out = make("col" if sub.values[root].width == 1 else "full", root.type.element_type)
+        ins = [_setup_input(w, sub.values[a]) for w, a in zip(wholes, sub.part.args)]
+        _GroupKernel(self.op, self.k, sub)._body(emitter, ins, [out])
+        return out
+
+    def _setup_bytes(self) -> int:
+        """UB the setup's temporaries and value take (a dry run on a scratch kernel)."""
+        scratch = KernelBuilder("scratch", [])
+        sizes: list[int] = []
+
+        def alloc(shape, element_type):
+            sizes.append(-(-math.prod(shape) * dtypes.byte_width(element_type) // UB_ALIGN_BYTES) * UB_ALIGN_BYTES)
+            return scratch.alloc(shape, element_type, "ub")
+
+        wholes = [Tile(scratch.alloc([self.tensors[a].numel], a.type.element_type, "ub"), 0, 0) for a in self.plan.setup.part.args]
+        self._run_setup(scratch, wholes, alloc)
+        return sum(sizes)
 
     def _pieces(self) -> int:
         """Into how many rows each row is cut when it is too wide for UB (as the
@@ -296,7 +431,9 @@ class _GroupKernel:
         op is elementwise, every value is a whole row or a scalar, and every GM
         tensor is ND, so a piece of a row is computed like a row."""
         plan, k = self.plan, self.k
-        if any(not (o.name in _ELEMENTWISE_NAMES or isinstance(o, (*_ALIASES, ge.ConstOp))) for o in self.op.body_ops()):
+        if self.plan.setup is not None or any(
+            not (o.name in _ELEMENTWISE_NAMES or isinstance(o, (*_ALIASES, ge.ConstOp))) for o in self.ops
+        ):
             return 1
         if any(v.kind == "row" or (v.kind == "full" and v.width != plan.width) for v in plan.values.values()):
             return 1
@@ -309,11 +446,12 @@ class _GroupKernel:
         (GM tensor, block argument, no offset), or each plane of one read only
         through its planes (GM tensor, the plane's value, its block's offset)."""
         read = []
-        for t, arg in zip(self.k.inputs, self.args):
+        for arg in self.args:
+            t = self.tensors[arg]
             if not is_plane_source(arg):
                 read.append((t, arg, None))
                 continue
-            for op in self.op.body_ops():  # in body order: the same order every time
+            for op in self.ops:  # in body order: the same order every time
                 if op.operands and op.operands[0] is arg and plane_offset(op) is not None:
                     read.append((t, op.results[0], plane_offset(op)))
         return read
@@ -356,19 +494,22 @@ class _GroupKernel:
         values = self.plan.values
         tiles: dict[SSAValue, Operand] = {}
         self._transposed: dict[SSAValue, Tile] = {}  # `_column`'s, per tile
-        for (_, value, _), tile in zip(self._read(), ins):
+        read = self._read()
+        for (_, value, _), tile in zip(read, ins):
             tiles[value] = tile
-        roots = _alias_roots(self.op)
+        if self.plan.setup_value is not None:  # the prologue's, after the setup's inputs
+            tiles[self.plan.setup_value] = ins[len(read) + len(self.plan.setup.part.args)]
+        roots = _alias_roots(self.ops)
         destinations = {}  # values computed straight into an output tile
         for y, out in zip(self.yields, outs):
             root = roots.get(y, y)
             if root not in destinations and isinstance(root.owner, Operation) and root.owner.parent is y.owner.parent:
                 destinations[root] = out
         kept = {roots.get(y, y) for y in self.yields}
-        madds = _multiply_adds(self.op, roots, kept)
-        last_use = _last_uses(self.op, roots, madds)
+        madds = _multiply_adds(self.ops, roots, kept)
+        last_use = _last_uses(self.ops, roots, madds)
         temps: list[Tile] = []
-        for index, op in enumerate(self.op.body_ops()):
+        for index, op in enumerate(self.ops):
             if isinstance(op, ge.ConstOp):
                 tiles[op.results[0]] = values[op.results[0]].immediate
                 continue
@@ -515,6 +656,17 @@ class _GroupKernel:
             offset += width
 
 
+def _setup_input(whole: Tile, value: Value) -> Operand:
+    """A setup input loaded whole, as the setup's rows read it."""
+    if value.kind == "scalar":
+        return Tile(whole.buffer, 0, 0, col_stride=0)
+    if value.kind == "row":
+        return Tile(whole.buffer, 0, 0)
+    if value.width == 1:
+        return Tile(whole.buffer, 0, 1, col_stride=0)
+    return Tile(whole.buffer, 0, value.width)
+
+
 def _as_tile(operand: Operand, what: str = "a constant group result") -> Tile:
     if not isinstance(operand, Tile):
         raise GroupUnsupported(what)
@@ -527,24 +679,24 @@ def _require_whole_row(plan: GroupPlan, op: Operation) -> None:
         raise GroupUnsupported(f"'{op.name}' reduces part of a row")
 
 
-def _alias_roots(group: fused.GroupOp) -> dict[SSAValue, SSAValue]:
+def _alias_roots(ops: list[Operation]) -> dict[SSAValue, SSAValue]:
     """Each alias (a reshape's result...) -> the value whose tile it shares."""
     roots: dict[SSAValue, SSAValue] = {}
-    for op in group.body_ops():
+    for op in ops:
         if isinstance(op, _ALIASES):
             source = op.operands[0]
             roots[op.results[0]] = roots.get(source, source)
     return roots
 
 
-def _last_uses(group: fused.GroupOp, roots: dict[SSAValue, SSAValue], madds: dict | None = None) -> dict[SSAValue, int]:
+def _last_uses(ops: list[Operation], roots: dict[SSAValue, SSAValue], madds: dict | None = None) -> dict[SSAValue, int]:
     """The index of the last op reading each value (through its aliases); a
     product computed by its addition's vmla (`madds`) reads its factors there."""
     last: dict[SSAValue, int] = {}
     madds = madds or {}
     deferred = {mul: add for add, mul in madds.items()}
-    index_of = {op: i for i, op in enumerate(group.body_ops())}
-    for index, op in enumerate(group.body_ops()):
+    index_of = {op: i for i, op in enumerate(ops)}
+    for index, op in enumerate(ops):
         at = index_of[deferred[op]] if op in deferred else index
         for operand in op.operands:
             root = roots.get(operand, operand)
@@ -552,13 +704,13 @@ def _last_uses(group: fused.GroupOp, roots: dict[SSAValue, SSAValue], madds: dic
     return last
 
 
-def _multiply_adds(group: fused.GroupOp, roots: dict[SSAValue, SSAValue], kept: set[SSAValue]) -> dict[Operation, Operation]:
+def _multiply_adds(body: list[Operation], roots: dict[SSAValue, SSAValue], kept: set[SSAValue]) -> dict[Operation, Operation]:
     """Additions `acc + x * y` computed as one vmla (dst = x * y + dst: the same
     roundings) into acc's temporary: addition -> product, where the product (of
     the addition's shape and type) is read by that addition alone and acc, computed
     in the group, not a result of it, is last read there."""
-    ops = list(group.body_ops())
-    last = _last_uses(group, roots)
+    ops = list(body)
+    last = _last_uses(ops, roots)
     found: dict[Operation, Operation] = {}
     for index, add in enumerate(ops):
         if not isinstance(add, ge.AddOp) or not dtypes.is_float(add.results[0].type.element_type):

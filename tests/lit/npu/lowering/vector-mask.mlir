@@ -8,8 +8,9 @@
 // RUN: ge-sim %s --pipeline ge-compile --check --seed 3 | filecheck %s --check-prefix=SIM
 // RUN: ge-sim %s --pipeline 'ge-compile{fuse=false reuse=false streams=1 hw=tiny}' --hw tiny --check | filecheck %s --check-prefix=SIM
 
-// One merged launch (one stream is the fastest plan): the mask and softmax phases, then the math.
-// CHECK-LABEL: npu.kernel @k0_keep_k_to_k3_phase
+// One merged launch (one stream is the fastest plan): the mask and softmax phases, then the math;
+// the key mask (mod, compare) is the mask group's setup (fused-setup-groups), no phase of its own.
+// CHECK-LABEL: npu.kernel @k0_keep_to_k2_phase
 // CHECK:       npu.vcmp {{.*}} {rows = 8, cols = 16, strides = [0, 1, 16], col_strides = [1, 0, 1], cmp = "le"}
 // CHECK:       npu.vmin {{.*}} {rows = 8, cols = 16, strides = [16, 0, 16]}
 // CHECK:       npu.vsel
