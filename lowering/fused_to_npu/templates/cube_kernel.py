@@ -696,8 +696,10 @@ class _CubeKernel:
         for x, off, bufs, stride in zip(p.bs, b_offs, self.b_l1, self.b_strides):
             stages.append((stage_parts(self.k.hw, x, size, n_act),
                            partial(x.stage_to_l1, b, off, k0, size, n0, n_act, bufs[copy], stride), x))
-        prefetched = self.p.first_b_prefetched and isinstance(first, int) and first == 0  # the item's first chunk
-        b_first = prefetched and stage_a and self.first_item[0]  # the core's first chunk: its B is in L1 already
+        # The core's first chunk only (`first_item`, which needs the B prefetched):
+        # npu-prefetch-constants moves that one's B, not a later item's.
+        prefetched = self.first_item[0] and isinstance(first, int) and first == 0
+        b_first = prefetched and stage_a  # its B is in L1 already
         base = copy * (t.kc // t.kb) + self.l0_flip  # steps before this chunk in its pair (+ the item's flip)
 
         def step(kk0: Index, kb_act: int, index: Index, parity: int, before_a=None) -> None:
