@@ -167,7 +167,6 @@ class EpilogueCost:
     copies: int = 2  # copies of the streamed UB buffers, used in turn by the row chunks
     block: int = 0  # the NZ outputs' column block, when UB tiles may be kept in such blocks (0: row-major only)
     in_bytes: int = 0  # bytes loaded per output element by the inputs with a tile per row chunk
-    sink: bool = False  # an output stores its own results (expand_depthwise.DepthwiseSink), not the row chunk
 
 
 @dataclass(frozen=True)
@@ -983,24 +982,6 @@ class _Scoring:
             found = self._epilogues[key] = (chunks_per_item, fixpipe, vector, store, load)
         return found
 
-    def last_store(self, c: _Candidate, rows: int) -> float:
-        """The last row chunk's store as the HBM takes it: the cores run alike, so
-        each stores its last chunk when the others do, and the HBM, which all share
-        (writes go through to it), moves the cores' chunks in turn: their bytes at
-        its bandwidth, after the path's latency. MMoE's second expert layer (8 x 256
-        x 256 @ 256 x 256, bias and ReLU) in one 64 x 256 item per core: the last
-        chunk's 16 KB take 161 cycles on one core's port and 437 on the HBM for the
-        32 cores (simulated: the last core's store 482), the tail every core waits
-        for at the barrier. Counted where each core has one item (the cores start it
-        together after the barrier and end together; with several, their staging
-        spreads them) and the chunk is what the epilogue stores: not where a sink
-        stores its own results (MobileNetV2's expand convolutions feeding their
-        depthwise convolution: counted there, their tilings moved to row-major
-        epilogues the sink cannot read, 58,666 -> 60,330 cycles)."""
-        _, _, block_dim, mb, n_block = self.item(c.mb, c.n_block)
-        chunk = min(rows, mb) * n_block * self.e.out_bytes
-        return self.hw.paths["ub_to_gm"].latency + block_dim * chunk / self.hw.hbm_bytes_per_cycle
-
     def bound(self, c: _Candidate) -> float:
         """A lower bound of `score(c, ...).estimate` for every K chunk, residency and
         epilogue of the candidate's item size and L0 step: two of the critical paths
@@ -1102,10 +1083,7 @@ class _Scoring:
         last_chunk_steps = -(-(k - (chunks - 1) * kc) // kb)
         fill = stage + load
         drain = fixpipe if per_core > 1 else 0
-        last_store = (store + waited) // max(chunks_per_item, 1)
-        if per_core == 1 and not self.e.sink:
-            last_store = max(last_store, self.last_store(c, rows))
-        last = fixpipe + vector + last_store
+        last = fixpipe + vector + (store + waited) // max(chunks_per_item, 1)
         # Inputs loaded with the staging go after the last chunk's where that is outside
         # the loop over pairs (`_CubeKernel._emit_item`): its L0 steps do not wait for them.
         after = inputs if not waited and _last_chunk_outside_loop(k, kc) else 0

@@ -64,9 +64,7 @@ def test_a_cube_kernel_bound_by_its_weights_leaves_little_room():
     shape = GemmShape(1, 16, 4096, 4096)
     slow = dataclasses.replace(hw, hbm_bytes_per_cycle=hw.hbm_bytes_per_cycle / 8)
     bound = best_cube_tiling(slow, shape, Operand(), [Operand()], PLAIN)[0]
-    # Its estimate ends on the cores' last stores at the slow HBM's bandwidth
-    # (`_Scoring.last_store`): 2,566 -> 3,384 cycles of room, 1.5% of the estimate.
-    assert tiling_room(bound, slow) < window + 0.02 * bound.estimate
+    assert tiling_room(bound, slow) < window + 0.01 * bound.estimate
     fast = best_cube_tiling(hw, shape, Operand(), [Operand()], PLAIN)[0]
     weights = (4096 * 4096 + 16 * 4096) * 2 / hw.hbm_bytes_per_cycle
     assert tiling_room(fast, hw) == pytest.approx(fast.estimate - weights + window)

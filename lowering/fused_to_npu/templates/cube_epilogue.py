@@ -188,7 +188,6 @@ class CubeEpilogue:
             copies=STREAM_COPIES,
             block=self.ub_block,
             in_bytes=full,
-            sink=any(getattr(o, "stores_itself", False) for o in self.outputs),
         )
 
 

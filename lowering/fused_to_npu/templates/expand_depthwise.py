@@ -97,9 +97,6 @@ class DepthwiseSink:
     each item's tile (see the module docstring)."""
 
     layout, transposed = NZ, False
-    # Its store is the depthwise convolution's, not the product's row chunk: the
-    # tiling estimate's last-store term does not apply (`EpilogueCost.sink`).
-    stores_itself = True
 
     def __init__(self, mid: ConvGeometry, dw: ConvGeometry, out: GmTensor, w: GmTensor, bias: GmTensor | None,
                  act: str, element_type):
